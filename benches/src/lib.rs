@@ -1,0 +1,1 @@
+//! Benchmarks of profpoint live in `benches/`; shared helpers here.

@@ -1,0 +1,1 @@
+//! Examples of profpoint live beside this file: see `wordcount.rs`.

@@ -1,0 +1,32 @@
+//! Procedural macros of profpoint. Use them through the `profpoint` crate, which re-exports
+//! them and pins this crate's exact version; the expansions name `::profpoint::__private`.
+
+#![deny(unsafe_op_in_unsafe_fn)]
+
+use proc_macro::TokenStream;
+
+mod attr;
+mod profile_point;
+
+/// Times every call of a function as a profile point.
+///
+/// Works on free functions, methods, generic functions and `async fn` (timed from first poll
+/// to completion, on whichever threads poll it). Returns, `?` and panics all count.
+///
+/// Options: `name = "..."` (default: the function's path, e.g. `my_crate::db::Pool::get`),
+/// `crate = path` (where profpoint is, for crates that re-export it).
+#[proc_macro_attribute]
+pub fn profile_point(args: TokenStream, item: TokenStream) -> TokenStream {
+    profile_point::expand(args.into(), item.into())
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
+}
+
+/// Marks `main`: the profile-points report is written when the process exits (see
+/// `profpoint::report_at_exit`). Option: `crate = path`.
+#[proc_macro_attribute]
+pub fn main(args: TokenStream, item: TokenStream) -> TokenStream {
+    profile_point::expand_main(args.into(), item.into())
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
+}

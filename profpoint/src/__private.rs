@@ -1,0 +1,4 @@
+//! What macro expansions use. **Not a stable API**: anything here may change in any release.
+
+pub use crate::point::{Kind, Name, OffPoint, POINTS, Point, Timed};
+pub use linkme;

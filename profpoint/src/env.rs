@@ -1,0 +1,223 @@
+//! The `PROFPOINT_*` environment variables, read once at start-up.
+//!
+//! Every variable is optional. A bad value never stops the program: it gets one line on stderr
+//! naming the variable, the value and what was expected, and the default is used.
+//!
+//! | variable | values | default |
+//! |---|---|---|
+//! | `PROFPOINT_REPORT` | comma-separated `stderr`, `stdout`, `off`, `json:PATH`, `csv:PATH`, `table:PATH` | unset: no report unless the program opted in (then `stderr`) |
+//! | `PROFPOINT_DISABLE` | comma-separated globs of point names to turn off | none |
+//! | `PROFPOINT_ENABLE` | comma-separated globs to turn on (applied after `PROFPOINT_DISABLE`) | all on |
+//! | `PROFPOINT_SAMPLE` | `N` (every point) or comma-separated `GLOB=N`: time one call in about N | every call timed |
+//! | `PROFPOINT_SUBTRACT_OVERHEAD` | `0` or `1` | `0` |
+//! | `PROFPOINT_CLOCK` | `tsc` or `monotonic` | `tsc` where invariant |
+
+use std::path::PathBuf;
+
+/// Where the report goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Destination {
+    /// The points table on standard error.
+    Stderr,
+    /// The points table on standard output.
+    Stdout,
+    /// The JSON report, written to a file.
+    Json(PathBuf),
+    /// The points as CSV, written to a file.
+    Csv(PathBuf),
+    /// The points table, written to a file.
+    Table(PathBuf),
+}
+
+/// A rejected environment variable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnvError {
+    /// The variable's name.
+    pub var: &'static str,
+    /// Its value.
+    pub value: String,
+    /// What was expected instead.
+    pub expected: &'static str,
+}
+
+impl std::fmt::Display for EnvError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}={:?}: expected {}",
+            self.var, self.value, self.expected
+        )
+    }
+}
+
+impl std::error::Error for EnvError {}
+
+const REPORT_EXPECTED: &str =
+    "a comma-separated list of stderr, stdout, off, json:PATH, csv:PATH or table:PATH";
+
+/// Parses `PROFPOINT_REPORT`: `Ok(vec![])` means `off`.
+pub fn parse_report(value: &str) -> Result<Vec<Destination>, EnvError> {
+    let err = || EnvError {
+        var: "PROFPOINT_REPORT",
+        value: value.to_string(),
+        expected: REPORT_EXPECTED,
+    };
+    let mut out = Vec::new();
+    let mut off = false;
+    for item in value.split(',').map(str::trim) {
+        let path = |p: &str| {
+            if p.is_empty() {
+                Err(err())
+            } else {
+                Ok(PathBuf::from(p))
+            }
+        };
+        match item {
+            "stderr" => out.push(Destination::Stderr),
+            "stdout" => out.push(Destination::Stdout),
+            "off" => off = true,
+            _ => match item.split_once(':') {
+                Some(("json", p)) => out.push(Destination::Json(path(p)?)),
+                Some(("csv", p)) => out.push(Destination::Csv(path(p)?)),
+                Some(("table", p)) => out.push(Destination::Table(path(p)?)),
+                _ => return Err(err()),
+            },
+        }
+    }
+    if off && !out.is_empty() {
+        return Err(err());
+    }
+    Ok(out)
+}
+
+/// Parses a comma-separated glob list (`PROFPOINT_ENABLE`, `PROFPOINT_DISABLE`).
+pub fn parse_globs(var: &'static str, value: &str) -> Result<Vec<String>, EnvError> {
+    let globs: Vec<String> = value
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+        .collect();
+    if globs.is_empty() {
+        return Err(EnvError {
+            var,
+            value: value.to_string(),
+            expected: "a comma-separated list of point-name globs such as db::*",
+        });
+    }
+    Ok(globs)
+}
+
+/// Parses `PROFPOINT_SAMPLE`: `(glob, every)` pairs.
+pub fn parse_sample(value: &str) -> Result<Vec<(String, u32)>, EnvError> {
+    let err = || EnvError {
+        var: "PROFPOINT_SAMPLE",
+        value: value.to_string(),
+        expected: "N or a comma-separated list of GLOB=N, with N an integer from 1 to 1000000",
+    };
+    let num = |s: &str| match s.trim().parse::<u32>() {
+        Ok(n) if (1..=1_000_000).contains(&n) => Ok(n),
+        _ => Err(err()),
+    };
+    if !value.contains('=') {
+        return Ok(vec![("*".to_string(), num(value)?)]);
+    }
+    value
+        .split(',')
+        .map(|item| match item.split_once('=') {
+            Some((g, n)) if !g.trim().is_empty() => Ok((g.trim().to_string(), num(n)?)),
+            _ => Err(err()),
+        })
+        .collect()
+}
+
+/// Parses a boolean flag: `0`/`1` (also `false`/`true`, `no`/`yes`, `off`/`on`).
+pub fn parse_bool(var: &'static str, value: &str) -> Result<bool, EnvError> {
+    match value.trim() {
+        "1" | "true" | "yes" | "on" => Ok(true),
+        "0" | "false" | "no" | "off" | "" => Ok(false),
+        _ => Err(EnvError {
+            var,
+            value: value.to_string(),
+            expected: "0 or 1",
+        }),
+    }
+}
+
+/// Parses `PROFPOINT_CLOCK`: `true` means "use the monotonic clock".
+pub fn parse_clock(value: &str) -> Result<bool, EnvError> {
+    match value.trim() {
+        "tsc" => Ok(false),
+        "monotonic" => Ok(true),
+        _ => Err(EnvError {
+            var: "PROFPOINT_CLOCK",
+            value: value.to_string(),
+            expected: "tsc or monotonic",
+        }),
+    }
+}
+
+/// Prints one warning line for a rejected variable.
+pub(crate) fn warn(e: &EnvError, fallback: &str) {
+    eprintln!("profpoint: {e}; using {fallback}");
+}
+
+/// Reads a variable as UTF-8, warning (and ignoring it) when it is not.
+pub(crate) fn var(name: &'static str) -> Option<String> {
+    match std::env::var(name) {
+        Ok(v) => Some(v),
+        Err(std::env::VarError::NotPresent) => None,
+        Err(std::env::VarError::NotUnicode(v)) => {
+            eprintln!("profpoint: {name}={v:?}: expected UTF-8 text; ignoring it");
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn report_destinations() {
+        assert_eq!(parse_report("stderr"), Ok(vec![Destination::Stderr]));
+        assert_eq!(parse_report("off"), Ok(vec![]));
+        assert_eq!(
+            parse_report("stderr, json:/tmp/a.json"),
+            Ok(vec![
+                Destination::Stderr,
+                Destination::Json("/tmp/a.json".into())
+            ])
+        );
+        let e = parse_report("xml:foo").unwrap_err();
+        assert_eq!(e.var, "PROFPOINT_REPORT");
+        assert!(e.to_string().contains("\"xml:foo\""), "{e}");
+        assert!(parse_report("json:").is_err());
+        assert!(parse_report("off,stderr").is_err());
+    }
+
+    #[test]
+    fn sample_values() {
+        assert_eq!(parse_sample("16"), Ok(vec![("*".into(), 16)]));
+        assert_eq!(
+            parse_sample("db::*=8, http::*=2"),
+            Ok(vec![("db::*".into(), 8), ("http::*".into(), 2)])
+        );
+        assert!(parse_sample("0").is_err());
+        assert!(parse_sample("abc").is_err());
+        assert!(parse_sample("=4").is_err());
+    }
+
+    #[test]
+    fn globs_and_flags() {
+        assert_eq!(
+            parse_globs("PROFPOINT_ENABLE", "a::*, b"),
+            Ok(vec!["a::*".into(), "b".into()])
+        );
+        assert!(parse_globs("PROFPOINT_ENABLE", " , ").is_err());
+        assert_eq!(parse_bool("X", "1"), Ok(true));
+        assert!(parse_bool("X", "maybe").is_err());
+        assert_eq!(parse_clock("monotonic"), Ok(true));
+        assert!(parse_clock("hpet").is_err());
+    }
+}

@@ -1,0 +1,168 @@
+//! Start-up and the at-exit report.
+//!
+//! # Mechanism
+//! - One process-level initialiser, placed in `.init_array` so it runs before `main` (and
+//!   before any test harness): it picks the clock, applies `PROFPOINT_DISABLE`,
+//!   `PROFPOINT_ENABLE` and `PROFPOINT_SAMPLE` to the points, reads `PROFPOINT_REPORT`, and
+//!   registers one `atexit` handler. It allocates nothing per point and registers nothing per
+//!   point.
+//! - The handler prints the report if the program opted in ([`crate::report_at_exit`] or
+//!   `#[profpoint::main]`) or `PROFPOINT_REPORT` asked for it. `atexit` handlers run on return
+//!   from `main` and on `std::process::exit`; not on `abort`, a fatal signal or a
+//!   `panic = "abort"` panic.
+//! - glibc runs the main thread's thread-local destructors before `atexit` handlers, so the
+//!   main thread's shard is already back on the free list when the report is read: its counts
+//!   are still there (shards keep their counts). Other threads may still be running; the
+//!   report is a snapshot of that moment.
+
+use crate::env::{self, Destination};
+use crate::report::{Report, ReportOptions};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// What the at-exit handler does.
+#[derive(Debug)]
+struct ExitPlan {
+    /// Destinations chosen by `PROFPOINT_REPORT`, if it was set (and valid).
+    from_env: Option<Vec<Destination>>,
+    /// The program opted in.
+    opted_in: bool,
+    subtract_overhead: bool,
+}
+
+static PLAN: Mutex<ExitPlan> = Mutex::new(ExitPlan {
+    from_env: None,
+    opted_in: false,
+    subtract_overhead: false,
+});
+
+/// Whether the report was already written (the handler runs once).
+static DONE: AtomicBool = AtomicBool::new(false);
+
+fn plan() -> std::sync::MutexGuard<'static, ExitPlan> {
+    // Every update is a single field store: a poisoned lock still holds a consistent plan.
+    PLAN.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+// SAFETY: `.init_array` entries are called by the dynamic loader (or libc for static
+// executables) with the usual C calling convention, once, before `main`; `init` takes no
+// arguments (the extra argc/argv/envp the loader passes are ignored by the C ABI).
+#[used]
+#[unsafe(link_section = ".init_array")]
+static INIT: extern "C" fn() = init;
+
+extern "C" fn init() {
+    // A panic must not unwind into the loader.
+    let _ = std::panic::catch_unwind(init_inner);
+}
+
+fn init_inner() {
+    crate::clock::init();
+    if let Some(v) = env::var("PROFPOINT_DISABLE") {
+        match env::parse_globs("PROFPOINT_DISABLE", &v) {
+            Ok(globs) => globs.iter().for_each(|g| {
+                crate::disable(g);
+            }),
+            Err(e) => env::warn(&e, "no point disabled"),
+        }
+    }
+    if let Some(v) = env::var("PROFPOINT_ENABLE") {
+        match env::parse_globs("PROFPOINT_ENABLE", &v) {
+            Ok(globs) => globs.iter().for_each(|g| {
+                crate::enable(g);
+            }),
+            Err(e) => env::warn(&e, "the default (all points on)"),
+        }
+    }
+    if let Some(v) = env::var("PROFPOINT_SAMPLE") {
+        match env::parse_sample(&v) {
+            Ok(rules) => rules.iter().for_each(|(g, n)| {
+                crate::set_sampling(g, *n);
+            }),
+            Err(e) => env::warn(&e, "timing of every call"),
+        }
+    }
+    let mut p = plan();
+    if let Some(v) = env::var("PROFPOINT_SUBTRACT_OVERHEAD") {
+        match env::parse_bool("PROFPOINT_SUBTRACT_OVERHEAD", &v) {
+            Ok(b) => p.subtract_overhead = b,
+            Err(e) => env::warn(&e, "0"),
+        }
+    }
+    if let Some(v) = env::var("PROFPOINT_REPORT") {
+        match env::parse_report(&v) {
+            Ok(d) => p.from_env = Some(d),
+            Err(e) => {
+                env::warn(&e, "stderr");
+                p.from_env = Some(vec![Destination::Stderr]);
+            }
+        }
+    }
+    let armed = p.from_env.as_ref().is_some_and(|d| !d.is_empty());
+    drop(p);
+    if armed {
+        crate::overhead::measure();
+    }
+    // SAFETY: `at_exit` is an `extern "C" fn()` that lives for the whole program.
+    if unsafe { libc::atexit(at_exit) } != 0 {
+        eprintln!("profpoint: atexit registration failed; no report will be written at exit");
+    }
+}
+
+/// Arms the report at exit (idempotent).
+pub(crate) fn opt_in() {
+    plan().opted_in = true;
+    crate::overhead::measure();
+}
+
+extern "C" fn at_exit() {
+    // A panic must not unwind into libc's exit path.
+    let _ = std::panic::catch_unwind(write_exit_report);
+}
+
+fn write_exit_report() {
+    // AcqRel: only the first caller writes (exit could be called from two threads at once).
+    if DONE.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    let (dests, subtract) = {
+        let p = plan();
+        let dests = match (&p.from_env, p.opted_in) {
+            (Some(d), _) => d.clone(),
+            (None, true) => vec![Destination::Stderr],
+            (None, false) => return,
+        };
+        (dests, p.subtract_overhead)
+    };
+    if dests.is_empty() {
+        return;
+    }
+    let report = Report::collect(&ReportOptions {
+        subtract_overhead: subtract,
+    });
+    for d in &dests {
+        if let Err(e) = write_to(&report, d) {
+            eprintln!("profpoint: could not write the report to {d:?}: {e}");
+        }
+    }
+}
+
+/// Writes `report` to one destination.
+pub(crate) fn write_to(report: &Report, d: &Destination) -> std::io::Result<()> {
+    use std::io::Write;
+    match d {
+        Destination::Stderr => {
+            let mut e = std::io::stderr().lock();
+            crate::report::write_table(report, &mut e)?;
+            e.flush()
+        }
+        Destination::Stdout => {
+            let mut o = std::io::stdout().lock();
+            crate::report::write_table(report, &mut o)?;
+            o.flush()
+        }
+        Destination::Json(p) => std::fs::write(p, report.to_json()),
+        Destination::Csv(p) => std::fs::write(p, report.to_csv()),
+        Destination::Table(p) => std::fs::write(p, report.to_table()),
+    }
+}

@@ -1,0 +1,139 @@
+//! # profpoint
+//!
+//! Know where your program's time goes without leaving the program: annotate functions and
+//! blocks, run, and read one table at exit.
+//!
+//! ```
+//! #[profpoint::profile_point]
+//! fn parse(input: &str) -> usize {
+//!     input.split_whitespace().count()
+//! }
+//!
+//! fn main() {
+//!     profpoint::report_at_exit(); // or PROFPOINT_REPORT=stderr, or #[profpoint::main]
+//!     let _g = profpoint::profile_scope!("main loop");
+//!     for _ in 0..10 {
+//!         parse("a few words to count");
+//!     }
+//! }
+//! ```
+//!
+//! ## The pieces
+//! - [`macro@profile_point`] times a function (sync or `async`), named after its path.
+//! - [`profile_scope!`] times a block until the guard drops.
+//! - [`define_profile_point!`] defines a point for explicit [`Point::start`] / [`Point::leave`],
+//!   the seed's `DEFINE_PROFILE_POINT`.
+//! - [`enable`], [`disable`], [`set_sampling`] change points at run time by glob; the
+//!   `PROFPOINT_ENABLE`, `PROFPOINT_DISABLE` and `PROFPOINT_SAMPLE` variables do it at start.
+//! - [`print_profile_points`], [`write_profile_points`], [`snapshot`], [`reset`] read them.
+//!
+//! Every point is a `static` gathered by the linker into one section, so the table lists every
+//! point compiled into the program, hit or not. Counters live in per-thread shards written with
+//! plain stores; see `ARCHITECTURE.md` for the design and `BENCHMARKS.md` for the costs.
+//!
+//! ## Environment
+//! See the table in the `env` module docs: `PROFPOINT_REPORT`, `PROFPOINT_ENABLE`,
+//! `PROFPOINT_DISABLE`, `PROFPOINT_SAMPLE`, `PROFPOINT_SUBTRACT_OVERHEAD`, `PROFPOINT_CLOCK`.
+//!
+//! ## Features
+//! - `heatmap` (default): link the `heatmap` sampler.
+//! - `off`: every macro expands to the bare code; the functions stay and report nothing.
+
+#![deny(unsafe_op_in_unsafe_fn)]
+
+extern crate self as profpoint;
+
+mod clock;
+pub mod env;
+mod exit;
+mod glob;
+mod hist;
+mod overhead;
+mod point;
+mod report;
+mod shard;
+
+#[doc(hidden)]
+pub mod __private;
+
+pub use clock::ClockInfo;
+pub use glob::matches as glob_matches;
+pub use overhead::Overhead;
+pub use point::{AsyncGuard, Guard, Point, Token};
+pub use profpoint_macros::{main, profile_point};
+pub use report::{
+    ClockReport, PointReport, Report, ReportOptions, RunInfo, SCHEMA, VERSION, write_table,
+};
+
+#[cfg(feature = "heatmap")]
+pub use heatmap;
+
+/// Every profile point compiled into the program (including points never hit).
+pub fn points() -> impl Iterator<Item = &'static Point> {
+    point::all()
+        .iter()
+        .filter(|p| p.kind() != point::Kind::Hidden)
+}
+
+/// Applies `f` to every point whose name matches `glob`; returns how many matched.
+fn for_matching(glob: &str, f: impl Fn(&Point)) -> usize {
+    points()
+        .filter(|p| glob::matches(glob, p.name()))
+        .map(f)
+        .count()
+}
+
+/// Turns on every point whose name matches `glob` (`*` any run, `?` one character); returns
+/// how many matched.
+pub fn enable(glob: &str) -> usize {
+    for_matching(glob, |p| p.set_enabled(true))
+}
+
+/// Turns off every point whose name matches `glob`; an off point costs one predictable branch
+/// and reads no clock. Returns how many matched.
+pub fn disable(glob: &str) -> usize {
+    for_matching(glob, |p| p.set_enabled(false))
+}
+
+/// Times one call in about `every` of the points matching `glob` (1 = time every call); every
+/// call is still counted. Returns how many matched.
+pub fn set_sampling(glob: &str, every: u32) -> usize {
+    for_matching(glob, |p| p.set_sampling(every))
+}
+
+/// A consistent copy of every point now (each point's numbers agree with each other). Cheap
+/// enough to call every second: it reads each thread's counters once.
+pub fn snapshot() -> Report {
+    Report::collect(&ReportOptions::default())
+}
+
+/// Makes the current counts the new zero: later reports and snapshots count from here.
+/// Min and max keep their values.
+pub fn reset() {
+    report::reset_counts();
+}
+
+/// Prints the points table to standard error.
+pub fn print_profile_points() {
+    let mut e = std::io::stderr().lock();
+    // Failing to write to stderr leaves nothing better to report to.
+    let _ = write_profile_points(&mut e);
+}
+
+/// Writes the points table to `w`.
+pub fn write_profile_points(w: &mut dyn std::io::Write) -> std::io::Result<()> {
+    overhead::measure();
+    write_table(&Report::collect(&ReportOptions::default()), w)
+}
+
+/// Asks for the report when the process exits (return from `main` or `std::process::exit`):
+/// the table on stderr, or whatever `PROFPOINT_REPORT` names. Call it once, early;
+/// `#[profpoint::main]` does it for you. Measures the point overhead now (about 1 ms).
+pub fn report_at_exit() {
+    exit::opt_in();
+}
+
+/// Writes a report to a destination now (as the exit handler would).
+pub fn write_report(report: &Report, to: &env::Destination) -> std::io::Result<()> {
+    exit::write_to(report, to)
+}

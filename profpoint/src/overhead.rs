@@ -1,0 +1,73 @@
+//! Self-overhead: what one enabled point costs on this machine, measured in-process.
+//!
+//! # Concept
+//! A point's reported time includes part of its own cost: the work between the first clock
+//! read (in `start`) and the second (in `leave`). A parent point also pays the whole cost of
+//! every point nested in it. Users comparing small numbers need both figures, so the report
+//! header prints them and [`crate::ReportOptions::subtract_overhead`] (or
+//! `PROFPOINT_SUBTRACT_OVERHEAD=1`) removes the in-interval part from every timed call.
+//!
+//! # Mechanism
+//! A hidden point (never reported) is started and left in a tight loop: the loop's time per
+//! iteration is the full cost of a call; the median interval the point recorded is the part
+//! that lands inside a measurement. Best of a few rounds, to keep a preempted round out.
+
+use crate::clock;
+use crate::point::{Kind, Name, Point};
+use crate::shard;
+use serde::Serialize;
+use std::sync::OnceLock;
+
+/// The cost of an enabled point, in nanoseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Overhead {
+    /// Wall time of one `start` + `leave` pair.
+    pub per_call_ns: f64,
+    /// The part of it that a point's own interval includes (median).
+    pub in_interval_ns: f64,
+}
+
+#[linkme::distributed_slice(crate::point::POINTS)]
+static CALIBRATION: Point = Point::new(
+    Name::Static("profpoint::calibration"),
+    Kind::Hidden,
+    file!(),
+    line!(),
+);
+
+/// (full cost per call, in-interval cost), in raw ticks: converted at report time, so measuring
+/// before `main` does not wait for the clock calibration.
+static MEASURED: OnceLock<(f64, f64)> = OnceLock::new();
+
+/// Rounds of the calibration loop; the best round is kept.
+const ROUNDS: usize = 5;
+/// Calls per round: long enough (~0.1 ms) to dwarf the two clock reads around it.
+const CALLS: u64 = 5_000;
+
+/// Measures the overhead once per process (about 1 ms); later calls do nothing.
+pub(crate) fn measure() {
+    MEASURED.get_or_init(|| {
+        let mut best = f64::MAX;
+        let index = CALIBRATION.index() as usize;
+        let before = shard::read_point(index);
+        for _ in 0..ROUNDS {
+            let t0 = clock::now();
+            for _ in 0..CALLS {
+                let t = CALIBRATION.start();
+                CALIBRATION.leave(std::hint::black_box(t));
+            }
+            let per = (clock::now() - t0) as f64 / CALLS as f64;
+            best = best.min(per);
+        }
+        let c = shard::read_point(index).since(&before);
+        (best, crate::hist::quantile(&c.hist, c.timed, 0.5))
+    });
+}
+
+/// The overhead in nanoseconds, if it was measured.
+pub(crate) fn get(clk: &clock::ClockInfo) -> Option<Overhead> {
+    MEASURED.get().map(|&(per_call, inside)| Overhead {
+        per_call_ns: clk.to_ns_f(per_call),
+        in_interval_ns: clk.to_ns_f(inside),
+    })
+}

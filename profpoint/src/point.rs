@@ -1,0 +1,562 @@
+//! Profile points: a named count and total time, gathered by the linker.
+//!
+//! # Concept
+//! A [`Point`] is a `static` that the macros (`#[profile_point]`, [`profile_scope!`],
+//! [`define_profile_point!`]) place in one linker section, the way the seed places
+//! `struct profile_point` in `.profile.point`. [`all`] is that section as a slice: every point
+//! compiled into the program, hit or not, with no registration call and no constructor per
+//! point. A point's status (on, off, sampled) is one byte in the static, read relaxed on every
+//! call; its counters live in per-thread shards (`shard.rs`).
+//!
+//! # Mechanism
+//! - [`Point::start`] reads the status; off costs that load and one predictable branch and
+//!   reads no clock. On, it finds this thread's slot (a thread-local load, the point's dense
+//!   index, a table load: each a cold path the first time), raises the slot's recursion depth,
+//!   saves and clears the thread's child-time accumulator, and reads the clock.
+//! - [`Point::leave`] reads the clock and, inside the slot's seqlock, adds the interval:
+//!   an outermost call adds to `total`, `min`, `max` and the distribution; a re-entered call
+//!   (recursion) only to `nr`, so `total` never exceeds the thread's wall time. Every call adds
+//!   its interval minus its children's to `self`, and its whole interval to its parent's
+//!   child-time accumulator. This needs start/leave to nest like a stack on each thread, which
+//!   the guards guarantee; hand-written tokens must be left in reverse order of starting.
+//! - Sampled mode counts every call but reads the clock on one call in about N, chosen at
+//!   random (a countdown drawn uniformly from 1..2N-1), so totals are estimated without bias.
+//! - Async points ([`AsyncGuard`]) time from first poll to completion on whichever threads poll
+//!   the future, and are not folded for recursion: concurrent futures overlap.
+//!
+//! # Extending
+//! A new per-call statistic: a field in `shard::Slot`, written in `record`, summed by
+//! `shard::Slot::read`, reported from `report::PointReport`.
+
+use crate::clock;
+use crate::hist;
+use crate::shard::{self, Lease, Shard, Slot, bump};
+use std::marker::PhantomData;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU8, AtomicU32, Ordering};
+
+/// The linker-gathered section of every point (the seed's `.profile.point`).
+#[linkme::distributed_slice]
+pub static POINTS: [Point];
+
+/// Every profile point compiled into the program, in link order.
+pub(crate) fn all() -> &'static [Point] {
+    &POINTS
+}
+
+/// A point's run-time status byte.
+const OFF: u8 = 0;
+const ON: u8 = 1;
+const SAMPLED: u8 = 2;
+
+/// What kind of code a point times; decides how the report reads its numbers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[doc(hidden)]
+pub enum Kind {
+    /// A synchronous function or scope: recursion folded, self time tracked.
+    Sync,
+    /// An `async fn`: first poll to completion, not folded.
+    Async,
+    /// Used by profpoint itself (overhead calibration); never reported.
+    Hidden,
+}
+
+/// Where a point's name comes from.
+#[derive(Debug, Clone, Copy)]
+#[doc(hidden)]
+pub enum Name {
+    /// Given by the user, or the `define_profile_point!` identifier.
+    Static(&'static str),
+    /// The type name of a marker `fn` item nested in the annotated function, minus the
+    /// marker's own last path segment: `crate::module::Type::method`. `type_name` is not
+    /// `const`, so it is resolved on first use.
+    Marker(fn() -> &'static str),
+}
+
+/// A named profile point. Create them with the macros; read them with [`crate::snapshot`].
+#[derive(Debug)]
+pub struct Point {
+    status: AtomicU8,
+    kind: Kind,
+    /// Dense index of this point in [`all`], `u32::MAX` until first use.
+    index: AtomicU32,
+    /// In sampled mode: time one call in about this many.
+    sample_every: AtomicU32,
+    name: Name,
+    resolved: OnceLock<&'static str>,
+    file: &'static str,
+    line: u32,
+}
+
+/// The time a point started, to hand back to [`Point::leave`].
+///
+/// Not `Send`: the counters it refers to belong to the thread that started it.
+#[must_use = "a started point must be left (or use a guard: profile_scope!)"]
+#[derive(Debug)]
+pub struct Token {
+    t0: u64,
+    saved_child: u64,
+    slot: *const Slot,
+    shard: *const Shard,
+    mode: u8,
+    _not_send: PhantomData<*const ()>,
+}
+
+/// Token modes.
+const T_OFF: u8 = 0;
+const T_TIMED: u8 = 1;
+const T_NESTED: u8 = 2;
+const T_SKIPPED: u8 = 3;
+/// Flag: the shard was borrowed for this call and goes back to the free list at leave.
+const T_BORROWED: u8 = 0x80;
+
+impl Token {
+    const OFF: Token = Token {
+        t0: 0,
+        saved_child: 0,
+        slot: std::ptr::null(),
+        shard: std::ptr::null(),
+        mode: T_OFF,
+        _not_send: PhantomData,
+    };
+}
+
+impl Point {
+    #[doc(hidden)]
+    pub const fn new(name: Name, kind: Kind, file: &'static str, line: u32) -> Point {
+        Point {
+            status: AtomicU8::new(ON),
+            kind,
+            index: AtomicU32::new(u32::MAX),
+            sample_every: AtomicU32::new(1),
+            name,
+            resolved: OnceLock::new(),
+            file,
+            line,
+        }
+    }
+
+    /// The point's name.
+    pub fn name(&self) -> &'static str {
+        match self.name {
+            Name::Static(s) => s,
+            Name::Marker(f) => self.resolved.get_or_init(|| {
+                let full = f();
+                full.rsplit_once("::").map_or(full, |(head, _marker)| head)
+            }),
+        }
+    }
+
+    /// Source file and line of the point's definition.
+    pub fn location(&self) -> (&'static str, u32) {
+        (self.file, self.line)
+    }
+
+    /// Whether the point times anything right now.
+    pub fn is_enabled(&self) -> bool {
+        // Relaxed: a status change needs no ordering with other memory; a call racing with it
+        // may go either way, which is the documented behaviour.
+        self.status.load(Ordering::Relaxed) != OFF
+    }
+
+    /// `Some(n)` when the point times one call in about `n` (sampled mode).
+    pub fn sampling(&self) -> Option<u32> {
+        // Relaxed: see `is_enabled`.
+        match self.status.load(Ordering::Relaxed) {
+            SAMPLED => Some(self.sample_every.load(Ordering::Relaxed)),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    /// Turns the point on or off.
+    pub fn set_enabled(&self, on: bool) {
+        // Relaxed: see `is_enabled`. Turning on keeps sampled mode off; use `set_sampling`.
+        self.status
+            .store(if on { ON } else { OFF }, Ordering::Relaxed);
+    }
+
+    /// Times one call in about `every` (1 = every call); the point is turned on.
+    pub fn set_sampling(&self, every: u32) {
+        let every = every.max(1);
+        // Relaxed: the rate is read by the sampling path only after it saw SAMPLED; a call
+        // that reads an older rate still draws a valid countdown.
+        self.sample_every.store(every, Ordering::Relaxed);
+        self.status
+            .store(if every == 1 { ON } else { SAMPLED }, Ordering::Relaxed);
+    }
+
+    /// Dense index of this point in [`all`].
+    pub(crate) fn index(&self) -> u32 {
+        // Relaxed: the value is a pure function of the point's address; racing initialisers
+        // store the same number.
+        let i = self.index.load(Ordering::Relaxed);
+        if i != u32::MAX {
+            return i;
+        }
+        self.index_slow()
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn index_slow(&self) -> u32 {
+        let base = all().as_ptr() as usize;
+        let me = self as *const Point as usize;
+        let i = (me - base) / std::mem::size_of::<Point>();
+        assert!(
+            i < all().len() && std::ptr::eq(&all()[i], self),
+            "profpoint: point {:?} is not in the linker-gathered slice",
+            self.name()
+        );
+        // Relaxed: see `index`.
+        self.index.store(i as u32, Ordering::Relaxed);
+        i as u32
+    }
+
+    /// Starts timing; hand the token to [`Point::leave`] on the same thread.
+    #[inline(always)]
+    pub fn start(&'static self) -> Token {
+        // Relaxed: see `is_enabled`.
+        let status = self.status.load(Ordering::Relaxed);
+        if status == OFF {
+            return Token::OFF;
+        }
+        self.start_on(status)
+    }
+
+    #[inline(always)]
+    fn start_on(&'static self, status: u8) -> Token {
+        // Relaxed: the index is a pure function of the address (see `index`).
+        let index = self.index.load(Ordering::Relaxed);
+        let (shard, slot) = match shard::current() {
+            Some(shard) => match shard.slot(index) {
+                Some(slot) => (shard, slot),
+                None => return self.start_cold(status),
+            },
+            None => return self.start_cold(status),
+        };
+        self.start_in(status, shard, slot, 0)
+    }
+
+    #[inline(always)]
+    fn start_in(&self, status: u8, shard: &Shard, slot: &Slot, flags: u8) -> Token {
+        if status == SAMPLED {
+            // Relaxed: owner-only counter.
+            let left = slot.countdown.load(Ordering::Relaxed);
+            if left > 1 {
+                slot.countdown.store(left - 1, Ordering::Relaxed);
+                return Token {
+                    mode: T_SKIPPED | flags,
+                    slot,
+                    shard,
+                    ..Token::OFF
+                };
+            }
+            let every = u64::from(self.sample_every.load(Ordering::Relaxed).max(1));
+            // Uniform on 1..=2N-1: mean N, so one call in N is timed on average.
+            let next = 1 + shard.next_random() % (2 * every - 1);
+            slot.countdown.store(next as u32, Ordering::Relaxed);
+        }
+        // Relaxed: owner-only fields (see shard.rs).
+        let depth = slot.depth.load(Ordering::Relaxed);
+        slot.depth.store(depth + 1, Ordering::Relaxed);
+        let saved_child = shard.child_acc.load(Ordering::Relaxed);
+        shard.child_acc.store(0, Ordering::Relaxed);
+        let mode = if depth == 0 { T_TIMED } else { T_NESTED };
+        Token {
+            t0: clock::now(),
+            saved_child,
+            slot,
+            shard,
+            mode: mode | flags,
+            _not_send: PhantomData,
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn start_cold(&'static self, status: u8) -> Token {
+        let index = self.index();
+        let (shard, flags) = match shard::current() {
+            Some(s) => (s, 0),
+            None => match shard::acquire() {
+                Lease::Owned(s) => (s, 0),
+                Lease::Borrowed(s) => (s, T_BORROWED),
+            },
+        };
+        let slot = shard.slot_or_new(index);
+        self.start_in(status, shard, slot, flags)
+    }
+
+    /// Stops timing and records the call.
+    #[inline(always)]
+    pub fn leave(&'static self, token: Token) {
+        if token.mode == T_OFF {
+            return;
+        }
+        self.leave_on(token)
+    }
+
+    #[inline(always)]
+    fn leave_on(&self, token: Token) {
+        // SAFETY: the token was made by `start_in` on this thread (Token is !Send), from a
+        // shard and slot that are never freed.
+        let (shard, slot) = unsafe { (&*token.shard, &*token.slot) };
+        let mode = token.mode & !T_BORROWED;
+        if mode == T_SKIPPED {
+            slot.write_begin();
+            bump(&slot.nr, 1);
+            bump(&slot.skipped, 1);
+            slot.write_end();
+        } else {
+            let dur = clock::now().saturating_sub(token.t0);
+            // Relaxed: owner-only fields (see shard.rs).
+            let children = shard.child_acc.load(Ordering::Relaxed);
+            shard
+                .child_acc
+                .store(token.saved_child.wrapping_add(dur), Ordering::Relaxed);
+            slot.depth.store(
+                slot.depth.load(Ordering::Relaxed).wrapping_sub(1),
+                Ordering::Relaxed,
+            );
+            slot.write_begin();
+            bump(&slot.nr, 1);
+            bump(&slot.self_ticks, dur.saturating_sub(children));
+            if mode == T_TIMED {
+                record_interval(slot, dur);
+            }
+            slot.write_end();
+        }
+        if token.mode & T_BORROWED != 0 {
+            shard::release(shard);
+        }
+    }
+
+    /// Starts a guard that leaves the point when dropped (also during unwinding).
+    #[inline(always)]
+    pub fn guard(&'static self) -> Guard {
+        Guard {
+            point: self,
+            token: self.start(),
+        }
+    }
+
+    /// Starts the timing of one `async` call (see [`AsyncGuard`]).
+    #[inline]
+    pub fn async_guard(&'static self) -> AsyncGuard {
+        AsyncGuard {
+            point: self,
+            t0: None,
+        }
+    }
+
+    /// Records one completed async call of `dur` ticks on the current thread.
+    fn record_async(&'static self, dur: u64) {
+        let index = self.index();
+        let (shard, borrowed) = match shard::current() {
+            Some(s) => (s, false),
+            None => match shard::acquire() {
+                Lease::Owned(s) => (s, false),
+                Lease::Borrowed(s) => (s, true),
+            },
+        };
+        let slot = shard.slot_or_new(index);
+        slot.write_begin();
+        bump(&slot.nr, 1);
+        bump(&slot.self_ticks, dur);
+        record_interval(slot, dur);
+        slot.write_end();
+        if borrowed {
+            shard::release(shard);
+        }
+    }
+}
+
+/// Adds one timed interval to a slot (inside the caller's seqlock write).
+#[inline(always)]
+fn record_interval(slot: &Slot, dur: u64) {
+    bump(&slot.timed, 1);
+    bump(&slot.total, dur);
+    // Relaxed: owner-only fields.
+    if dur < slot.min.load(Ordering::Relaxed) {
+        slot.min.store(dur, Ordering::Relaxed);
+    }
+    if dur > slot.max.load(Ordering::Relaxed) {
+        slot.max.store(dur, Ordering::Relaxed);
+    }
+    // SAFETY-free indexing: `hist::index` returns < BUCKETS by construction (unit-tested);
+    // the bounds check it leaves is one predictable compare.
+    bump(&slot.hist[hist::index(dur)], 1);
+}
+
+/// Leaves its point when dropped: returns, `?`, `break` and panics all count.
+#[derive(Debug)]
+#[must_use = "the point is left when the guard drops: bind it with `let _g = ...`"]
+pub struct Guard {
+    point: &'static Point,
+    token: Token,
+}
+
+impl Drop for Guard {
+    #[inline(always)]
+    fn drop(&mut self) {
+        let token = std::mem::replace(&mut self.token, Token::OFF);
+        self.point.leave(token);
+    }
+}
+
+/// Times one `async` call from its first poll to its completion (or its drop, if it is
+/// cancelled after starting), on whichever threads poll it. Used by `#[profile_point]` on
+/// `async fn`.
+#[derive(Debug)]
+pub struct AsyncGuard {
+    point: &'static Point,
+    t0: Option<u64>,
+}
+
+impl AsyncGuard {
+    /// Marks a poll: the first one starts the clock (if the point is on at that moment).
+    #[inline]
+    pub fn poll(&mut self) {
+        if self.t0.is_none() && self.point.is_enabled() {
+            self.t0 = Some(clock::now());
+        }
+    }
+}
+
+impl Drop for AsyncGuard {
+    fn drop(&mut self) {
+        if let Some(t0) = self.t0 {
+            self.point.record_async(clock::now().saturating_sub(t0));
+        }
+    }
+}
+
+/// A future that marks each poll on its [`AsyncGuard`] and drops it when the inner future is
+/// done, so the time is recorded on completion (not when the caller drops the future).
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct Timed<F> {
+    guard: Option<AsyncGuard>,
+    inner: F,
+}
+
+impl<F> Timed<F> {
+    #[doc(hidden)]
+    pub fn new(point: &'static Point, inner: F) -> Self {
+        Timed {
+            guard: Some(point.async_guard()),
+            inner,
+        }
+    }
+}
+
+impl<F: std::future::Future> std::future::Future for Timed<F> {
+    type Output = F::Output;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<F::Output> {
+        // SAFETY: `inner` is structurally pinned: it is never moved out of `self` and `Timed`
+        // has no `Unpin`-dependent behaviour or Drop that moves it; `guard` is not pinned.
+        let this = unsafe { self.get_unchecked_mut() };
+        if let Some(g) = this.guard.as_mut() {
+            g.poll();
+        }
+        // SAFETY: see above; `this.inner` stays where it is for the life of `self`.
+        let inner = unsafe { std::pin::Pin::new_unchecked(&mut this.inner) };
+        let out = inner.poll(cx);
+        if out.is_ready() {
+            this.guard = None;
+        }
+        out
+    }
+}
+
+/// Times until the end of the enclosing scope: `let _g = profile_scope!("name");`.
+///
+/// The name must be a string literal (it is stored in a `static`). Expands to the bare code
+/// under the `off` feature.
+#[cfg(not(feature = "off"))]
+#[macro_export]
+macro_rules! profile_scope {
+    ($name:expr $(,)?) => {{
+        #[$crate::__private::linkme::distributed_slice($crate::__private::POINTS)]
+        #[linkme(crate = $crate::__private::linkme)]
+        static __PROFPOINT_SCOPE: $crate::__private::Point = $crate::__private::Point::new(
+            $crate::__private::Name::Static($name),
+            $crate::__private::Kind::Sync,
+            ::core::file!(),
+            ::core::line!(),
+        );
+        __PROFPOINT_SCOPE.guard()
+    }};
+}
+
+/// Times until the end of the enclosing scope (compiled out by the `off` feature).
+#[cfg(feature = "off")]
+#[macro_export]
+macro_rules! profile_scope {
+    ($name:expr $(,)?) => {
+        ()
+    };
+}
+
+/// Defines a named point for explicit `start`/`leave`, the seed's `DEFINE_PROFILE_POINT`:
+///
+/// ```
+/// profpoint::define_profile_point!(FLUSH_TLB_OTHERS);
+/// let t = FLUSH_TLB_OTHERS.start();
+/// // ... the code to time ...
+/// FLUSH_TLB_OTHERS.leave(t);
+/// ```
+///
+/// The point is named after the identifier; `define_profile_point!(pub NAME, "display name")`
+/// sets the visibility and the name.
+#[cfg(not(feature = "off"))]
+#[macro_export]
+macro_rules! define_profile_point {
+    ($vis:vis $ident:ident $(,)?) => {
+        $crate::define_profile_point!($vis $ident, ::core::stringify!($ident));
+    };
+    ($vis:vis $ident:ident, $name:expr $(,)?) => {
+        #[$crate::__private::linkme::distributed_slice($crate::__private::POINTS)]
+        #[linkme(crate = $crate::__private::linkme)]
+        $vis static $ident: $crate::__private::Point = $crate::__private::Point::new(
+            $crate::__private::Name::Static($name),
+            $crate::__private::Kind::Sync,
+            ::core::file!(),
+            ::core::line!(),
+        );
+    };
+}
+
+/// Defines a named point (compiled out by the `off` feature: `start`/`leave` do nothing).
+#[cfg(feature = "off")]
+#[macro_export]
+macro_rules! define_profile_point {
+    ($vis:vis $ident:ident $(,)?) => {
+        $vis static $ident: $crate::__private::OffPoint = $crate::__private::OffPoint;
+    };
+    ($vis:vis $ident:ident, $name:expr $(,)?) => {
+        $vis static $ident: $crate::__private::OffPoint = $crate::__private::OffPoint;
+    };
+}
+
+/// What `define_profile_point!` defines under the `off` feature: every method is empty.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct OffPoint;
+
+impl OffPoint {
+    /// Does nothing.
+    #[inline(always)]
+    pub fn start(&self) {}
+    /// Does nothing.
+    #[inline(always)]
+    pub fn leave(&self, _token: ()) {}
+}

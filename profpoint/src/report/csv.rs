@@ -1,0 +1,62 @@
+//! The points as CSV (RFC 4180 quoting), one row per point, for spreadsheets and scripts.
+
+use super::Report;
+use std::fmt::Write;
+
+/// The CSV header row, also the field order of every row.
+pub(super) const HEADER: &str = "name,enabled,kind,sampling,estimated,nr,timed,nested,total_ns,self_ns,avg_ns,min_ns,max_ns,p50_ns,p90_ns,p99_ns,p999_ns,wall_percent,file,line";
+
+pub(super) fn points_csv(report: &Report) -> String {
+    let mut out = String::new();
+    out.push_str(HEADER);
+    out.push('\n');
+    for p in &report.points {
+        // Writing into a String cannot fail.
+        let _ = writeln!(
+            out,
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.4},{},{}",
+            quote(&p.name),
+            p.enabled,
+            p.kind,
+            p.sampling.map_or(String::new(), |n| n.to_string()),
+            p.estimated,
+            p.nr,
+            p.timed,
+            p.nested,
+            p.total_ns,
+            p.self_ns,
+            p.avg_ns,
+            p.min_ns,
+            p.max_ns,
+            p.p50_ns,
+            p.p90_ns,
+            p.p99_ns,
+            p.p999_ns,
+            p.wall_percent,
+            quote(p.file),
+            p.line
+        );
+    }
+    out
+}
+
+/// Quotes a field when it holds a comma, a quote or a line break.
+fn quote(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoting() {
+        assert_eq!(quote("a::b"), "a::b");
+        assert_eq!(quote("a,b"), "\"a,b\"");
+        assert_eq!(quote("say \"hi\""), "\"say \"\"hi\"\"\"");
+    }
+}

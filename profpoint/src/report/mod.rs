@@ -1,0 +1,331 @@
+//! The one report model: every exporter (table, JSON, CSV, and later pprof, Prometheus, SVG)
+//! reads a [`Report`], and nothing else.
+//!
+//! # Concept
+//! A report is a point-in-time copy of everything profpoint measured, already converted to
+//! nanoseconds and percentiles, plus the run's metadata. Building it is the only place where
+//! raw ticks meet the clock calibration. Exporters are pure functions of it, so they agree with
+//! each other by construction and can be tested on hand-made reports.
+//!
+//! # Mechanism
+//! [`Report::collect`] sums every point's per-thread slots (each read through its seqlock),
+//! subtracts the baseline left by [`crate::reset`], and derives avg, self, percentiles and the
+//! share of wall time. The JSON form is the serde serialisation of [`Report`], versioned by
+//! [`SCHEMA`] and [`VERSION`]; `docs/report-schema.md` documents it.
+//!
+//! # Extending
+//! A new section (tracepoints, heatmap, hardware metrics) is a field of [`Report`] filled in
+//! `collect` and rendered by each exporter; bump [`VERSION`] only for changes that break readers
+//! (new fields do not).
+
+mod csv;
+mod table;
+
+pub use table::write_table;
+
+use crate::clock::{self, ClockInfo};
+use crate::point::{self, Kind};
+use crate::shard::{self, Counts};
+use crate::{hist, overhead};
+use serde::Serialize;
+use std::sync::Mutex;
+
+/// The `schema` field of every JSON report.
+pub const SCHEMA: &str = "profpoint.report";
+/// The `version` field: raised when a field changes meaning or disappears.
+pub const VERSION: u32 = 1;
+
+/// Everything measured, at one moment, in nanoseconds.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// Always [`SCHEMA`].
+    pub schema: &'static str,
+    /// Always [`VERSION`].
+    pub version: u32,
+    /// Which run this is.
+    pub run: RunInfo,
+    /// The clock the points were timed with.
+    pub clock: ClockReport,
+    /// What one enabled point costs on this machine.
+    pub overhead: Option<overhead::Overhead>,
+    /// Whether `overhead.in_interval_ns` was subtracted from every timed call's interval.
+    pub overhead_subtracted: bool,
+    /// Nanoseconds from process start-up (profpoint's initialiser) to this report.
+    pub wall_ns: u64,
+    /// Every profile point, sorted by total time, longest first.
+    pub points: Vec<PointReport>,
+}
+
+/// Metadata of the measured run.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunInfo {
+    /// The command line (`/proc/self/cmdline`).
+    pub command: Vec<String>,
+    /// Process id.
+    pub pid: u32,
+    /// Process start-up time, nanoseconds since the Unix epoch.
+    pub start_unix_ns: u64,
+    /// CPU model name from `/proc/cpuinfo`.
+    pub cpu_model: String,
+    /// Kernel release (`uname -r`).
+    pub kernel: String,
+    /// Number of per-thread counter shards made: the peak number of threads that used points
+    /// at the same time.
+    pub shards: usize,
+}
+
+/// The clock, as calibrated for this report.
+#[derive(Debug, Clone, Serialize)]
+pub struct ClockReport {
+    /// `"tsc"` or `"monotonic"`.
+    pub source: &'static str,
+    /// Tick frequency in GHz (1.0 for the monotonic clock, whose ticks are nanoseconds).
+    pub ghz: f64,
+    /// Length of the calibration against `CLOCK_MONOTONIC`, nanoseconds.
+    pub calibrated_over_ns: u64,
+}
+
+/// One profile point's numbers.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PointReport {
+    /// The point's name.
+    pub name: String,
+    /// Source file of its definition.
+    pub file: &'static str,
+    /// Source line of its definition.
+    pub line: u32,
+    /// Status: on (timing) or off.
+    pub enabled: bool,
+    /// `"sync"` (recursion folded, self time tracked) or `"async"` (first poll to completion,
+    /// not folded).
+    pub kind: &'static str,
+    /// `Some(n)` when the point times one call in about `n`.
+    pub sampling: Option<u32>,
+    /// Whether `total_ns`, `self_ns` and the percentiles are estimates from sampled timing.
+    pub estimated: bool,
+    /// Calls completed (all of them, recursive and untimed ones included).
+    pub nr: u64,
+    /// Calls whose interval is in `total_ns` (outermost and timed).
+    pub timed: u64,
+    /// Calls re-entered while the point was already active on the thread (recursion): counted
+    /// in `nr`, not in `total_ns`.
+    pub nested: u64,
+    /// Total time of the outermost calls, nanoseconds.
+    pub total_ns: u64,
+    /// Time not spent in other points nested inside this one, nanoseconds.
+    pub self_ns: u64,
+    /// `total_ns / timed`.
+    pub avg_ns: u64,
+    /// Shortest timed call.
+    pub min_ns: u64,
+    /// Longest timed call.
+    pub max_ns: u64,
+    /// Median timed call (within about 2%).
+    pub p50_ns: u64,
+    /// 90th percentile.
+    pub p90_ns: u64,
+    /// 99th percentile.
+    pub p99_ns: u64,
+    /// 99.9th percentile.
+    pub p999_ns: u64,
+    /// `total_ns` as a percentage of the process's wall time.
+    pub wall_percent: f64,
+}
+
+/// How to build a report.
+#[derive(Debug, Clone, Default)]
+pub struct ReportOptions {
+    /// Subtract the measured in-interval overhead from every timed call.
+    pub subtract_overhead: bool,
+}
+
+/// Counts left by [`crate::reset`], subtracted from later reports (index = point index).
+static BASELINE: Mutex<Vec<Counts>> = Mutex::new(Vec::new());
+
+fn baseline() -> std::sync::MutexGuard<'static, Vec<Counts>> {
+    // Each update replaces the whole vector, so a poisoned lock holds a consistent value.
+    BASELINE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Current counts of every point (raw ticks), minus the reset baseline.
+pub(crate) fn read_all() -> Vec<Counts> {
+    let base = baseline();
+    point::all()
+        .iter()
+        .enumerate()
+        .map(|(i, _)| {
+            let c = shard::read_point(i);
+            match base.get(i) {
+                Some(b) => c.since(b),
+                None => c,
+            }
+        })
+        .collect()
+}
+
+/// Makes the current counts the new zero (see [`crate::reset`]).
+pub(crate) fn reset_counts() {
+    let now: Vec<Counts> = point::all()
+        .iter()
+        .enumerate()
+        .map(|(i, _)| shard::read_point(i))
+        .collect();
+    *baseline() = now;
+}
+
+impl Report {
+    /// Collects a report of every point now.
+    pub fn collect(opts: &ReportOptions) -> Report {
+        let clock = clock::info();
+        let (t0, _) = clock::origin();
+        let wall_ns = clock.to_ns(clock::now().saturating_sub(t0));
+        let overhead = overhead::get(&clock);
+        let sub_ticks = match (&overhead, opts.subtract_overhead) {
+            (Some(o), true) => clock.to_ticks(o.in_interval_ns),
+            _ => 0.0,
+        };
+        let counts = read_all();
+        let mut points: Vec<PointReport> = point::all()
+            .iter()
+            .zip(&counts)
+            .filter(|(p, _)| p.kind() != Kind::Hidden)
+            .map(|(p, c)| point_report(p, c, &clock, wall_ns, sub_ticks))
+            .collect();
+        points.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(a.name.cmp(&b.name)));
+        Report {
+            schema: SCHEMA,
+            version: VERSION,
+            run: RunInfo::read(),
+            clock: ClockReport {
+                source: clock.source,
+                ghz: clock.ghz(),
+                calibrated_over_ns: clock.calibrated_over_ns,
+            },
+            overhead,
+            overhead_subtracted: opts.subtract_overhead && sub_ticks > 0.0,
+            wall_ns,
+            points,
+        }
+    }
+
+    /// The report as one JSON object (see `docs/report-schema.md`).
+    pub fn to_json(&self) -> String {
+        // Serialising plain data with string keys cannot fail.
+        serde_json::to_string_pretty(self).expect("a report serialises to JSON")
+    }
+
+    /// The points as CSV: a header row, then one row per point.
+    pub fn to_csv(&self) -> String {
+        csv::points_csv(self)
+    }
+
+    /// The seed's table, with the extra columns; see [`write_table`].
+    pub fn to_table(&self) -> String {
+        let mut out = Vec::new();
+        // Writing into a Vec cannot fail.
+        write_table(self, &mut out).expect("writing to memory");
+        String::from_utf8_lossy(&out).into_owned()
+    }
+}
+
+fn point_report(
+    p: &point::Point,
+    c: &Counts,
+    clock: &ClockInfo,
+    wall_ns: u64,
+    sub_ticks: f64,
+) -> PointReport {
+    let skipped = c.skipped;
+    let estimated = skipped > 0 && c.timed > 0;
+    // Sampled timing: scale the timed calls up to all calls that would have been timed.
+    let scale = if estimated {
+        (c.timed + skipped) as f64 / c.timed as f64
+    } else {
+        1.0
+    };
+    let total_ticks = (c.total as f64 - sub_ticks * c.timed as f64).max(0.0) * scale;
+    let self_ticks = (c.self_ticks as f64 - sub_ticks * c.timed as f64).max(0.0) * scale;
+    let to_ns = |ticks: f64| clock.to_ns_f((ticks - sub_ticks).max(0.0)).round() as u64;
+    let q = |quant: f64| to_ns(hist::quantile(&c.hist, c.timed, quant));
+    let total_ns = clock.to_ns_f(total_ticks).round() as u64;
+    let (min_ns, max_ns) = if c.timed == 0 {
+        (0, 0)
+    } else {
+        (to_ns(c.min as f64), to_ns(c.max as f64))
+    };
+    let clamp = |v: u64| v.clamp(min_ns, max_ns.max(min_ns));
+    PointReport {
+        name: p.name().to_string(),
+        file: p.location().0,
+        line: p.location().1,
+        enabled: p.is_enabled(),
+        kind: match p.kind() {
+            Kind::Async => "async",
+            _ => "sync",
+        },
+        sampling: p.sampling(),
+        estimated,
+        nr: c.nr,
+        timed: c.timed,
+        nested: c.nr.saturating_sub(c.timed + skipped),
+        total_ns,
+        self_ns: clock.to_ns_f(self_ticks).round() as u64,
+        avg_ns: if c.timed == 0 {
+            0
+        } else {
+            clock
+                .to_ns_f(total_ticks / (c.timed as f64 * scale))
+                .round() as u64
+        },
+        min_ns,
+        max_ns,
+        p50_ns: clamp(q(0.50)),
+        p90_ns: clamp(q(0.90)),
+        p99_ns: clamp(q(0.99)),
+        p999_ns: clamp(q(0.999)),
+        wall_percent: if wall_ns == 0 {
+            0.0
+        } else {
+            100.0 * total_ns as f64 / wall_ns as f64
+        },
+    }
+}
+
+impl RunInfo {
+    /// Reads the metadata of this process.
+    pub fn read() -> RunInfo {
+        let command = std::fs::read("/proc/self/cmdline")
+            .map(|b| {
+                b.split(|&c| c == 0)
+                    .filter(|s| !s.is_empty())
+                    .map(|s| String::from_utf8_lossy(s).into_owned())
+                    .collect()
+            })
+            .unwrap_or_else(|_| std::env::args().collect());
+        let cpu_model = std::fs::read_to_string("/proc/cpuinfo")
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with("model name"))
+                    .and_then(|l| l.split_once(':'))
+                    .map(|(_, v)| v.trim().to_string())
+            })
+            .unwrap_or_else(|| "unknown".into());
+        let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .map(|s| s.trim().to_string())
+            .unwrap_or_else(|_| "unknown".into());
+        let unix_now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0);
+        let since_start = clock::monotonic_ns().saturating_sub(clock::origin().1);
+        RunInfo {
+            command,
+            pid: std::process::id(),
+            start_unix_ns: unix_now.saturating_sub(since_start),
+            cpu_model,
+            kernel,
+            shards: shard::shard_count(),
+        }
+    }
+}

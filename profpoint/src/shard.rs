@@ -1,0 +1,424 @@
+//! Per-thread shards: where the counters of every point live.
+//!
+//! # Concept
+//! The design card says "per-CPU counters". What it wants is that no two threads running at the
+//! same time ever write the same cache line, and that the hot path takes no lock and no atomic
+//! read-modify-write. We measured three ways to get there (`BENCHMARKS.md`, bench `counters`):
+//!
+//! | layout                                   | cost of one counter update (1 thread) |
+//! |------------------------------------------|---------------------------------------|
+//! | per-CPU slot found via rseq cpu_id, `lock xadd` | ~6 ns (the `lock` prefix)      |
+//! | per-CPU slot inside an rseq critical section | needs an `asm!` block per update and a restart path |
+//! | per-thread shard, plain relaxed load + store | ~1.2 ns                            |
+//!
+//! A point updates five to seven words per call, so the `lock` prefix alone would cost more than
+//! our whole budget above the clock reads; rseq critical sections avoid it but must be written
+//! in assembly for every update sequence. Per-thread shards with plain stores are the cheapest
+//! and simplest, and meet "no two running threads share a line" just as well: a shard is only
+//! ever written by the one thread that owns it.
+//!
+//! # Mechanism
+//! - A [`Shard`] holds one pointer per profile point (the linker-gathered slice gives every point
+//!   a dense index) to a [`Slot`]: that thread's counters for that point, allocated on the
+//!   thread's first call of the point (a cold path), 64-byte aligned.
+//! - A thread gets a shard on its first call of any point, from a free list or newly allocated,
+//!   and keeps it in a `const`-initialised thread-local (one `fs:`-relative load on x86_64).
+//! - When the thread exits, a thread-local destructor hands the shard back to the free list.
+//!   The shard keeps its counts; the next thread to take it adds to them. Reports sum every
+//!   shard ever made, so counts of exited threads are never lost, and the number of shards is
+//!   bounded by the largest number of threads that used points *at the same time*: a thread
+//!   pool that churns does not grow memory.
+//! - A call made after the thread's destructors ran (another thread-local's destructor calling
+//!   a profiled function) borrows a shard for the duration of that call only.
+//! - Writers bump a per-slot sequence number before and after each update (a seqlock, plain
+//!   stores on x86_64); readers retry until they see an even, unchanged sequence number, so each
+//!   point's `nr`, `total` and distribution in a snapshot agree with each other.
+//!
+//! # Extending
+//! A new per-point counter is a field of [`Slot`], written in `point.rs` between
+//! `write_begin`/`write_end` and read in [`Slot::read`].
+
+use crate::hist;
+use std::cell::Cell;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering, fence};
+
+/// One thread's counters for one point. Only the owning thread writes it.
+///
+/// Aligned to 128 bytes: a cache line is 64 bytes, and the adjacent-line prefetcher of x86
+/// CPUs pulls pairs of lines, so 128 keeps two threads' slots from ever sharing a prefetch pair
+/// (crossbeam-utils' `CachePadded` uses 128 on x86_64 for the same reason).
+#[repr(C, align(128))]
+pub(crate) struct Slot {
+    /// Seqlock: odd while the owner is updating.
+    pub(crate) seq: AtomicU64,
+    /// How many times the point is active on this thread right now (recursion depth).
+    pub(crate) depth: AtomicU32,
+    /// Calls left before the next timed call, in sampled mode.
+    pub(crate) countdown: AtomicU32,
+    /// Every completed call.
+    pub(crate) nr: AtomicU64,
+    /// Calls whose interval counts in `total` (outermost, timed calls).
+    pub(crate) timed: AtomicU64,
+    /// Calls counted without reading the clock (sampled mode).
+    pub(crate) skipped: AtomicU64,
+    /// Sum of timed intervals, in ticks.
+    pub(crate) total: AtomicU64,
+    /// Sum of intervals minus the intervals of points nested inside them, in ticks.
+    pub(crate) self_ticks: AtomicU64,
+    /// Shortest timed interval (`u64::MAX` until the first).
+    pub(crate) min: AtomicU64,
+    /// Longest timed interval.
+    pub(crate) max: AtomicU64,
+    /// Distribution of timed intervals.
+    pub(crate) hist: [AtomicU64; hist::BUCKETS],
+}
+
+/// A consistent copy of one slot, or the sum of several.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Counts {
+    pub(crate) nr: u64,
+    pub(crate) timed: u64,
+    pub(crate) skipped: u64,
+    pub(crate) total: u64,
+    pub(crate) self_ticks: u64,
+    pub(crate) min: u64,
+    pub(crate) max: u64,
+    pub(crate) hist: Vec<u64>,
+}
+
+impl Default for Counts {
+    fn default() -> Self {
+        Counts {
+            nr: 0,
+            timed: 0,
+            skipped: 0,
+            total: 0,
+            self_ticks: 0,
+            min: u64::MAX,
+            max: 0,
+            hist: vec![0; hist::BUCKETS],
+        }
+    }
+}
+
+impl Counts {
+    /// Adds `other` into `self`.
+    pub(crate) fn add(&mut self, other: &Counts) {
+        self.nr += other.nr;
+        self.timed += other.timed;
+        self.skipped += other.skipped;
+        self.total += other.total;
+        self.self_ticks += other.self_ticks;
+        self.min = self.min.min(other.min);
+        self.max = self.max.max(other.max);
+        for (a, b) in self.hist.iter_mut().zip(&other.hist) {
+            *a += b;
+        }
+    }
+
+    /// `self - base` for the additive counters (used by `reset`); min and max stay.
+    pub(crate) fn since(&self, base: &Counts) -> Counts {
+        Counts {
+            nr: self.nr.saturating_sub(base.nr),
+            timed: self.timed.saturating_sub(base.timed),
+            skipped: self.skipped.saturating_sub(base.skipped),
+            total: self.total.saturating_sub(base.total),
+            self_ticks: self.self_ticks.saturating_sub(base.self_ticks),
+            min: self.min,
+            max: self.max,
+            hist: self
+                .hist
+                .iter()
+                .zip(&base.hist)
+                .map(|(a, b)| a.saturating_sub(*b))
+                .collect(),
+        }
+    }
+}
+
+/// Adds `d` to a counter only its owning thread writes: a plain load and store, no `lock`.
+#[inline(always)]
+pub(crate) fn bump(c: &AtomicU64, d: u64) {
+    // Relaxed: only the owning thread writes this counter, so no update can be lost; readers
+    // order their reads through the slot's seqlock.
+    c.store(c.load(Ordering::Relaxed).wrapping_add(d), Ordering::Relaxed);
+}
+
+impl Slot {
+    /// A zeroed slot on the heap (min set to its "none yet" value).
+    fn new_boxed() -> Box<Slot> {
+        // SAFETY: every field of `Slot` is an atomic integer or an array of them, for which
+        // all-zero bytes are a valid value.
+        let slot: Box<Slot> = unsafe { Box::new_zeroed().assume_init() };
+        // Relaxed: the slot is not yet shared with any other thread.
+        slot.min.store(u64::MAX, Ordering::Relaxed);
+        slot
+    }
+
+    /// Marks the start of an update by the owner.
+    #[inline(always)]
+    pub(crate) fn write_begin(&self) {
+        // Relaxed store then a release fence: the odd number becomes visible no later than the
+        // data stores that follow (on x86_64 both compile to a plain `mov`).
+        self.seq.store(
+            self.seq.load(Ordering::Relaxed).wrapping_add(1),
+            Ordering::Relaxed,
+        );
+        fence(Ordering::Release);
+    }
+
+    /// Marks the end of an update by the owner.
+    #[inline(always)]
+    pub(crate) fn write_end(&self) {
+        // Release: the data stores before it are visible to a reader that sees the even number.
+        self.seq.store(
+            self.seq.load(Ordering::Relaxed).wrapping_add(1),
+            Ordering::Release,
+        );
+    }
+
+    /// A consistent copy of the slot (retries while the owner is mid-update).
+    pub(crate) fn read(&self, into: &mut Counts) {
+        let mut c = Counts::default();
+        for _attempt in 0..1000 {
+            let s0 = self.seq.load(Ordering::Acquire);
+            if s0 & 1 == 0 {
+                // Relaxed loads: the seqlock's acquire/fence pair orders them.
+                c.nr = self.nr.load(Ordering::Relaxed);
+                c.timed = self.timed.load(Ordering::Relaxed);
+                c.skipped = self.skipped.load(Ordering::Relaxed);
+                c.total = self.total.load(Ordering::Relaxed);
+                c.self_ticks = self.self_ticks.load(Ordering::Relaxed);
+                c.min = self.min.load(Ordering::Relaxed);
+                c.max = self.max.load(Ordering::Relaxed);
+                for (d, s) in c.hist.iter_mut().zip(&self.hist) {
+                    *d = s.load(Ordering::Relaxed);
+                }
+                fence(Ordering::Acquire);
+                // Relaxed: ordered after the data loads by the acquire fence above.
+                if self.seq.load(Ordering::Relaxed) == s0 {
+                    break;
+                }
+            }
+            std::hint::spin_loop();
+        }
+        // After 1000 torn attempts (an owner updating in a tight loop while we are descheduled
+        // between loads) the last copy is used: it is off by at most the calls in flight.
+        into.add(&c);
+    }
+}
+
+/// One thread's table of slots, indexed by point index.
+pub(crate) struct Shard {
+    slots: Box<[AtomicPtr<Slot>]>,
+    /// Time of nested points accumulated since the innermost active point started (ticks).
+    /// Only the owning thread touches it.
+    pub(crate) child_acc: AtomicU64,
+    /// State of the xorshift generator for sampled timing.
+    pub(crate) rng: AtomicU64,
+}
+
+impl Shard {
+    fn new(points: usize, seed: u64) -> Shard {
+        Shard {
+            slots: (0..points)
+                .map(|_| AtomicPtr::new(std::ptr::null_mut()))
+                .collect(),
+            child_acc: AtomicU64::new(0),
+            rng: AtomicU64::new(seed | 1),
+        }
+    }
+
+    /// The slot of point `index`, if this shard has one (hot path).
+    #[inline(always)]
+    pub(crate) fn slot(&self, index: u32) -> Option<&Slot> {
+        let p = self.slots.get(index as usize)?;
+        // Acquire pairs with the Release in `slot_or_new`... but only the owner creates slots
+        // in its shard, so Relaxed suffices for the owner; readers use `slot_for_read`.
+        let p = p.load(Ordering::Relaxed);
+        // SAFETY: a non-null pointer here came from `Box::into_raw` in `slot_or_new` and slots
+        // are never freed (shards and their slots live for the rest of the process).
+        unsafe { p.as_ref() }
+    }
+
+    /// The slot of point `index`, allocating it on first use (cold path, owner only).
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn slot_or_new(&self, index: u32) -> &Slot {
+        let cell = &self.slots[index as usize];
+        // Relaxed: only the owning thread stores into its shard's cells.
+        let p = cell.load(Ordering::Relaxed);
+        if !p.is_null() {
+            // SAFETY: see `slot`.
+            return unsafe { &*p };
+        }
+        let p = Box::into_raw(Slot::new_boxed());
+        // Release: a reader that sees the pointer also sees the slot's initialised contents.
+        cell.store(p, Ordering::Release);
+        // SAFETY: just created from a live Box and never freed.
+        unsafe { &*p }
+    }
+
+    /// The slot of point `index` for a reader on another thread.
+    fn slot_for_read(&self, index: usize) -> Option<&Slot> {
+        // Acquire: pairs with the Release in `slot_or_new`.
+        let p = self.slots.get(index)?.load(Ordering::Acquire);
+        // SAFETY: see `slot`.
+        unsafe { p.as_ref() }
+    }
+
+    /// Next pseudo-random number (xorshift64), owner only.
+    #[inline(always)]
+    pub(crate) fn next_random(&self) -> u64 {
+        // Relaxed: owner-only state.
+        let mut x = self.rng.load(Ordering::Relaxed);
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.rng.store(x, Ordering::Relaxed);
+        x
+    }
+}
+
+/// Every shard ever made (they are never freed) and the ones no thread holds.
+struct Registry {
+    all: Vec<&'static Shard>,
+    free: Vec<&'static Shard>,
+}
+
+static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
+    all: Vec::new(),
+    free: Vec::new(),
+});
+
+fn registry() -> std::sync::MutexGuard<'static, Registry> {
+    // A panic while holding this lock cannot leave the vectors inconsistent (each operation is
+    // a single push or pop), so a poisoned lock is still usable.
+    REGISTRY.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+thread_local! {
+    /// This thread's shard, or null before its first point call and after its exit.
+    /// `const` and without `Drop`: access is a plain thread-pointer-relative load.
+    static CURRENT: Cell<*const Shard> = const { Cell::new(std::ptr::null()) };
+    /// Hands the shard back to the free list when the thread exits.
+    static RELEASE: ReleaseOnExit = const { ReleaseOnExit };
+}
+
+struct ReleaseOnExit;
+
+impl Drop for ReleaseOnExit {
+    fn drop(&mut self) {
+        let p = CURRENT.with(|c| c.replace(std::ptr::null()));
+        // SAFETY: pointers in CURRENT come from `acquire`, which leaks `&'static Shard`s.
+        if let Some(shard) = unsafe { p.as_ref() } {
+            release(shard);
+        }
+    }
+}
+
+/// This thread's shard, if it has one (hot path).
+#[inline(always)]
+pub(crate) fn current() -> Option<&'static Shard> {
+    let p = CURRENT.with(|c| c.get());
+    // SAFETY: non-null pointers in CURRENT come from `acquire` and point to leaked shards.
+    unsafe { p.as_ref() }
+}
+
+/// How a call got its shard.
+pub(crate) enum Lease {
+    /// The thread's own shard, kept until the thread exits.
+    Owned(&'static Shard),
+    /// Borrowed for one call: the thread is past its thread-local destructors.
+    Borrowed(&'static Shard),
+}
+
+/// Gives this thread a shard (cold path of the first point call on a thread).
+#[cold]
+#[inline(never)]
+pub(crate) fn acquire() -> Lease {
+    let shard = take();
+    // Registering the destructor fails once the thread is tearing down its thread-locals.
+    if RELEASE.try_with(|_| ()).is_ok() {
+        CURRENT.with(|c| c.set(shard));
+        Lease::Owned(shard)
+    } else {
+        Lease::Borrowed(shard)
+    }
+}
+
+/// A shard from the free list, or a new one.
+fn take() -> &'static Shard {
+    let mut r = registry();
+    if let Some(s) = r.free.pop() {
+        return s;
+    }
+    let n = crate::point::all().len();
+    let seed = crate::clock::now() ^ ((r.all.len() as u64 + 1) * 0x9E37_79B9_7F4A_7C15);
+    let s: &'static Shard = Box::leak(Box::new(Shard::new(n, seed)));
+    r.all.push(s);
+    s
+}
+
+/// Returns a shard to the free list.
+pub(crate) fn release(shard: &'static Shard) {
+    registry().free.push(shard);
+}
+
+/// Sums the counts of point `index` over every shard.
+pub(crate) fn read_point(index: usize) -> Counts {
+    let shards = registry().all.clone();
+    let mut sum = Counts::default();
+    for s in shards {
+        if let Some(slot) = s.slot_for_read(index) {
+            slot.read(&mut sum);
+        }
+    }
+    sum
+}
+
+/// Number of shards made so far (bounded by the peak number of concurrent threads).
+pub(crate) fn shard_count() -> usize {
+    registry().all.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bump_adds() {
+        let c = AtomicU64::new(5);
+        bump(&c, 7);
+        assert_eq!(c.load(Ordering::Relaxed), 12);
+    }
+
+    #[test]
+    fn counts_add_and_since() {
+        let mut a = Counts::default();
+        let mut b = Counts::default();
+        b.nr = 3;
+        b.total = 30;
+        b.min = 5;
+        b.max = 15;
+        b.hist[1] = 3;
+        a.add(&b);
+        a.add(&b);
+        assert_eq!((a.nr, a.total, a.min, a.max, a.hist[1]), (6, 60, 5, 15, 6));
+        let d = a.since(&b);
+        assert_eq!((d.nr, d.total, d.hist[1]), (3, 30, 3));
+    }
+
+    #[test]
+    fn slot_read_sees_a_consistent_copy() {
+        let s = Slot::new_boxed();
+        s.write_begin();
+        bump(&s.nr, 2);
+        s.write_end();
+        let mut c = Counts::default();
+        s.read(&mut c);
+        assert_eq!(c.nr, 2);
+        assert_eq!(c.min, u64::MAX);
+    }
+}
