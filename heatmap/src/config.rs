@@ -1,0 +1,252 @@
+//! What to sample and how: [`Config`], from code or from `PROFPOINT_*` environment variables.
+//!
+//! Defaults and why:
+//! - `hz = 1000`: a millisecond of CPU per sample gives ~1000 samples per busy second, enough
+//!   to rank functions taking 1% of the time, at well under 1% overhead (see NOTES.md).
+//! - `shift = 4`: 16-byte buckets, the function alignment of x86_64 code, so a bucket never
+//!   holds two function entries (see `buckets.rs`).
+//! - `mode = Cpu`, `source = Auto` (perf `task-clock` if the kernel allows it, else
+//!   `setitimer`).
+
+use std::time::Duration;
+
+use crate::error::EnvError;
+
+/// What a sample represents.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Mode {
+    /// CPU time (the seed's `CPU_PROFILING`): running threads are sampled at `hz` per second of
+    /// their user-space CPU time.
+    #[default]
+    Cpu,
+    /// Wall-clock time (the seed's `SLEEP_PROFILING` idea): running threads as in `Cpu`, and
+    /// every blocked thread once per `1/hz` seconds, its pc read from `/proc/self/task/TID/
+    /// syscall` by the watcher thread without sending it a signal (so no `EINTR`).
+    Wall,
+}
+
+/// Where samples come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Source {
+    /// The best available: perf `task-clock`, else `setitimer`.
+    #[default]
+    Auto,
+    /// A perf software `task-clock` event per thread, its overflow signal routed to that thread:
+    /// the exact rate. Fails to start if `perf_event_open` is not allowed.
+    PerfTaskClock,
+    /// `setitimer(ITIMER_PROF)`: works everywhere, but at most the kernel tick (250 Hz here),
+    /// and the process-directed signal can reach a blocked thread (`EINTR` risk in `nanosleep`,
+    /// `poll`, ...).
+    Setitimer,
+}
+
+/// How to sample. `Config::default()` is 1 kHz CPU sampling with 16-byte buckets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    pub(crate) hz: u32,
+    pub(crate) shift: u32,
+    pub(crate) mode: Mode,
+    pub(crate) source: Source,
+    pub(crate) scan_interval: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            hz: 1000,
+            shift: 4,
+            mode: Mode::Cpu,
+            source: Source::Auto,
+            // 20 ms: new threads are picked up within 20 ms plus one scan (well inside the
+            // 100 ms promise), at ~50 directory reads per second (~10 us each here).
+            scan_interval: Duration::from_millis(20),
+        }
+    }
+}
+
+/// Highest accepted rate: 10 us between samples; the kernel's own default
+/// `perf_event_max_sample_rate` is 100000 too.
+pub(crate) const MAX_HZ: u32 = 100_000;
+/// Largest accepted shift: 16 MiB buckets (one bucket per big library is already useless).
+pub(crate) const MAX_SHIFT: u32 = 24;
+
+impl Config {
+    /// The default configuration (same as `Config::default()`).
+    pub fn new() -> Config {
+        Config::default()
+    }
+
+    /// Sampling rate in Hz (1 to 100000; checked by [`start`](crate::start)).
+    pub fn hz(mut self, hz: u32) -> Config {
+        self.hz = hz;
+        self
+    }
+
+    /// Bucket size: `1 << shift` bytes (0 to 24; checked by [`start`](crate::start)).
+    pub fn shift(mut self, shift: u32) -> Config {
+        self.shift = shift;
+        self
+    }
+
+    /// CPU or wall-clock sampling.
+    pub fn mode(mut self, mode: Mode) -> Config {
+        self.mode = mode;
+        self
+    }
+
+    /// Force a sample source (default: [`Source::Auto`]).
+    pub fn source(mut self, source: Source) -> Config {
+        self.source = source;
+        self
+    }
+
+    /// How often the watcher thread looks for new threads (default 20 ms).
+    pub fn scan_interval(mut self, interval: Duration) -> Config {
+        self.scan_interval = interval.max(Duration::from_millis(1));
+        self
+    }
+
+    /// The requested rate in Hz.
+    pub fn get_hz(&self) -> u32 {
+        self.hz
+    }
+
+    /// The bucket shift.
+    pub fn get_shift(&self) -> u32 {
+        self.shift
+    }
+
+    /// The mode.
+    pub fn get_mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// Reads `PROFPOINT_HEATMAP` (`1` or `cpu`: CPU mode, `wall`: wall-clock mode, `0` or
+    /// empty or unset: not requested), `PROFPOINT_HZ` and `PROFPOINT_SHIFT` through `get`
+    /// (pass `|k| std::env::var(k).ok()`). Returns `Ok(None)` when no heatmap was requested;
+    /// the rate and shift are checked even then, so a typo never goes unnoticed.
+    ///
+    /// ```
+    /// let env = |k: &str| match k {
+    ///     "PROFPOINT_HEATMAP" => Some("wall".to_owned()),
+    ///     "PROFPOINT_HZ" => Some("250".to_owned()),
+    ///     _ => None,
+    /// };
+    /// let config = heatmap::Config::from_env_vars(env).unwrap().unwrap();
+    /// assert_eq!(config.get_hz(), 250);
+    /// assert_eq!(config.get_mode(), heatmap::Mode::Wall);
+    ///
+    /// let bad = |k: &str| (k == "PROFPOINT_HZ").then(|| "abc".to_owned());
+    /// let err = heatmap::Config::from_env_vars(bad).unwrap_err();
+    /// assert_eq!(
+    ///     err.to_string(),
+    ///     r#"PROFPOINT_HZ="abc": expected a sampling rate in Hz between 1 and 100000"#
+    /// );
+    /// ```
+    pub fn from_env_vars(get: impl Fn(&str) -> Option<String>) -> Result<Option<Config>, EnvError> {
+        let mut config = Config::default();
+        if let Some(v) = get("PROFPOINT_HZ") {
+            config.hz = match v.trim().parse::<u32>() {
+                Ok(hz) if (1..=MAX_HZ).contains(&hz) => hz,
+                _ => {
+                    return Err(EnvError {
+                        variable: "PROFPOINT_HZ",
+                        value: v,
+                        expected: "a sampling rate in Hz between 1 and 100000",
+                    });
+                }
+            };
+        }
+        if let Some(v) = get("PROFPOINT_SHIFT") {
+            config.shift = match v.trim().parse::<u32>() {
+                Ok(s) if s <= MAX_SHIFT => s,
+                _ => {
+                    return Err(EnvError {
+                        variable: "PROFPOINT_SHIFT",
+                        value: v,
+                        expected: "a bucket shift between 0 and 24 (bucket = 1 << shift bytes)",
+                    });
+                }
+            };
+        }
+        let Some(v) = get("PROFPOINT_HEATMAP") else {
+            return Ok(None);
+        };
+        match v.trim().to_ascii_lowercase().as_str() {
+            "" | "0" => Ok(None),
+            "1" | "cpu" => Ok(Some(config.mode(Mode::Cpu))),
+            "wall" => Ok(Some(config.mode(Mode::Wall))),
+            _ => Err(EnvError {
+                variable: "PROFPOINT_HEATMAP",
+                value: v,
+                expected: "1 or cpu (CPU-time sampling), wall (wall-clock sampling), or 0 (off)",
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let pairs: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |k| pairs.iter().find(|(pk, _)| pk == k).map(|(_, v)| v.clone())
+    }
+
+    #[test]
+    fn not_requested_is_none() {
+        assert_eq!(Config::from_env_vars(env(&[])), Ok(None));
+        assert_eq!(
+            Config::from_env_vars(env(&[("PROFPOINT_HEATMAP", "0")])),
+            Ok(None)
+        );
+        assert_eq!(
+            Config::from_env_vars(env(&[("PROFPOINT_HEATMAP", ""), ("PROFPOINT_HZ", "10")])),
+            Ok(None)
+        );
+    }
+
+    #[test]
+    fn values_are_read() {
+        let c = Config::from_env_vars(env(&[
+            ("PROFPOINT_HEATMAP", "1"),
+            ("PROFPOINT_HZ", "10000"),
+            ("PROFPOINT_SHIFT", "6"),
+        ]))
+        .unwrap()
+        .unwrap();
+        assert_eq!((c.hz, c.shift, c.mode), (10000, 6, Mode::Cpu));
+        let c = Config::from_env_vars(env(&[("PROFPOINT_HEATMAP", "WALL")]))
+            .unwrap()
+            .unwrap();
+        assert_eq!((c.hz, c.shift, c.mode), (1000, 4, Mode::Wall));
+    }
+
+    #[test]
+    fn bad_values_name_variable_value_and_expectation() {
+        let e = Config::from_env_vars(env(&[("PROFPOINT_HEATMAP", "yes")])).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            r#"PROFPOINT_HEATMAP="yes": expected 1 or cpu (CPU-time sampling), wall (wall-clock sampling), or 0 (off)"#
+        );
+        for bad in ["abc", "0", "100001", "-5", ""] {
+            let e = Config::from_env_vars(env(&[("PROFPOINT_HZ", bad)])).unwrap_err();
+            assert_eq!(e.variable, "PROFPOINT_HZ");
+            assert_eq!(
+                e.to_string(),
+                format!(
+                    "PROFPOINT_HZ={bad:?}: expected a sampling rate in Hz between 1 and 100000"
+                )
+            );
+        }
+        let e = Config::from_env_vars(env(&[("PROFPOINT_SHIFT", "25")])).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            r#"PROFPOINT_SHIFT="25": expected a bucket shift between 0 and 24 (bucket = 1 << shift bytes)"#
+        );
+    }
+}

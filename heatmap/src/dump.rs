@@ -1,0 +1,398 @@
+//! The dump file: a [`Profile`] on disk, to report from later or elsewhere.
+//!
+//! # Format, version 1
+//!
+//! All integers little-endian; `str` is a `u32` byte length then that many bytes of UTF-8;
+//! `bytes` is a `u32` length then the bytes.
+//!
+//! ```text
+//! magic        8 bytes  "HEATMAP\0"
+//! version      u32      1
+//! mode         u8       0 = cpu, 1 = wall
+//! source       u8       0 = perf task-clock, 1 = setitimer
+//! reserved     u16      0
+//! requested_hz u32      1..=100000
+//! shift        u32      0..=24
+//! other        u64      samples outside every segment
+//! proc_samples u64      wall mode: samples of blocked threads read from /proc
+//! user_cpu_ns  u64      user CPU time of the process while sampling
+//! wall_ns      u64      wall time of the run
+//! threads      u64      threads given a perf event
+//! n_warnings   u32, then n_warnings × str            (each <= 64 KiB)
+//! n_objects    u32, then n_objects × {
+//!     path str (<= 4 KiB), bias u64, kind u8 (0 main, 1 shared, 2 vdso), build_id bytes (<= 64) }
+//! n_segments   u32, then n_segments × {
+//!     object u32 (< n_objects), start u64, end u64 (> start), n_counts u32,
+//!     then n_counts × { bucket u32 (strictly increasing, < bucket count), samples u64 (> 0) } }
+//! checksum     u64      FNV-1a 64 of every byte before it, magic included
+//! ```
+//!
+//! The reader checks magic and version first (a foreign file or a future version says so),
+//! then the checksum (a corrupt file says so before any field is trusted), then every field
+//! against the rules above; counts are checked against the bytes left before anything is
+//! allocated. No input makes it panic: `tests/dump.rs` runs it on arbitrary bytes, on every
+//! truncation of a real dump and on every single-bit flip of one.
+//!
+//! To change the format, bump [`VERSION`], keep reading version 1 if dumps must outlive it,
+//! and document the new layout here.
+
+use std::io::Write;
+
+use crate::buckets::{ObjectFile, ObjectKind};
+use crate::config::{MAX_HZ, MAX_SHIFT, Mode};
+use crate::error::DumpError;
+use crate::profile::{Profile, Segment, SourceUsed};
+
+/// The first 8 bytes of every dump.
+pub const MAGIC: [u8; 8] = *b"HEATMAP\0";
+/// The format version this crate writes and reads.
+pub const VERSION: u32 = 1;
+
+const MAX_WARNING: usize = 64 * 1024;
+const MAX_PATH: usize = 4096;
+const MAX_BUILD_ID: usize = 64;
+
+/// FNV-1a, 64 bits: small, dependency-free, and enough to tell corruption from content.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in bytes {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+impl Profile {
+    /// Writes this profile in the dump format (see the `dump` module docs).
+    pub fn write_dump(&self, w: &mut dyn Write) -> std::io::Result<()> {
+        w.write_all(&self.to_dump_bytes())
+    }
+
+    /// The dump as bytes.
+    pub fn to_dump_bytes(&self) -> Vec<u8> {
+        let mut b = Vec::with_capacity(1024);
+        b.extend_from_slice(&MAGIC);
+        b.extend_from_slice(&VERSION.to_le_bytes());
+        b.push(match self.mode {
+            Mode::Cpu => 0,
+            Mode::Wall => 1,
+        });
+        b.push(match self.source {
+            SourceUsed::PerfTaskClock => 0,
+            SourceUsed::Setitimer => 1,
+        });
+        b.extend_from_slice(&0u16.to_le_bytes());
+        b.extend_from_slice(&self.requested_hz.to_le_bytes());
+        b.extend_from_slice(&self.shift.to_le_bytes());
+        for v in [
+            self.other,
+            self.proc_samples,
+            self.user_cpu_ns,
+            self.wall_ns,
+            self.threads,
+        ] {
+            b.extend_from_slice(&v.to_le_bytes());
+        }
+        let put_bytes = |b: &mut Vec<u8>, s: &[u8]| {
+            b.extend_from_slice(&(s.len() as u32).to_le_bytes());
+            b.extend_from_slice(s);
+        };
+        let cut = |s: &str, max: usize| -> String {
+            let mut end = s.len().min(max);
+            while !s.is_char_boundary(end) {
+                end -= 1;
+            }
+            s[..end].to_owned()
+        };
+        b.extend_from_slice(&(self.warnings.len() as u32).to_le_bytes());
+        for w in &self.warnings {
+            put_bytes(&mut b, cut(w, MAX_WARNING).as_bytes());
+        }
+        b.extend_from_slice(&(self.objects.len() as u32).to_le_bytes());
+        for o in &self.objects {
+            put_bytes(&mut b, cut(&o.path, MAX_PATH).as_bytes());
+            b.extend_from_slice(&o.bias.to_le_bytes());
+            b.push(match o.kind {
+                ObjectKind::Main => 0,
+                ObjectKind::Shared => 1,
+                ObjectKind::Vdso => 2,
+            });
+            put_bytes(&mut b, &o.build_id[..o.build_id.len().min(MAX_BUILD_ID)]);
+        }
+        b.extend_from_slice(&(self.segments.len() as u32).to_le_bytes());
+        for s in &self.segments {
+            b.extend_from_slice(&(s.object as u32).to_le_bytes());
+            b.extend_from_slice(&s.start.to_le_bytes());
+            b.extend_from_slice(&s.end.to_le_bytes());
+            b.extend_from_slice(&(s.counts.len() as u32).to_le_bytes());
+            for &(i, n) in &s.counts {
+                b.extend_from_slice(&i.to_le_bytes());
+                b.extend_from_slice(&n.to_le_bytes());
+            }
+        }
+        let sum = fnv1a(&b);
+        b.extend_from_slice(&sum.to_le_bytes());
+        b
+    }
+
+    /// Reads a dump written by [`write_dump`](Self::write_dump). Any input that is not a
+    /// complete, intact version-1 dump is an error naming what is wrong; never a panic.
+    pub fn read_dump(bytes: &[u8]) -> Result<Profile, DumpError> {
+        if bytes.len() < MAGIC.len() || bytes[..MAGIC.len()] != MAGIC {
+            let n = bytes.len().min(MAGIC.len());
+            if bytes[..n] == MAGIC[..n] {
+                return Err(DumpError::Truncated {
+                    what: "magic",
+                    offset: n,
+                    len: bytes.len(),
+                });
+            }
+            return Err(DumpError::BadMagic {
+                found: bytes[..n].to_vec(),
+            });
+        }
+        let mut r = Reader {
+            bytes,
+            pos: MAGIC.len(),
+            end: bytes.len(),
+        };
+        let version = r.u32("version")?;
+        if version != VERSION {
+            return Err(DumpError::UnsupportedVersion {
+                found: version,
+                expected: VERSION,
+            });
+        }
+        if bytes.len() < r.pos + 8 {
+            return Err(DumpError::Truncated {
+                what: "checksum",
+                offset: r.pos,
+                len: bytes.len(),
+            });
+        }
+        let body_end = bytes.len() - 8;
+        let stored = u64::from_le_bytes(bytes[body_end..].try_into().expect("8 bytes"));
+        let computed = fnv1a(&bytes[..body_end]);
+        if stored != computed {
+            return Err(DumpError::Checksum { stored, computed });
+        }
+        r.end = body_end;
+        let mode = match r.u8("mode")? {
+            0 => Mode::Cpu,
+            1 => Mode::Wall,
+            v => return Err(invalid("mode", v, "0 (cpu) or 1 (wall)")),
+        };
+        let source = match r.u8("source")? {
+            0 => SourceUsed::PerfTaskClock,
+            1 => SourceUsed::Setitimer,
+            v => return Err(invalid("source", v, "0 (perf task-clock) or 1 (setitimer)")),
+        };
+        let reserved = r.u16("reserved")?;
+        if reserved != 0 {
+            return Err(invalid("reserved", reserved, "0"));
+        }
+        let requested_hz = r.u32("requested_hz")?;
+        if !(1..=MAX_HZ).contains(&requested_hz) {
+            return Err(invalid("requested_hz", requested_hz, "1 to 100000"));
+        }
+        let shift = r.u32("shift")?;
+        if shift > MAX_SHIFT {
+            return Err(invalid("shift", shift, "0 to 24"));
+        }
+        let other = r.u64("other")?;
+        let proc_samples = r.u64("proc_samples")?;
+        let user_cpu_ns = r.u64("user_cpu_ns")?;
+        let wall_ns = r.u64("wall_ns")?;
+        let threads = r.u64("threads")?;
+
+        let n = r.count("n_warnings", 4)?;
+        let mut warnings = Vec::with_capacity(n);
+        for _ in 0..n {
+            warnings.push(r.string("warning", MAX_WARNING)?);
+        }
+
+        // Each object takes at least 4 + 8 + 1 + 4 bytes.
+        let n = r.count("n_objects", 17)?;
+        let mut objects = Vec::with_capacity(n);
+        for _ in 0..n {
+            let path = r.string("object path", MAX_PATH)?;
+            let bias = r.u64("object bias")?;
+            let kind = match r.u8("object kind")? {
+                0 => ObjectKind::Main,
+                1 => ObjectKind::Shared,
+                2 => ObjectKind::Vdso,
+                v => {
+                    return Err(invalid(
+                        "object kind",
+                        v,
+                        "0 (main), 1 (shared) or 2 (vdso)",
+                    ));
+                }
+            };
+            let build_id = r.bytes("build id", MAX_BUILD_ID)?.to_vec();
+            objects.push(ObjectFile {
+                path,
+                bias,
+                build_id,
+                kind,
+            });
+        }
+
+        // Each segment takes at least 4 + 8 + 8 + 4 bytes.
+        let n = r.count("n_segments", 24)?;
+        let mut segments = Vec::with_capacity(n);
+        let mut in_buckets = 0u64;
+        for _ in 0..n {
+            let object = r.u32("segment object")? as usize;
+            if object >= objects.len() {
+                return Err(invalid(
+                    "segment object",
+                    object,
+                    "an index below the number of objects",
+                ));
+            }
+            let start = r.u64("segment start")?;
+            let end = r.u64("segment end")?;
+            if end <= start {
+                return Err(invalid(
+                    "segment end",
+                    format!("{end:#x} (start {start:#x})"),
+                    "an address above the segment start",
+                ));
+            }
+            let size = 1u64 << shift;
+            let buckets = (end - (start & !(size - 1))).div_ceil(size);
+            let n_counts = r.count("n_counts", 12)?;
+            let mut counts = Vec::with_capacity(n_counts);
+            let mut prev: Option<u32> = None;
+            for _ in 0..n_counts {
+                let i = r.u32("bucket index")?;
+                let samples = r.u64("bucket samples")?;
+                if u64::from(i) >= buckets || prev.is_some_and(|p| i <= p) {
+                    return Err(invalid(
+                        "bucket index",
+                        i,
+                        "strictly increasing indexes below the segment's bucket count",
+                    ));
+                }
+                if samples == 0 {
+                    return Err(invalid("bucket samples", 0, "a non-zero count"));
+                }
+                in_buckets = in_buckets.checked_add(samples).ok_or_else(|| {
+                    invalid("bucket samples", samples, "a total that fits in 64 bits")
+                })?;
+                prev = Some(i);
+                counts.push((i, samples));
+            }
+            segments.push(Segment {
+                object,
+                start,
+                end,
+                counts,
+            });
+        }
+        if in_buckets.checked_add(other).is_none() {
+            return Err(invalid("other", other, "a total that fits in 64 bits"));
+        }
+        if r.pos != r.end {
+            return Err(invalid(
+                "length",
+                format!("{} unread bytes", r.end - r.pos),
+                "the checksum right after the last segment",
+            ));
+        }
+        Ok(Profile {
+            mode,
+            source,
+            requested_hz,
+            shift,
+            objects,
+            segments,
+            other,
+            proc_samples,
+            user_cpu_ns,
+            wall_ns,
+            threads,
+            warnings,
+        })
+    }
+}
+
+fn invalid(what: &'static str, value: impl std::fmt::Display, expected: &'static str) -> DumpError {
+    DumpError::Invalid {
+        what,
+        value: value.to_string(),
+        expected,
+    }
+}
+
+/// A bounds-checked cursor.
+struct Reader<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+    end: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize, what: &'static str) -> Result<&'a [u8], DumpError> {
+        match self.pos.checked_add(n) {
+            Some(e) if e <= self.end => {
+                let s = &self.bytes[self.pos..e];
+                self.pos = e;
+                Ok(s)
+            }
+            _ => Err(DumpError::Truncated {
+                what,
+                offset: self.pos,
+                len: self.end,
+            }),
+        }
+    }
+    fn u8(&mut self, what: &'static str) -> Result<u8, DumpError> {
+        Ok(self.take(1, what)?[0])
+    }
+    fn u16(&mut self, what: &'static str) -> Result<u16, DumpError> {
+        Ok(u16::from_le_bytes(
+            self.take(2, what)?.try_into().expect("2 bytes"),
+        ))
+    }
+    fn u32(&mut self, what: &'static str) -> Result<u32, DumpError> {
+        Ok(u32::from_le_bytes(
+            self.take(4, what)?.try_into().expect("4 bytes"),
+        ))
+    }
+    fn u64(&mut self, what: &'static str) -> Result<u64, DumpError> {
+        Ok(u64::from_le_bytes(
+            self.take(8, what)?.try_into().expect("8 bytes"),
+        ))
+    }
+    /// A count of items of at least `min_size` bytes each, checked against the bytes left.
+    fn count(&mut self, what: &'static str, min_size: usize) -> Result<usize, DumpError> {
+        let n = self.u32(what)? as usize;
+        if n.saturating_mul(min_size) > self.end - self.pos {
+            return Err(DumpError::Truncated {
+                what,
+                offset: self.pos,
+                len: self.end,
+            });
+        }
+        Ok(n)
+    }
+    fn bytes(&mut self, what: &'static str, max: usize) -> Result<&'a [u8], DumpError> {
+        let n = self.u32(what)? as usize;
+        if n > max {
+            return Err(DumpError::Invalid {
+                what,
+                value: format!("{n} bytes long"),
+                expected: "a length within the format's limit (see the dump module docs)",
+            });
+        }
+        self.take(n, what)
+    }
+    fn string(&mut self, what: &'static str, max: usize) -> Result<String, DumpError> {
+        let b = self.bytes(what, max)?;
+        std::str::from_utf8(b)
+            .map(str::to_owned)
+            .map_err(|e| invalid(what, e, "valid UTF-8"))
+    }
+}

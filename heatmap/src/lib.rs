@@ -1,0 +1,78 @@
+//! `heatmap`: an in-process sampling profiler with a readprofile-style report.
+//!
+//! Linux's `/proc/profile` (and the Lego kernel's heatmap it inspired) keeps one counter per
+//! `1 << prof_shift` bytes of kernel text and bumps the one holding the interrupted instruction
+//! at every timer tick; `readprofile` then prints the hottest functions. This crate does the
+//! same for a process: one counter per `1 << shift` bytes of every executable segment (main
+//! executable, shared objects, vDSO), bumped from a `SIGPROF` handler at every sample of every
+//! thread, symbolised only when a report is asked for.
+//!
+//! ```no_run
+//! let sampler = heatmap::start(heatmap::Config::new().hz(1000)).expect("start sampling");
+//! // ... the work to profile, on any number of threads ...
+//! let profile = sampler.stop();
+//! heatmap::print_profile_heatmap_nr(&profile, 10);
+//! ```
+//!
+//! The crate stands alone: it knows nothing of `profpoint`, which links it behind its default
+//! `heatmap` feature, starts it from `PROFPOINT_HEATMAP=1` ([`Config::from_env_vars`]) and adds
+//! its report to the exit report.
+//!
+//! # Map of the crate
+//!
+//! | file | concept |
+//! | --- | --- |
+//! | `config.rs` | [`Config`], [`Mode`], [`Source`]; environment variables |
+//! | `buckets.rs` | executable segments (`dl_iterate_phdr`) and the atomic counters |
+//! | `signal.rs` | the async-signal-safe `SIGPROF` handler, its installation and removal |
+//! | `sys.rs` | kernel constants and structures missing from `libc`, pinned by tests |
+//! | `sampler.rs` | sources (perf `task-clock`, `setitimer`), the watcher thread, [`start`] |
+//! | `profile.rs` | [`Profile`]: the data of one run |
+//! | `symbolize.rs` | addresses to names from ELF symbol tables |
+//! | `report.rs` | [`Report`]: ranking, exclusion, table and JSON |
+//! | `dump.rs` | the versioned dump format |
+//! | `bin/heatmap.rs` | the `heatmap` command: a report from a dump |
+//!
+//! # Limits
+//!
+//! - One sampler per process at a time ([`StartError::AlreadyRunning`]); a program that already
+//!   handles `SIGPROF` gets [`StartError::SignalInUse`].
+//! - With `perf_event_paranoid` 2 only user-space time is sampled (kernel time is not seen).
+//! - Libraries `dlopen`ed after start count as "other" (the report names them).
+//! - Symbols come from the files on disk after the run: a file rebuilt in between is detected
+//!   by its build id and reported.
+
+#![deny(unsafe_op_in_unsafe_fn)]
+
+mod buckets;
+mod config;
+mod dump;
+mod error;
+mod profile;
+mod report;
+mod sampler;
+mod signal;
+mod symbolize;
+mod sys;
+
+pub use buckets::{ObjectFile, ObjectKind};
+pub use config::{Config, Mode, Source};
+pub use dump::{MAGIC as DUMP_MAGIC, VERSION as DUMP_VERSION};
+pub use error::{DumpError, EnvError, StartError};
+pub use profile::{Profile, Segment, SourceUsed};
+pub use report::{By, Report, ReportOptions, Row, glob_match};
+pub use sampler::{Sampler, start};
+
+/// Prints the top `n` functions of `profile` to standard error: the seed's
+/// `print_profile_heatmap_nr(int nr)`.
+pub fn print_profile_heatmap_nr(profile: &Profile, n: usize) {
+    let report = profile.report(&ReportOptions {
+        top: n,
+        ..ReportOptions::default()
+    });
+    let mut out = Vec::new();
+    // Writing to a Vec cannot fail.
+    let _ = report.write_table(&mut out);
+    use std::io::Write;
+    let _ = std::io::stderr().lock().write_all(&out);
+}

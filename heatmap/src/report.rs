@@ -1,0 +1,453 @@
+//! The readprofile-style report: the top N functions (or buckets) by samples.
+//!
+//! [`Profile::report`] symbolises the profile's non-zero buckets (`symbolize.rs`), aggregates
+//! them by function (default) or keeps raw buckets, drops rows whose function matches an
+//! exclusion glob (the seed's "rule out `cpu_idle`"), and ranks them. Percentages are of all
+//! samples less the excluded ones, "other" included, so the total row always reads 100.00 and
+//! a large "other" is visible rather than silently renormalised away.
+//!
+//! [`Report::write_table`] prints the seed's table (Address, Function, NR, %, plus the object
+//! for shared libraries) with a header naming the source and the requested and achieved rates;
+//! [`Report::to_json`] gives the same content for tools.
+
+use std::collections::HashMap;
+use std::io::Write;
+
+use serde::Serialize;
+
+use crate::config::Mode;
+use crate::profile::Profile;
+use crate::symbolize::Symbolizer;
+
+/// How rows are formed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum By {
+    /// One row per function (all its buckets summed), at the function's address.
+    #[default]
+    Function,
+    /// One row per bucket, at the bucket's address, named by the function holding it.
+    Bucket,
+}
+
+/// What to put in a [`Report`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReportOptions {
+    /// Number of rows (default 20).
+    pub top: usize,
+    /// By function (default) or by bucket.
+    pub by: By,
+    /// Globs (`*` any run of characters, `?` one character) matched against whole demangled
+    /// function names; matching rows are left out of the rows and of the total.
+    pub exclude: Vec<String>,
+}
+
+impl Default for ReportOptions {
+    fn default() -> Self {
+        ReportOptions {
+            top: 20,
+            by: By::Function,
+            exclude: Vec::new(),
+        }
+    }
+}
+
+/// One line of the table.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Row {
+    /// Function address (by function) or bucket address (by bucket).
+    pub address: u64,
+    /// Demangled function name, `[unknown]` (no symbol) or `[vdso]`.
+    pub function: String,
+    /// Shared object file name; `None` for the main executable.
+    pub library: Option<String>,
+    /// Samples.
+    pub nr: u64,
+    /// Share of the report's total, in percent.
+    pub percent: f64,
+}
+
+/// A ranked, symbolised view of a [`Profile`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Report {
+    /// `perf task-clock` or `setitimer`.
+    pub source: String,
+    /// `cpu` or `wall`.
+    pub mode: String,
+    /// Rows formed by function or by bucket.
+    pub by: By,
+    /// Bucket size in bytes.
+    pub bucket_size: u64,
+    /// The rate asked for.
+    pub requested_hz: u32,
+    /// Signal samples per user-CPU second (`None` if no CPU time was measured).
+    pub achieved_hz: Option<f64>,
+    /// User-space CPU seconds of the process while sampling.
+    pub user_cpu_seconds: f64,
+    /// Wall seconds of the run.
+    pub wall_seconds: f64,
+    /// Samples counted (all of them, "other" and excluded included).
+    pub total_samples: u64,
+    /// Samples outside every executable segment known at start.
+    pub other: u64,
+    /// Samples of blocked threads read from `/proc` (wall mode).
+    pub proc_samples: u64,
+    /// Samples left out by the exclusion globs.
+    pub excluded: u64,
+    /// The 100% of the percentages: `total_samples - excluded`.
+    pub base: u64,
+    /// Warnings from sampling and symbolisation.
+    pub warnings: Vec<String>,
+    /// The top rows, most samples first.
+    pub rows: Vec<Row>,
+}
+
+impl Profile {
+    /// Symbolises and ranks this profile. See the module docs.
+    pub fn report(&self, opts: &ReportOptions) -> Report {
+        let mut sym = Symbolizer::new(&self.objects);
+        let size = self.bucket_size();
+        // Key: (object, address) -> row under construction.
+        let mut rows: HashMap<(usize, u64), Row> = HashMap::new();
+        let mut excluded = 0u64;
+        for (si, addr, n) in self.buckets() {
+            let object = self.segments[si].object;
+            let r = sym.lookup_bucket(object, addr, size);
+            if opts.exclude.iter().any(|g| glob_match(g, &r.function)) {
+                excluded += n;
+                continue;
+            }
+            let key_addr = match opts.by {
+                // All [unknown] buckets of one object share a row, at the lowest address.
+                By::Function if r.function == "[unknown]" => u64::MAX,
+                By::Function => r.start,
+                By::Bucket => addr,
+            };
+            let row = rows.entry((object, key_addr)).or_insert_with(|| Row {
+                address: if key_addr == u64::MAX { addr } else { key_addr },
+                function: r.function,
+                library: r.library,
+                nr: 0,
+                percent: 0.0,
+            });
+            row.nr += n;
+            if key_addr == u64::MAX {
+                row.address = row.address.min(addr);
+            }
+        }
+        let total = self.total_samples();
+        let base = total - excluded;
+        let mut rows: Vec<Row> = rows.into_values().collect();
+        rows.sort_by(|a, b| b.nr.cmp(&a.nr).then(a.address.cmp(&b.address)));
+        rows.truncate(opts.top);
+        for r in &mut rows {
+            r.percent = if base == 0 {
+                0.0
+            } else {
+                r.nr as f64 * 100.0 / base as f64
+            };
+        }
+        let mut warnings = self.warnings.clone();
+        warnings.extend(sym.warnings);
+        Report {
+            source: self.source.name().to_owned(),
+            mode: match self.mode {
+                Mode::Cpu => "cpu",
+                Mode::Wall => "wall",
+            }
+            .to_owned(),
+            by: opts.by,
+            bucket_size: size,
+            requested_hz: self.requested_hz,
+            achieved_hz: self.achieved_hz(),
+            user_cpu_seconds: self.user_cpu_seconds(),
+            wall_seconds: self.wall_seconds(),
+            total_samples: total,
+            other: self.other,
+            proc_samples: self.proc_samples,
+            excluded,
+            base,
+            warnings,
+            rows,
+        }
+    }
+}
+
+impl Report {
+    /// Writes the table (see the module docs).
+    pub fn write_table(&self, w: &mut dyn Write) -> std::io::Result<()> {
+        const MAX_FN: usize = 60;
+        let fn_width = self
+            .rows
+            .iter()
+            .map(|r| r.function.chars().count())
+            .max()
+            .unwrap_or(8)
+            .clamp(20, MAX_FN);
+        let achieved = self
+            .achieved_hz
+            .map_or_else(|| "n/a".to_owned(), |a| format!("{a:.0}"));
+        writeln!(
+            w,
+            "Heatmap (top #{} by {}, {} mode, {}-byte buckets): {} samples, source {}, {} Hz requested, {} Hz achieved, {:.2} s user CPU, {:.2} s wall",
+            self.rows.len(),
+            match self.by {
+                By::Function => "function",
+                By::Bucket => "bucket",
+            },
+            self.mode,
+            self.bucket_size,
+            self.total_samples,
+            self.source,
+            self.requested_hz,
+            achieved,
+            self.user_cpu_seconds,
+            self.wall_seconds,
+        )?;
+        let rule = format!(
+            "{:-<16}  {:-<fw$}  {:-<10}  {:-<9}",
+            "",
+            "",
+            "",
+            "",
+            fw = fn_width
+        );
+        writeln!(
+            w,
+            "{:>16}  {:<fw$}  {:>10}  {:>9}  Object",
+            "Address",
+            "Function",
+            "NR",
+            "%",
+            fw = fn_width
+        )?;
+        writeln!(w, "{rule}")?;
+        for r in &self.rows {
+            let name = truncate(&r.function, fn_width);
+            writeln!(
+                w,
+                "{:016x}  {:<fw$}  {:>10}  {:>9.2}  {}",
+                r.address,
+                name,
+                r.nr,
+                r.percent,
+                r.library.as_deref().unwrap_or(""),
+                fw = fn_width
+            )?;
+        }
+        writeln!(w, "{rule}")?;
+        writeln!(
+            w,
+            "{:>16}  {:<fw$}  {:>10}  {:>9.2}",
+            "",
+            "",
+            self.base,
+            if self.base == 0 { 0.0 } else { 100.0 },
+            fw = fn_width
+        )?;
+        if self.other > 0 {
+            writeln!(
+                w,
+                "other (outside every executable segment): {} samples ({:.2}%)",
+                self.other,
+                if self.base == 0 {
+                    0.0
+                } else {
+                    self.other as f64 * 100.0 / self.base as f64
+                }
+            )?;
+        }
+        if self.excluded > 0 {
+            writeln!(
+                w,
+                "excluded by --exclude: {} samples (not in the total)",
+                self.excluded
+            )?;
+        }
+        if self.proc_samples > 0 {
+            writeln!(
+                w,
+                "blocked-thread samples read from /proc: {}",
+                self.proc_samples
+            )?;
+        }
+        for warning in &self.warnings {
+            writeln!(w, "warning: {warning}")?;
+        }
+        Ok(())
+    }
+
+    /// The report as pretty-printed JSON (the fields of [`Report`]).
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self)
+            .expect("a Report serialises: plain data, no maps with non-string keys")
+    }
+}
+
+/// Cuts `s` to `width` characters, marking the cut with `…`.
+fn truncate(s: &str, width: usize) -> String {
+    if s.chars().count() <= width {
+        s.to_owned()
+    } else {
+        let mut t: String = s.chars().take(width.saturating_sub(1)).collect();
+        t.push('…');
+        t
+    }
+}
+
+/// Whole-string glob match: `*` matches any run of characters (also none), `?` one character.
+pub fn glob_match(pattern: &str, text: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let t: Vec<char> = text.chars().collect();
+    // Iterative matcher with single-star backtracking: O(len(p) * len(t)) worst case.
+    let (mut pi, mut ti) = (0usize, 0usize);
+    let mut star: Option<(usize, usize)> = None;
+    while ti < t.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
+            pi += 1;
+            ti += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some((pi, ti));
+            pi += 1;
+        } else if let Some((sp, st)) = star {
+            pi = sp + 1;
+            ti = st + 1;
+            star = Some((sp, st + 1));
+        } else {
+            return false;
+        }
+    }
+    while pi < p.len() && p[pi] == '*' {
+        pi += 1;
+    }
+    pi == p.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::buckets::{ObjectFile, ObjectKind};
+    use crate::profile::{Segment, SourceUsed};
+
+    #[test]
+    fn glob() {
+        assert!(glob_match(
+            "std::thread::park*",
+            "std::thread::park_timeout"
+        ));
+        assert!(glob_match("std::thread::park*", "std::thread::park"));
+        assert!(!glob_match("std::thread::park*", "xstd::thread::park"));
+        assert!(glob_match("*idle*", "cpu_idle"));
+        assert!(glob_match("cpu_?dle", "cpu_idle"));
+        assert!(!glob_match("cpu_?dle", "cpu_iidle"));
+        assert!(glob_match("*", ""));
+        assert!(glob_match("a*b*c", "aXXbYYc"));
+        assert!(!glob_match("a*b*c", "aXXbYY"));
+    }
+
+    /// A profile over this test binary: two known functions with known counts.
+    fn synthetic() -> (Profile, u64, u64) {
+        let (objects, segments) = crate::buckets::discover();
+        let f1 = crate::symbolize::demangle as fn(&str) -> String as usize as u64;
+        let f2 = glob_match as fn(&str, &str) -> bool as usize as u64;
+        let seg_of = |pc: u64| {
+            segments
+                .iter()
+                .position(|s| s.start <= pc && pc < s.end)
+                .unwrap()
+        };
+        let shift = 4;
+        let mut segs: Vec<Segment> = segments
+            .iter()
+            .map(|s| Segment {
+                object: s.object,
+                start: s.start,
+                end: s.end,
+                counts: vec![],
+            })
+            .collect();
+        let idx = |s: &Segment, pc: u64| ((pc - (s.start & !15)) >> shift) as u32;
+        for (pc, n) in [(f1, 60u64), (f1 + 16, 10), (f2, 25)] {
+            let si = seg_of(pc);
+            let i = idx(&segs[si], pc);
+            segs[si].counts.push((i, n));
+            segs[si].counts.sort();
+        }
+        let p = Profile {
+            mode: Mode::Cpu,
+            source: SourceUsed::PerfTaskClock,
+            requested_hz: 1000,
+            shift,
+            objects: objects.into_iter().collect::<Vec<ObjectFile>>(),
+            segments: segs,
+            other: 5,
+            proc_samples: 0,
+            user_cpu_ns: 100_000_000,
+            wall_ns: 100_000_000,
+            threads: 1,
+            warnings: vec![],
+        };
+        (p, f1, f2)
+    }
+
+    #[test]
+    fn by_function_sums_buckets_and_percentages_add_up() {
+        let (p, f1, f2) = synthetic();
+        assert_eq!(p.objects[p.segments[0].object].kind, ObjectKind::Main);
+        let r = p.report(&ReportOptions::default());
+        assert_eq!(r.total_samples, 100);
+        assert_eq!(r.base, 100);
+        assert_eq!(r.rows.len(), 2);
+        assert_eq!(r.rows[0].function, "heatmap::symbolize::demangle");
+        assert_eq!((r.rows[0].address, r.rows[0].nr), (f1, 70));
+        assert_eq!(r.rows[1].function, "heatmap::report::glob_match");
+        assert_eq!((r.rows[1].address, r.rows[1].nr), (f2, 25));
+        assert!((r.rows[0].percent - 70.0).abs() < 1e-9);
+        assert_eq!(r.achieved_hz, Some(1000.0));
+
+        let r = p.report(&ReportOptions {
+            by: By::Bucket,
+            ..ReportOptions::default()
+        });
+        let got: Vec<(u64, u64)> = r.rows.iter().map(|r| (r.address, r.nr)).collect();
+        assert_eq!(got, vec![(f1, 60), (f2, 25), (f1 + 16, 10)]);
+
+        let r = p.report(&ReportOptions {
+            top: 1,
+            by: By::Function,
+            exclude: vec!["heatmap::symbolize::*".to_owned()],
+        });
+        assert_eq!(r.excluded, 70);
+        assert_eq!(r.base, 30);
+        assert_eq!(r.rows.len(), 1);
+        assert_eq!(r.rows[0].nr, 25);
+        assert!((r.rows[0].percent - 25.0 * 100.0 / 30.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn table_and_json_carry_the_same_content() {
+        let (p, f1, _) = synthetic();
+        let r = p.report(&ReportOptions::default());
+        let mut out = Vec::new();
+        r.write_table(&mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains("source perf task-clock, 1000 Hz requested, 1000 Hz achieved"),
+            "{text}"
+        );
+        let line = text
+            .lines()
+            .find(|l| l.contains("heatmap::symbolize::demangle"))
+            .unwrap();
+        assert!(line.starts_with(&format!("{f1:016x}")), "{line}");
+        assert!(line.contains("70") && line.contains("70.00"), "{line}");
+        assert!(text.contains("other (outside every executable segment): 5 samples (5.00%)"));
+        let v: serde_json::Value = serde_json::from_str(&r.to_json()).unwrap();
+        assert_eq!(v["total_samples"], 100);
+        assert_eq!(v["other"], 5);
+        assert_eq!(v["source"], "perf task-clock");
+        assert_eq!(v["rows"][0]["function"], "heatmap::symbolize::demangle");
+        assert_eq!(v["rows"][0]["nr"], 70);
+        assert_eq!(v["rows"][0]["library"], serde_json::Value::Null);
+    }
+}

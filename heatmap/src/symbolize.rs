@@ -1,0 +1,316 @@
+//! Symbolisation after the fact: bucket addresses to function names, from ELF symbol tables.
+//!
+//! # Mechanism
+//!
+//! For each object of a profile that has samples, the file at its recorded path is mapped
+//! (`mmap`, read only) and parsed with the `object` crate; its `.symtab` (or, for a stripped
+//! shared object, its `.dynsym`) function symbols are sorted by address. A run-time address is
+//! turned into a file address by subtracting the object's load bias, then found by binary
+//! search: the last symbol starting at or below it, if the address lies within its size (a
+//! zero-sized symbol extends to the next one). Names are demangled (`rustc-demangle`, without
+//! the hash) only for the symbols actually reported, so set-up stays ~1 ms per MB of text.
+//!
+//! A missing file, an unparsable one, or an address no symbol covers gives `[unknown]`; the
+//! vDSO has no file and gives `[vdso]`. When the file's GNU build id differs from the one
+//! recorded at sampling time, the file has been rebuilt since: names may be wrong, and the
+//! report carries a warning saying so.
+//!
+//! # Extending
+//!
+//! File and line (and inline frames) would come from DWARF via `addr2line`; the lookup API
+//! (`Symbolizer::lookup`) is the place to add them.
+
+use std::borrow::Cow;
+
+use object::{Object, ObjectSymbol, SymbolKind};
+
+use crate::buckets::{ObjectFile, ObjectKind};
+
+/// A function symbol, in file addresses.
+#[derive(Debug, Clone)]
+struct Sym {
+    addr: u64,
+    /// 0 when the symbol table gives no size.
+    size: u64,
+    name: Box<str>,
+}
+
+/// The symbols of one object file.
+#[derive(Debug, Default)]
+struct FileSyms {
+    syms: Vec<Sym>,
+}
+
+/// What an address resolved to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Resolved {
+    /// Run-time address of the function's first byte (or the address itself if unknown).
+    pub(crate) start: u64,
+    /// Demangled name, `[unknown]` or `[vdso]`.
+    pub(crate) function: String,
+    /// File name of the shared object, `None` for the main executable.
+    pub(crate) library: Option<String>,
+}
+
+/// Symbol tables of a profile's objects, loaded on first use.
+#[derive(Debug)]
+pub(crate) struct Symbolizer<'p> {
+    objects: &'p [ObjectFile],
+    files: Vec<Option<FileSyms>>,
+    /// Problems found while loading (missing file, build id mismatch).
+    pub(crate) warnings: Vec<String>,
+}
+
+impl<'p> Symbolizer<'p> {
+    pub(crate) fn new(objects: &'p [ObjectFile]) -> Self {
+        Symbolizer {
+            objects,
+            files: objects.iter().map(|_| None).collect(),
+            warnings: Vec::new(),
+        }
+    }
+
+    /// Resolves run-time address `addr` of object `object`.
+    pub(crate) fn lookup(&mut self, object: usize, addr: u64) -> Resolved {
+        let o = &self.objects[object];
+        let library = match o.kind {
+            ObjectKind::Main => None,
+            ObjectKind::Vdso => Some("[vdso]".to_owned()),
+            ObjectKind::Shared => Some(
+                std::path::Path::new(&o.path)
+                    .file_name()
+                    .map_or_else(|| o.path.clone(), |n| n.to_string_lossy().into_owned()),
+            ),
+        };
+        if o.kind == ObjectKind::Vdso {
+            return Resolved {
+                start: addr,
+                function: "[vdso]".to_owned(),
+                library,
+            };
+        }
+        if self.files[object].is_none() {
+            let loaded = load(o).unwrap_or_else(|w| {
+                self.warnings.push(w);
+                (FileSyms::default(), None)
+            });
+            if let Some(w) = loaded.1 {
+                self.warnings.push(w);
+            }
+            self.files[object] = Some(loaded.0);
+        }
+        let syms = &self.files[object].as_ref().expect("loaded above").syms;
+        let file_addr = addr.wrapping_sub(o.bias);
+        let i = syms.partition_point(|s| s.addr <= file_addr);
+        if i > 0 {
+            let s = &syms[i - 1];
+            let end = if s.size > 0 {
+                s.addr + s.size
+            } else {
+                syms.get(i).map_or(u64::MAX, |n| n.addr)
+            };
+            if file_addr < end {
+                return Resolved {
+                    start: s.addr.wrapping_add(o.bias),
+                    function: demangle(&s.name),
+                    library,
+                };
+            }
+        }
+        Resolved {
+            start: addr,
+            function: "[unknown]".to_owned(),
+            library,
+        }
+    }
+
+    /// Resolves a bucket `[addr, addr + size)`: the function containing its first byte, else
+    /// the first function starting inside it (the bucket began in inter-function padding).
+    pub(crate) fn lookup_bucket(&mut self, object: usize, addr: u64, size: u64) -> Resolved {
+        let r = self.lookup(object, addr);
+        if r.function != "[unknown]" || size <= 1 {
+            return r;
+        }
+        let o = &self.objects[object];
+        let syms = match &self.files[object] {
+            Some(f) => &f.syms,
+            None => return r,
+        };
+        let file_addr = addr.wrapping_sub(o.bias);
+        let i = syms.partition_point(|s| s.addr < file_addr);
+        match syms.get(i) {
+            Some(s) if s.addr < file_addr + size => {
+                let start = s.addr.wrapping_add(o.bias);
+                self.lookup(object, start)
+            }
+            _ => r,
+        }
+    }
+}
+
+/// Demangles a Rust (legacy or v0) name without its hash; other names are returned as is.
+pub(crate) fn demangle(name: &str) -> String {
+    match rustc_demangle::try_demangle(name) {
+        Ok(d) => format!("{d:#}"),
+        Err(_) => name.to_owned(),
+    }
+}
+
+/// A read-only private mapping of a whole file.
+struct Mapped {
+    ptr: *mut libc::c_void,
+    len: usize,
+}
+
+impl Mapped {
+    fn open(path: &str) -> std::io::Result<Mapped> {
+        use std::os::fd::AsRawFd;
+        let f = std::fs::File::open(path)?;
+        let len = f.metadata()?.len() as usize;
+        if len == 0 {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "empty file",
+            ));
+        }
+        // SAFETY: mapping `len` bytes of an open regular file read-only and private; the
+        // result is checked against MAP_FAILED before use.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_PRIVATE,
+                f.as_raw_fd(),
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(Mapped { ptr, len })
+    }
+
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: `ptr` is a live mapping of `len` readable bytes until `drop`. (A file
+        // truncated meanwhile by someone else would fault: symbolisation reads binaries that
+        // are not normally rewritten while a report is made; the same holds for every
+        // debugger.)
+        unsafe { std::slice::from_raw_parts(self.ptr as *const u8, self.len) }
+    }
+}
+
+impl Drop for Mapped {
+    fn drop(&mut self) {
+        // SAFETY: unmapping exactly the mapping made in `open`, once.
+        unsafe { libc::munmap(self.ptr, self.len) };
+    }
+}
+
+/// Loads the function symbols of `o`'s file; the second value is a warning to report.
+fn load(o: &ObjectFile) -> Result<(FileSyms, Option<String>), String> {
+    let map = Mapped::open(&o.path).map_err(|e| {
+        format!(
+            "{}: cannot read symbols ({e}): its functions show as [unknown]",
+            o.path
+        )
+    })?;
+    let file = object::File::parse(map.bytes()).map_err(|e| {
+        format!(
+            "{}: not a readable ELF file ({e}): its functions show as [unknown]",
+            o.path
+        )
+    })?;
+    let mut warning = None;
+    if !o.build_id.is_empty() {
+        if let Ok(Some(id)) = file.build_id() {
+            if id != o.build_id.as_slice() {
+                warning = Some(format!(
+                    "{}: build id differs from the one that ran (file rebuilt since?): names may be wrong",
+                    o.path
+                ));
+            }
+        }
+    }
+    let mut syms: Vec<Sym> = collect(file.symbols());
+    if syms.is_empty() {
+        syms = collect(file.dynamic_symbols());
+    }
+    syms.sort_by(|a, b| a.addr.cmp(&b.addr).then(b.size.cmp(&a.size)));
+    // Aliases share an address: keep the first (largest size).
+    syms.dedup_by_key(|s| s.addr);
+    Ok((FileSyms { syms }, warning))
+}
+
+fn collect<'d: 'f, 'f>(it: impl Iterator<Item = object::Symbol<'d, 'f>>) -> Vec<Sym> {
+    it.filter(|s| s.kind() == SymbolKind::Text && s.is_definition() && s.address() != 0)
+        .filter_map(|s| {
+            let name: Cow<'_, str> = Cow::Borrowed(s.name().ok()?);
+            Some(Sym {
+                addr: s.address(),
+                size: s.size(),
+                name: name.into(),
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::buckets;
+
+    #[inline(never)]
+    fn a_function_with_a_known_name(x: u64) -> u64 {
+        x.wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(7)
+    }
+
+    #[test]
+    fn resolves_our_own_function_and_libc() {
+        let (objects, segments) = buckets::discover();
+        let mut s = Symbolizer::new(&objects);
+        let find = |pc: u64| {
+            segments
+                .iter()
+                .find(|g| g.start <= pc && pc < g.end)
+                .unwrap()
+                .object
+        };
+        let f = a_function_with_a_known_name as fn(u64) -> u64 as usize as u64;
+        std::hint::black_box(a_function_with_a_known_name(3));
+        let r = s.lookup(find(f), f + 1);
+        assert_eq!(r.start, f);
+        assert_eq!(
+            r.function,
+            "heatmap::symbolize::tests::a_function_with_a_known_name"
+        );
+        assert_eq!(r.library, None);
+        let g = libc::getpid as usize as u64;
+        let r = s.lookup(find(g), g);
+        assert!(r.function.contains("getpid"), "{}", r.function);
+        assert!(r.library.as_deref().unwrap().starts_with("libc.so"));
+        assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+    }
+
+    #[test]
+    fn missing_file_gives_unknown_and_a_warning() {
+        let objects = vec![ObjectFile {
+            path: "/nonexistent/libgone.so".to_owned(),
+            bias: 0x1000,
+            build_id: vec![],
+            kind: ObjectKind::Shared,
+        }];
+        let mut s = Symbolizer::new(&objects);
+        let r = s.lookup(0, 0x2000);
+        assert_eq!(r.function, "[unknown]");
+        assert_eq!(r.library.as_deref(), Some("libgone.so"));
+        assert_eq!(s.warnings.len(), 1);
+        assert!(s.warnings[0].contains("/nonexistent/libgone.so"));
+    }
+
+    #[test]
+    fn demangles_rust_and_leaves_c_alone() {
+        assert_eq!(demangle("_ZN3foo3bar17h0123456789abcdefE"), "foo::bar");
+        assert_eq!(demangle("memcpy"), "memcpy");
+    }
+}

@@ -1,0 +1,240 @@
+//! Kernel interfaces the `libc` crate does not declare, in one place.
+//!
+//! The sampler needs three `fcntl` commands to route a perf event's overflow signal to the
+//! thread the event measures, and the `perf_event_open(2)` system call with its attribute
+//! structure. The `libc` crate (0.2.180) has `SYS_perf_event_open` but, for glibc on x86_64, no
+//! `F_SETSIG`, `F_SETOWN_EX`, `F_OWNER_TID` or `struct f_owner_ex`, and no `perf_event_attr`.
+//! They are declared here once, each citing the kernel header it comes from, and the tests at
+//! the bottom pin every value: a number typed wrong here would route signals to the wrong
+//! thread or open the wrong event, so the tests check the kernel's own answer where it can give
+//! one (`F_GETSIG` reads back what `F_SETSIG` stored), not just the literal.
+//!
+//! To add a declaration: copy it from the named header, cite it, and add a test.
+
+use std::io;
+
+// === fcntl: include/uapi/asm-generic/fcntl.h ===
+
+/// `F_SETSIG`: the signal sent when I/O becomes possible on an `O_ASYNC` descriptor.
+/// `include/uapi/asm-generic/fcntl.h`: `#define F_SETSIG 10 /* for sockets. */`
+pub(crate) const F_SETSIG: libc::c_int = 10;
+
+/// `F_GETSIG`: reads back the `F_SETSIG` value (used by the test that pins `F_SETSIG`).
+/// `include/uapi/asm-generic/fcntl.h`: `#define F_GETSIG 11 /* for sockets. */`
+#[cfg(test)]
+pub(crate) const F_GETSIG: libc::c_int = 11;
+
+/// `F_SETOWN_EX`: sets the owner (a thread, process or process group) that receives the signal.
+/// `include/uapi/asm-generic/fcntl.h`: `#define F_SETOWN_EX 15`
+pub(crate) const F_SETOWN_EX: libc::c_int = 15;
+
+/// `F_GETOWN_EX`: reads the owner back (used by the test that pins `F_SETOWN_EX`).
+/// `include/uapi/asm-generic/fcntl.h`: `#define F_GETOWN_EX 16`
+#[cfg(test)]
+pub(crate) const F_GETOWN_EX: libc::c_int = 16;
+
+/// `F_OWNER_TID`: the owner is one thread, named by its kernel thread id.
+/// `include/uapi/asm-generic/fcntl.h`: `#define F_OWNER_TID 0`
+pub(crate) const F_OWNER_TID: libc::c_int = 0;
+
+/// `struct f_owner_ex` from `include/uapi/asm-generic/fcntl.h`:
+/// `struct f_owner_ex { int type; __kernel_pid_t pid; };`
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct FOwnerEx {
+    /// One of the `F_OWNER_*` constants.
+    pub(crate) kind: libc::c_int,
+    /// The thread, process or process-group id.
+    pub(crate) pid: libc::pid_t,
+}
+
+// === perf_event_open: include/uapi/linux/perf_event.h ===
+
+/// `PERF_TYPE_SOFTWARE` from `enum perf_type_id`.
+pub(crate) const PERF_TYPE_SOFTWARE: u32 = 1;
+/// `PERF_COUNT_SW_TASK_CLOCK` from `enum perf_sw_ids`: the thread's own CPU clock, in ns.
+pub(crate) const PERF_COUNT_SW_TASK_CLOCK: u64 = 1;
+/// `PERF_ATTR_SIZE_VER0`: the first published size of `struct perf_event_attr`. Every kernel
+/// since 2.6.31 accepts it; the fields after it are zero, as the kernel assumes for old callers.
+pub(crate) const PERF_ATTR_SIZE_VER0: u32 = 64;
+/// `PERF_FLAG_FD_CLOEXEC`: open the event descriptor close-on-exec.
+pub(crate) const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
+/// `PERF_EVENT_IOC_ENABLE`: `_IO('$', 0)`.
+pub(crate) const PERF_EVENT_IOC_ENABLE: libc::c_ulong = 0x2400;
+/// `PERF_EVENT_IOC_DISABLE`: `_IO('$', 1)`.
+pub(crate) const PERF_EVENT_IOC_DISABLE: libc::c_ulong = 0x2401;
+
+/// Bits of the flags word (the C bitfield after `read_format`), in declaration order.
+pub(crate) const ATTR_DISABLED: u64 = 1 << 0;
+/// `exclude_kernel`: required at `perf_event_paranoid` 2 (user space only).
+pub(crate) const ATTR_EXCLUDE_KERNEL: u64 = 1 << 5;
+/// `exclude_hv`: no hypervisor samples (also required for unprivileged callers on some kernels).
+pub(crate) const ATTR_EXCLUDE_HV: u64 = 1 << 6;
+
+/// The first 64 bytes (`PERF_ATTR_SIZE_VER0`) of `struct perf_event_attr`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct PerfEventAttr {
+    /// `type`: major type (`PERF_TYPE_*`).
+    pub(crate) kind: u32,
+    /// `size`: the size of this structure, for forward and backward compatibility.
+    pub(crate) size: u32,
+    /// `config`: type-specific configuration (`PERF_COUNT_SW_*`).
+    pub(crate) config: u64,
+    /// `sample_period` (the union with `sample_freq`): events between overflows.
+    pub(crate) sample_period: u64,
+    /// `sample_type`: what a ring-buffer record holds (we have no ring buffer: 0).
+    pub(crate) sample_type: u64,
+    /// `read_format`.
+    pub(crate) read_format: u64,
+    /// The bitfield word: `disabled`, `inherit`, ..., `exclude_kernel`, `exclude_hv`, ...
+    pub(crate) flags: u64,
+    /// `wakeup_events` (union with `wakeup_watermark`).
+    pub(crate) wakeup_events: u32,
+    /// `bp_type`.
+    pub(crate) bp_type: u32,
+    /// `bp_addr` / `config1`.
+    pub(crate) config1: u64,
+}
+
+/// Opens a task-clock software event on thread `tid` of this process that overflows every
+/// `period_ns` nanoseconds of the thread's user-space CPU time. The event starts disabled.
+pub(crate) fn open_task_clock(tid: libc::pid_t, period_ns: u64) -> io::Result<libc::c_int> {
+    let attr = PerfEventAttr {
+        kind: PERF_TYPE_SOFTWARE,
+        size: PERF_ATTR_SIZE_VER0,
+        config: PERF_COUNT_SW_TASK_CLOCK,
+        sample_period: period_ns,
+        flags: ATTR_DISABLED | ATTR_EXCLUDE_KERNEL | ATTR_EXCLUDE_HV,
+        wakeup_events: 1,
+        ..PerfEventAttr::default()
+    };
+    // SAFETY: `attr` is a live, initialised `perf_event_attr` prefix whose `size` field says
+    // how many bytes the kernel may read (64, the structure's size); the other arguments are
+    // plain integers (tid, cpu -1 = any, group fd -1 = none, flags).
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_perf_event_open,
+            &attr as *const PerfEventAttr,
+            tid,
+            -1 as libc::c_int,
+            -1 as libc::c_int,
+            PERF_FLAG_FD_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(fd as libc::c_int)
+    }
+}
+
+/// Routes overflow notifications of `fd` as `signal` to thread `tid` and enables the event.
+///
+/// The order matters: the signal number and owner are set before `O_ASYNC`, and the event is
+/// enabled last, so no overflow can ever raise the default `SIGIO` (which would kill us).
+pub(crate) fn route_and_enable(
+    fd: libc::c_int,
+    tid: libc::pid_t,
+    signal: libc::c_int,
+) -> io::Result<()> {
+    let owner = FOwnerEx {
+        kind: F_OWNER_TID,
+        pid: tid,
+    };
+    // SAFETY: `fd` is an open descriptor we own; F_SETOWN_EX reads a `struct f_owner_ex` from
+    // the pointer, which points to a live `FOwnerEx` with the same layout.
+    if unsafe { libc::fcntl(fd, F_SETOWN_EX, &owner as *const FOwnerEx) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: plain integer arguments on a descriptor we own.
+    if unsafe { libc::fcntl(fd, F_SETSIG, signal) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: plain integer arguments on a descriptor we own.
+    let fl = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if fl < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: as above.
+    if unsafe { libc::fcntl(fd, libc::F_SETFL, fl | libc::O_ASYNC) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: PERF_EVENT_IOC_ENABLE takes no argument beyond the descriptor we own.
+    if unsafe { libc::ioctl(fd, PERF_EVENT_IOC_ENABLE as _, 0) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Disables and closes a perf event descriptor. After `close` returns, the kernel has synced
+/// the event's pending work, so it sends no further signal.
+pub(crate) fn disable_and_close(fd: libc::c_int) {
+    // SAFETY: `fd` is a perf event descriptor we own and close exactly once, here.
+    unsafe {
+        libc::ioctl(fd, PERF_EVENT_IOC_DISABLE as _, 0);
+        libc::close(fd);
+    }
+}
+
+/// The calling thread's kernel thread id.
+pub(crate) fn gettid() -> libc::pid_t {
+    // SAFETY: gettid has no arguments and cannot fail.
+    unsafe { libc::syscall(libc::SYS_gettid) as libc::pid_t }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The literals themselves, as written in `include/uapi/asm-generic/fcntl.h`.
+    #[test]
+    fn fcntl_constants_match_the_kernel_header() {
+        assert_eq!(F_SETSIG, 10);
+        assert_eq!(F_GETSIG, 11);
+        assert_eq!(F_SETOWN_EX, 15);
+        assert_eq!(F_GETOWN_EX, 16);
+        assert_eq!(F_OWNER_TID, 0);
+        assert_eq!(std::mem::size_of::<FOwnerEx>(), 8);
+        assert_eq!(
+            std::mem::size_of::<PerfEventAttr>(),
+            PERF_ATTR_SIZE_VER0 as usize
+        );
+    }
+
+    /// The kernel's own answer: what F_SETSIG/F_SETOWN_EX store, F_GETSIG/F_GETOWN_EX read back.
+    /// A pipe is enough: both commands work on any descriptor.
+    #[test]
+    fn fcntl_constants_round_trip_through_the_kernel() {
+        let mut fds = [0; 2];
+        // SAFETY: `fds` has room for the two descriptors pipe writes.
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        let fd = fds[0];
+        // SAFETY: plain integer arguments on the pipe we just opened.
+        assert_eq!(unsafe { libc::fcntl(fd, F_SETSIG, libc::SIGPROF) }, 0);
+        // SAFETY: as above.
+        assert_eq!(unsafe { libc::fcntl(fd, F_GETSIG) }, libc::SIGPROF);
+        let tid = gettid();
+        let set = FOwnerEx {
+            kind: F_OWNER_TID,
+            pid: tid,
+        };
+        // SAFETY: F_SETOWN_EX reads an f_owner_ex from a live value of that layout.
+        assert_eq!(
+            unsafe { libc::fcntl(fd, F_SETOWN_EX, &set as *const FOwnerEx) },
+            0
+        );
+        let mut got = FOwnerEx { kind: -1, pid: -1 };
+        // SAFETY: F_GETOWN_EX writes an f_owner_ex into a live value of that layout.
+        assert_eq!(
+            unsafe { libc::fcntl(fd, F_GETOWN_EX, &mut got as *mut FOwnerEx) },
+            0
+        );
+        assert_eq!((got.kind, got.pid), (F_OWNER_TID, tid));
+        // SAFETY: closing the two descriptors we opened.
+        unsafe {
+            libc::close(fds[0]);
+            libc::close(fds[1]);
+        }
+    }
+}
