@@ -344,12 +344,20 @@ impl Inner {
             let requested = f64::from(self.config.hz);
             // 5%: the rate promise of the issue; below it the report must say so.
             if achieved < requested * 0.95 && user_cpu_ns >= 100_000_000 {
-                let limit = std::fs::read_to_string("/proc/sys/kernel/perf_event_max_sample_rate")
-                    .map(|s| s.trim().to_owned())
-                    .unwrap_or_else(|_| "unknown".to_owned());
+                let why = match self.source {
+                    SourceUsed::PerfTaskClock => format!(
+                        "kernel.perf_event_max_sample_rate = {}",
+                        std::fs::read_to_string("/proc/sys/kernel/perf_event_max_sample_rate")
+                            .map(|s| s.trim().to_owned())
+                            .unwrap_or_else(|_| "unknown".to_owned())
+                    ),
+                    SourceUsed::Setitimer => {
+                        "setitimer delivers at most one signal per kernel tick".to_owned()
+                    }
+                };
                 p.warnings.push(format!(
                     "achieved {achieved:.0} samples per user-CPU second, below the {} Hz requested \
-                     (source {}; kernel.perf_event_max_sample_rate = {limit})",
+                     (source {}: {why})",
                     self.config.hz,
                     self.source.name()
                 ));

@@ -1,0 +1,195 @@
+//! The handler is async-signal-safe, shown three ways:
+//!
+//! 1. A counting global allocator: a thread that allocates nothing itself takes thousands of
+//!    samples while its allocation count stays exactly 0 (so the handler allocated nothing).
+//! 2. errno: a thread sets errno to a marker, takes thousands of samples, and still reads the
+//!    marker (the handler saves and restores it).
+//! 3. A stress run: allocation- and lock-heavy threads, plus thread churn, under 10 kHz
+//!    sampling for several seconds; every thread finishes (no deadlock, checked by a deadline)
+//!    with its exact expected checksum, and the sample total is accounted for exactly
+//!    (buckets + other).
+
+mod common;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::*;
+use heatmap::Config;
+
+/// Counts allocations made by threads that opted in (`WATCHED`), everything else passes
+/// through to the system allocator.
+struct Counting;
+
+thread_local! {
+    // `const` initialisation: no lazy TLS set-up, safe to touch from inside the allocator.
+    static WATCHED: Cell<bool> = const { Cell::new(false) };
+}
+static WATCHED_ALLOCS: AtomicU64 = AtomicU64::new(0);
+
+// SAFETY: forwards every call to `System` unchanged; the extra work is a TLS read and an
+// atomic increment, which neither allocate nor unwind.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if WATCHED.with(Cell::get) {
+            // Relaxed: a tally read by the same thread.
+            WATCHED_ALLOCS.fetch_add(1, Ordering::Relaxed);
+        }
+        // SAFETY: the caller's contract is passed on unchanged.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: the caller's contract is passed on unchanged.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new: usize) -> *mut u8 {
+        if WATCHED.with(Cell::get) {
+            // Relaxed: as above.
+            WATCHED_ALLOCS.fetch_add(1, Ordering::Relaxed);
+        }
+        // SAFETY: the caller's contract is passed on unchanged.
+        unsafe { System.realloc(ptr, layout, new) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// Runs in its own thread: opts in to counting, spins, reports (allocs, errno kept?).
+#[inline(never)]
+fn watched_spinner(cpu: Duration) -> (u64, bool) {
+    WATCHED.set(true);
+    const MARKER: i32 = 0x5eed;
+    // SAFETY: writing this thread's errno slot.
+    unsafe { *libc::__errno_location() = MARKER };
+    // Spin without allocating: the CPU clock is read through clock_gettime, which does not
+    // allocate and, on success, leaves errno alone.
+    let end = thread_cpu() + cpu;
+    while thread_cpu() < end {
+        spin(100_000);
+    }
+    // SAFETY: reading this thread's errno slot.
+    let errno = unsafe { *libc::__errno_location() };
+    // Relaxed: only this thread increments while WATCHED.
+    let allocs = WATCHED_ALLOCS.load(Ordering::Relaxed);
+    WATCHED.set(false);
+    (allocs, errno == MARKER)
+}
+
+#[test]
+fn the_handler_neither_allocates_nor_changes_errno() {
+    let _g = serial();
+    let Some(s) = start_perf_or_skip(
+        "the_handler_neither_allocates_nor_changes_errno",
+        Config::new().hz(10_000),
+    ) else {
+        return;
+    };
+    // The thread exists before it opts in; give the watcher a scan to pick it up.
+    let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+    let h = std::thread::spawn(move || {
+        go_rx.recv().unwrap();
+        watched_spinner(Duration::from_millis(500))
+    });
+    std::thread::sleep(Duration::from_millis(60));
+    go_tx.send(()).unwrap();
+    let (allocs, errno_kept) = h.join().unwrap();
+    let p = s.stop();
+    let samples = samples_in(&full_report(&p), "watched_spinner");
+    println!(
+        "no-alloc test: {samples} samples in watched_spinner, {allocs} allocations, errno kept {errno_kept}"
+    );
+    // 500 ms at 10 kHz = ~5000; the handler ran thousands of times on that thread.
+    assert!(
+        samples >= 2000,
+        "{samples} samples: the check would prove nothing"
+    );
+    assert_eq!(
+        allocs, 0,
+        "allocations on a thread that only spun and took samples"
+    );
+    assert!(errno_kept, "errno changed under the handler");
+}
+
+/// Allocation-heavy, lock-heavy threads and thread churn under 10 kHz for 3 s.
+#[test]
+fn stress_allocating_threads_under_10khz() {
+    let _g = serial();
+    let Some(s) = start_perf_or_skip(
+        "stress_allocating_threads_under_10khz",
+        Config::new().hz(10_000),
+    ) else {
+        return;
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    let shared = Arc::new(Mutex::new(Vec::<u64>::new()));
+    let mut workers = Vec::new();
+    for t in 0..3u64 {
+        let stop = Arc::clone(&stop);
+        let shared = Arc::clone(&shared);
+        workers.push(std::thread::spawn(move || {
+            let mut rounds = 0u64;
+            let mut sum = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                // Allocate and free in many sizes; format (allocates); take a lock.
+                let v: Vec<Box<[u8]>> = (1..64)
+                    .map(|i| vec![t as u8; i * 17].into_boxed_slice())
+                    .collect();
+                let s = format!("{t}-{rounds}-{}", v.len());
+                sum = sum
+                    .wrapping_add(v.iter().map(|b| b.len() as u64).sum::<u64>() + s.len() as u64);
+                shared.lock().unwrap().push(rounds);
+                if rounds % 64 == 0 {
+                    shared.lock().unwrap().clear();
+                    // Thread churn: a short-lived thread that allocates too.
+                    std::thread::spawn(move || vec![0u8; 4096].len())
+                        .join()
+                        .unwrap();
+                }
+                rounds += 1;
+            }
+            (rounds, sum)
+        }));
+    }
+    let t0 = Instant::now();
+    std::thread::sleep(Duration::from_secs(3));
+    stop.store(true, Ordering::Relaxed);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    for (t, w) in workers.into_iter().enumerate() {
+        while !w.is_finished() {
+            assert!(
+                Instant::now() < deadline,
+                "worker {t} did not finish: deadlock?"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let (rounds, sum) = w.join().unwrap();
+        // Ground truth for each round: sum of i*17 for i in 1..64, plus the formatted length.
+        let expect: u64 = (0..rounds)
+            .map(|r| (1..64u64).map(|i| i * 17).sum::<u64>() + format!("{t}-{r}-63").len() as u64)
+            .fold(0u64, u64::wrapping_add);
+        assert_eq!(
+            sum, expect,
+            "worker {t} computed a wrong checksum over {rounds} rounds"
+        );
+        assert!(rounds > 100, "worker {t} made only {rounds} rounds");
+    }
+    let p = s.stop();
+    let in_buckets: u64 = p.buckets().map(|(_, _, n)| n).sum();
+    println!(
+        "stress: {} samples ({} in buckets, {} other) in {:?}, achieved {:?} Hz, {} threads, warnings {:?}",
+        p.total_samples(),
+        in_buckets,
+        p.other(),
+        t0.elapsed(),
+        p.achieved_hz(),
+        p.threads(),
+        p.warnings()
+    );
+    assert_eq!(in_buckets + p.other(), p.total_samples());
+    // 3 workers on 2 CPUs for 3 s at 10 kHz: tens of thousands of samples.
+    assert!(p.total_samples() >= 10_000, "{}", p.total_samples());
+}

@@ -1,0 +1,95 @@
+//! Helpers shared by the integration tests: CPU-burning workloads with known names, the perf
+//! availability check (tests that need it print SKIPPED and why, never pass silently), and the
+//! lock that keeps tests of one binary from racing for the one process-wide sampler.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// Serialises the tests of one binary: there is one SIGPROF disposition per process.
+pub fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// CPU time of the calling thread.
+pub fn thread_cpu() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a live timespec for clock_gettime to fill.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// A tight loop of `n` iterations in inline assembly: all its time is spent inside the
+/// calling function whatever the optimisation level (a debug build would otherwise spend it in
+/// un-inlined iterator and arithmetic helpers).
+#[inline(always)]
+pub fn spin(n: u64) {
+    if n == 0 {
+        return;
+    }
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a register-only countdown loop; touches no memory and no other register.
+    unsafe {
+        std::arch::asm!("2:", "dec {0}", "jnz 2b", inout(reg) n => _, options(nomem, nostack));
+    }
+    #[cfg(target_arch = "aarch64")]
+    // SAFETY: as above.
+    unsafe {
+        std::arch::asm!("2:", "subs {0}, {0}, #1", "b.ne 2b", inout(reg) n => _, options(nomem, nostack));
+    }
+}
+
+/// Burns `cpu` of this thread's CPU time in a loop with a recognisable name.
+#[inline(never)]
+pub fn burn_cpu_alpha(cpu: Duration) {
+    let end = thread_cpu() + cpu;
+    while thread_cpu() < end {
+        spin(200_000);
+    }
+}
+
+/// The same as `burn_cpu_alpha`, under another name (to tell threads apart in a report).
+#[inline(never)]
+pub fn burn_cpu_beta(cpu: Duration) {
+    let end = thread_cpu() + cpu;
+    while thread_cpu() < end {
+        spin(200_000);
+    }
+}
+
+/// Samples attributed to functions whose name ends with `suffix`.
+pub fn samples_in(report: &heatmap::Report, suffix: &str) -> u64 {
+    report
+        .rows
+        .iter()
+        .filter(|r| r.function.ends_with(suffix))
+        .map(|r| r.nr)
+        .sum()
+}
+
+/// A full report (every row).
+pub fn full_report(p: &heatmap::Profile) -> heatmap::Report {
+    p.report(&heatmap::ReportOptions {
+        top: usize::MAX,
+        ..heatmap::ReportOptions::default()
+    })
+}
+
+/// Starts a perf-sourced sampler, or prints why the calling test is SKIPPED and returns None.
+pub fn start_perf_or_skip(test: &str, config: heatmap::Config) -> Option<heatmap::Sampler> {
+    match heatmap::start(config.source(heatmap::Source::PerfTaskClock)) {
+        Ok(s) => Some(s),
+        Err(heatmap::StartError::PerfUnavailable(e)) => {
+            println!("SKIPPED {test}: perf_event_open(task-clock) is not available here: {e}");
+            eprintln!("SKIPPED {test}: perf_event_open(task-clock) is not available here: {e}");
+            None
+        }
+        Err(e) => panic!("{test}: start failed: {e}"),
+    }
+}
