@@ -141,8 +141,14 @@ impl Point {
         match self.name {
             Name::Static(s) => s,
             Name::Marker(f) => self.resolved.get_or_init(|| {
+                // `a::b::Type::method::__profpoint_name`, or inside an `async fn`
+                // `a::b::f::{{closure}}::__profpoint_name`: keep the function's own path.
                 let full = f();
-                full.rsplit_once("::").map_or(full, |(head, _marker)| head)
+                let mut name = full.rsplit_once("::").map_or(full, |(head, _marker)| head);
+                while let Some(head) = name.strip_suffix("::{{closure}}") {
+                    name = head;
+                }
+                name
             }),
         }
     }

@@ -50,12 +50,10 @@ use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering, fence};
 /// (crossbeam-utils' `CachePadded` uses 128 on x86_64 for the same reason).
 #[repr(C, align(128))]
 pub(crate) struct Slot {
+    // The seqlock and the scalar counters fill the first 64-byte line exactly, so a reader
+    // gets all of them in one cache-line fill, between two writes of a busy owner.
     /// Seqlock: odd while the owner is updating.
     pub(crate) seq: AtomicU64,
-    /// How many times the point is active on this thread right now (recursion depth).
-    pub(crate) depth: AtomicU32,
-    /// Calls left before the next timed call, in sampled mode.
-    pub(crate) countdown: AtomicU32,
     /// Every completed call.
     pub(crate) nr: AtomicU64,
     /// Calls whose interval counts in `total` (outermost, timed calls).
@@ -70,6 +68,10 @@ pub(crate) struct Slot {
     pub(crate) min: AtomicU64,
     /// Longest timed interval.
     pub(crate) max: AtomicU64,
+    /// How many times the point is active on this thread right now (recursion depth).
+    pub(crate) depth: AtomicU32,
+    /// Calls left before the next timed call, in sampled mode.
+    pub(crate) countdown: AtomicU32,
     /// Distribution of timed intervals.
     pub(crate) hist: [AtomicU64; hist::BUCKETS],
 }
@@ -178,33 +180,45 @@ impl Slot {
         );
     }
 
-    /// A consistent copy of the slot (retries while the owner is mid-update).
+    /// A copy of the slot: the scalar counters consistent with each other (retried while the
+    /// owner is mid-update), then the distribution (read after them, so it may hold a few calls
+    /// more than `timed`: percentiles use the distribution's own total).
     pub(crate) fn read(&self, into: &mut Counts) {
         let mut c = Counts::default();
-        for _attempt in 0..1000 {
+        let mut attempts = 0u32;
+        loop {
             let s0 = self.seq.load(Ordering::Acquire);
-            if s0 & 1 == 0 {
-                // Relaxed loads: the seqlock's acquire/fence pair orders them.
-                c.nr = self.nr.load(Ordering::Relaxed);
-                c.timed = self.timed.load(Ordering::Relaxed);
-                c.skipped = self.skipped.load(Ordering::Relaxed);
-                c.total = self.total.load(Ordering::Relaxed);
-                c.self_ticks = self.self_ticks.load(Ordering::Relaxed);
-                c.min = self.min.load(Ordering::Relaxed);
-                c.max = self.max.load(Ordering::Relaxed);
-                for (d, s) in c.hist.iter_mut().zip(&self.hist) {
-                    *d = s.load(Ordering::Relaxed);
-                }
-                fence(Ordering::Acquire);
-                // Relaxed: ordered after the data loads by the acquire fence above.
-                if self.seq.load(Ordering::Relaxed) == s0 {
-                    break;
-                }
+            // Relaxed loads: the seqlock's acquire/fence pair orders them.
+            c.nr = self.nr.load(Ordering::Relaxed);
+            c.timed = self.timed.load(Ordering::Relaxed);
+            c.skipped = self.skipped.load(Ordering::Relaxed);
+            c.total = self.total.load(Ordering::Relaxed);
+            c.self_ticks = self.self_ticks.load(Ordering::Relaxed);
+            c.min = self.min.load(Ordering::Relaxed);
+            c.max = self.max.load(Ordering::Relaxed);
+            fence(Ordering::Acquire);
+            // Relaxed: ordered after the data loads by the acquire fence above.
+            if s0 & 1 == 0 && self.seq.load(Ordering::Relaxed) == s0 {
+                break;
             }
-            std::hint::spin_loop();
+            attempts += 1;
+            if attempts >= READ_ATTEMPTS {
+                // Torn every time (an owner updating in a tight loop on another CPU). The
+                // last copy is used: each counter in it is a value it really had, off by at
+                // most the calls in flight, and never older than an earlier read.
+                break;
+            }
+            if attempts % 64 == 0 {
+                // The owner may be preempted mid-update: let it run.
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
         }
-        // After 1000 torn attempts (an owner updating in a tight loop while we are descheduled
-        // between loads) the last copy is used: it is off by at most the calls in flight.
+        for (d, s) in c.hist.iter_mut().zip(&self.hist) {
+            // Relaxed: the distribution is read as a best-effort copy (see above).
+            *d = s.load(Ordering::Relaxed);
+        }
         into.add(&c);
     }
 }
@@ -281,6 +295,12 @@ impl Shard {
     }
 }
 
+// The scalar counters a reader copies share the first cache line with the seqlock.
+const _: () = assert!(std::mem::offset_of!(Slot, depth) == 64);
+
+/// Reads of a slot before a torn copy is accepted (about a millisecond of retries).
+const READ_ATTEMPTS: u32 = 10_000;
+
 /// Every shard ever made (they are never freed) and the ones no thread holds.
 struct Registry {
     all: Vec<&'static Shard>,
@@ -355,7 +375,7 @@ fn take() -> &'static Shard {
         return s;
     }
     let n = crate::point::all().len();
-    let seed = crate::clock::now() ^ ((r.all.len() as u64 + 1) * 0x9E37_79B9_7F4A_7C15);
+    let seed = crate::clock::now() ^ (r.all.len() as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     let s: &'static Shard = Box::leak(Box::new(Shard::new(n, seed)));
     r.all.push(s);
     s

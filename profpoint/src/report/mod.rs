@@ -246,7 +246,8 @@ fn point_report(
     let total_ticks = (c.total as f64 - sub_ticks * c.timed as f64).max(0.0) * scale;
     let self_ticks = (c.self_ticks as f64 - sub_ticks * c.timed as f64).max(0.0) * scale;
     let to_ns = |ticks: f64| clock.to_ns_f((ticks - sub_ticks).max(0.0)).round() as u64;
-    let q = |quant: f64| to_ns(hist::quantile(&c.hist, c.timed, quant));
+    let in_hist: u64 = c.hist.iter().sum();
+    let q = |quant: f64| to_ns(hist::quantile(&c.hist, in_hist, quant));
     let total_ns = clock.to_ns_f(total_ticks).round() as u64;
     let (min_ns, max_ns) = if c.timed == 0 {
         (0, 0)

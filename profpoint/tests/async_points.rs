@@ -1,0 +1,88 @@
+//! `async fn` points: first poll to completion, across awaits and threads, not folded.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::Duration;
+
+/// Pending once, then ready: forces the caller to be polled again.
+struct YieldOnce(bool);
+
+impl Future for YieldOnce {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.0 {
+            Poll::Ready(())
+        } else {
+            self.0 = true;
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        }
+    }
+}
+
+struct Noop;
+impl Wake for Noop {
+    fn wake(self: Arc<Self>) {}
+}
+
+fn poll_once<F: Future + ?Sized>(f: Pin<&mut F>) -> Poll<F::Output> {
+    let waker = Waker::from(Arc::new(Noop));
+    f.poll(&mut Context::from_waker(&waker))
+}
+
+#[profpoint::profile_point]
+async fn fetch(n: u32) -> Result<u32, String> {
+    std::thread::sleep(Duration::from_millis(10));
+    YieldOnce(false).await;
+    std::thread::sleep(Duration::from_millis(10));
+    let v: u32 = format!("{n}").parse().map_err(|_| "bad".to_string())?;
+    Ok(v)
+}
+
+#[test]
+fn an_async_call_is_timed_from_first_poll_to_completion_across_threads() {
+    let mut fut: Pin<Box<dyn Future<Output = Result<u32, String>> + Send>> = Box::pin(fetch(7));
+    assert!(poll_once(fut.as_mut()).is_pending());
+    // Finish it on another thread after a pause: the pause counts (the call is in flight).
+    let out = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(10));
+        loop {
+            if let Poll::Ready(v) = poll_once(fut.as_mut()) {
+                return v;
+            }
+        }
+    })
+    .join()
+    .unwrap();
+    assert_eq!(out, Ok(7));
+    let r = profpoint::snapshot();
+    let p = r.points.iter().find(|p| p.name == "async_points::fetch").unwrap();
+    assert_eq!(p.kind, "async");
+    assert_eq!((p.nr, p.timed), (1, 1));
+    assert!(p.total_ns >= 30_000_000 && p.total_ns < 300_000_000, "{}", p.total_ns);
+    assert!(r.to_table().contains("async_points::fetch @"), "async is marked");
+}
+
+#[test]
+fn overlapping_async_calls_are_not_folded() {
+    let mut a = Box::pin(fetch(1));
+    let mut b = Box::pin(fetch(2));
+    assert!(poll_once(a.as_mut()).is_pending());
+    assert!(poll_once(b.as_mut()).is_pending());
+    assert!(poll_once(a.as_mut()).is_ready());
+    assert!(poll_once(b.as_mut()).is_ready());
+    let r = profpoint::snapshot();
+    let p = r.points.iter().find(|p| p.name == "async_points::fetch").unwrap();
+    assert_eq!((p.nr, p.timed, p.nested), (2, 2, 0));
+}
+
+#[test]
+fn a_future_never_polled_records_nothing() {
+    drop(fetch(3));
+    let r = profpoint::snapshot();
+    let p = r.points.iter().find(|p| p.name == "async_points::fetch").unwrap();
+    assert_eq!(p.nr, 0);
+}
+

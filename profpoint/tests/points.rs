@@ -1,0 +1,230 @@
+//! Profile points from a user's point of view: every way to define one, what the numbers say.
+
+use std::time::Duration;
+
+fn point(name: &str) -> profpoint::PointReport {
+    find(&profpoint::snapshot(), name)
+}
+
+fn find(r: &profpoint::Report, name: &str) -> profpoint::PointReport {
+    r.points
+        .iter()
+        .find(|p| p.name == name)
+        .cloned()
+        .unwrap_or_else(|| panic!("no point named {name}"))
+}
+
+const MS: u64 = 1_000_000;
+
+#[profpoint::profile_point]
+fn sleep_20ms() {
+    std::thread::sleep(Duration::from_millis(20));
+}
+
+#[test]
+fn a_20ms_sleep_reads_at_least_20ms_and_well_under_200ms() {
+    sleep_20ms();
+    let p = point("points::sleep_20ms");
+    assert_eq!(p.nr, 1);
+    assert_eq!(p.timed, 1);
+    assert!(p.total_ns >= 20 * MS && p.total_ns < 200 * MS, "{}", p.total_ns);
+    assert_eq!(p.avg_ns, p.total_ns);
+    assert!(p.min_ns <= p.p50_ns && p.p50_ns <= p.max_ns);
+    // Percentiles are bucket midpoints, within 2% of the true value.
+    assert!((p.p50_ns as f64 - p.total_ns as f64).abs() <= 0.02 * p.total_ns as f64);
+}
+
+#[profpoint::profile_point(name = "custom name")]
+fn named() {}
+
+#[test]
+fn a_point_never_hit_is_listed_with_nr_zero_and_names_can_be_given() {
+    let r = profpoint::snapshot();
+    let p = r.points.iter().find(|p| p.name == "custom name").unwrap();
+    assert_eq!((p.nr, p.total_ns), (0, 0));
+    named();
+    assert_eq!(point("custom name").nr, 1);
+}
+
+struct Db;
+
+impl Db {
+    #[profpoint::profile_point]
+    fn query(&self, n: u32) -> u32 {
+        n + 1
+    }
+
+    #[profpoint::profile_point]
+    fn generic<T: Clone>(&self, t: &T) -> T {
+        t.clone()
+    }
+}
+
+#[test]
+fn methods_and_generics_are_named_after_their_path() {
+    let db = Db;
+    assert_eq!(db.query(1), 2);
+    assert_eq!(db.generic(&"a"), "a");
+    assert_eq!(db.generic(&5u8), 5);
+    assert_eq!(point("points::Db::query").nr, 1);
+    // One point for every instantiation of a generic function.
+    assert_eq!(point("points::Db::generic").nr, 2);
+}
+
+#[profpoint::profile_point]
+fn early(x: i32) -> Result<i32, String> {
+    if x < 0 {
+        return Err("negative".into());
+    }
+    let v: i32 = format!("{x}").parse().map_err(|_| "parse".to_string())?;
+    Ok(v)
+}
+
+#[profpoint::profile_point]
+fn explodes() {
+    panic!("boom");
+}
+
+#[test]
+fn early_returns_question_marks_and_panics_all_count() {
+    assert!(early(-1).is_err());
+    assert_eq!(early(3), Ok(3));
+    assert_eq!(point("points::early").nr, 2);
+    assert!(std::panic::catch_unwind(explodes).is_err());
+    let p = point("points::explodes");
+    assert_eq!((p.nr, p.timed), (1, 1));
+}
+
+#[test]
+fn profile_scope_times_until_the_guard_drops() {
+    {
+        let _g = profpoint::profile_scope!("block");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let p = point("block");
+    assert_eq!(p.nr, 1);
+    assert!(p.total_ns >= 20 * MS && p.total_ns < 200 * MS);
+}
+
+profpoint::define_profile_point!(FLUSH_TLB_OTHERS);
+
+fn start_here() -> profpoint::Token {
+    FLUSH_TLB_OTHERS.start()
+}
+
+#[test]
+fn explicit_start_and_leave_may_be_in_different_scopes() {
+    let t = start_here();
+    std::thread::sleep(Duration::from_millis(20));
+    FLUSH_TLB_OTHERS.leave(t);
+    let p = point("FLUSH_TLB_OTHERS");
+    assert_eq!(p.nr, 1);
+    assert!(p.total_ns >= 20 * MS && p.total_ns < 200 * MS);
+}
+
+#[profpoint::profile_point]
+fn outer() {
+    std::thread::sleep(Duration::from_millis(20));
+    inner();
+}
+
+#[profpoint::profile_point]
+fn inner() {
+    std::thread::sleep(Duration::from_millis(40));
+}
+
+#[test]
+fn self_time_excludes_nested_points() {
+    outer();
+    // One report: every figure in it shares one clock calibration.
+    let r = profpoint::snapshot();
+    let o = find(&r, "points::outer");
+    let i = find(&r, "points::inner");
+    assert!(o.total_ns >= 60 * MS && o.total_ns < 300 * MS, "{}", o.total_ns);
+    assert!(o.self_ns >= 20 * MS && o.self_ns < 40 * MS, "outer self {}", o.self_ns);
+    assert_eq!(i.self_ns, i.total_ns);
+    // Self times add up to the outermost total (nothing counted twice, nothing lost).
+    let sum = o.self_ns + i.self_ns;
+    assert!(sum.abs_diff(o.total_ns) <= 2, "{sum} vs {}", o.total_ns);
+}
+
+#[profpoint::profile_point]
+fn hot() -> u64 {
+    std::hint::black_box(1)
+}
+
+#[test]
+fn status_by_glob_turns_points_off_and_on() {
+    assert_eq!(profpoint::disable("points::ho*"), 1);
+    for _ in 0..10 {
+        hot();
+    }
+    let p = point("points::hot");
+    assert!(!p.enabled);
+    assert_eq!(p.nr, 0, "an off point counts nothing");
+    assert_eq!(profpoint::enable("points::hot"), 1);
+    for _ in 0..10 {
+        hot();
+    }
+    let p = point("points::hot");
+    assert!(p.enabled);
+    assert_eq!(p.nr, 10);
+    assert_eq!(profpoint::enable("no::such::*"), 0);
+}
+
+#[profpoint::profile_point]
+fn sampled() {
+    std::hint::black_box(());
+}
+
+#[test]
+fn sampled_timing_counts_every_call_and_marks_estimates() {
+    assert_eq!(profpoint::set_sampling("points::sampled", 16), 1);
+    for _ in 0..100_000 {
+        sampled();
+    }
+    let p = point("points::sampled");
+    assert_eq!(p.nr, 100_000, "every call is counted");
+    assert_eq!(p.sampling, Some(16));
+    assert!(p.estimated);
+    // One call in ~16 timed: far fewer than all, but plenty (expected 6250).
+    assert!(p.timed > 3_000 && p.timed < 12_000, "timed {}", p.timed);
+}
+
+#[test]
+fn reset_makes_a_new_zero() {
+    hot();
+    hot();
+    assert_eq!(point("points::hot").nr, 2);
+    profpoint::reset();
+    assert_eq!(point("points::hot").nr, 0);
+    hot();
+    assert_eq!(point("points::hot").nr, 1);
+}
+
+#[test]
+fn the_table_has_the_seed_columns_a_header_and_a_footer() {
+    sleep_20ms();
+    let mut out = Vec::new();
+    profpoint::write_profile_points(&mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "Profile Points");
+    assert!(lines[1].contains("clock") && lines[1].contains("overhead"), "{}", lines[1]);
+    assert!(!lines[1].contains("not measured"), "{}", lines[1]);
+    for col in ["status", "name", "total(s)", "nr", "avg.ns", "p50.ns", "p99.ns", "max.ns", "%wall"] {
+        assert!(lines[2].contains(col), "missing column {col}: {}", lines[2]);
+    }
+    let row = lines
+        .iter()
+        .find(|l| l.contains("points::sleep_20ms"))
+        .expect("row");
+    let fields: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(fields[0], "on");
+    // total in seconds with 9 decimals
+    let total = fields[2];
+    assert_eq!(total.split('.').nth(1).map(str::len), Some(9), "{total}");
+    // sorted by total: the 20 ms point is the first row
+    assert!(lines[4].contains("points::sleep_20ms"), "{}", lines[4]);
+    assert!(text.contains("never hit"));
+}

@@ -1,0 +1,63 @@
+//! Recursion: every call in nr, only outermost intervals in total.
+
+use std::time::{Duration, Instant};
+
+#[profpoint::profile_point]
+fn fib(n: u32) -> u64 {
+    if n < 2 {
+        std::thread::sleep(Duration::from_micros(200));
+        return n as u64;
+    }
+    fib(n - 1) + fib(n - 2)
+}
+
+#[profpoint::profile_point]
+fn ping(n: u32) {
+    std::thread::sleep(Duration::from_millis(2));
+    if n > 0 {
+        pong(n - 1);
+    }
+}
+
+#[profpoint::profile_point]
+fn pong(n: u32) {
+    if n > 0 {
+        ping(n - 1);
+    }
+}
+
+fn find(r: &profpoint::Report, name: &str) -> profpoint::PointReport {
+    r.points.iter().find(|p| p.name == name).cloned().unwrap()
+}
+
+#[test]
+fn recursive_total_never_exceeds_the_wall_time() {
+    let t = Instant::now();
+    fib(10);
+    let wall = t.elapsed().as_nanos() as u64;
+    let r = profpoint::snapshot();
+    let p = find(&r, "recursion::fib");
+    assert_eq!(p.nr, 177, "fib(10) makes 177 calls");
+    assert_eq!(p.timed, 1, "one outermost call");
+    assert_eq!(p.nested, 176);
+    assert!(p.total_ns <= wall, "total {} > wall {wall}", p.total_ns);
+    assert!(p.total_ns >= wall / 2, "total {} wall {wall}", p.total_ns);
+    assert_eq!(p.avg_ns, p.total_ns, "avg is over the calls that contributed time");
+    assert!(r.to_table().contains("recursion::fib *"), "recursion is marked");
+}
+
+#[test]
+fn mutual_recursion_is_folded_too() {
+    ping(6);
+    let r = profpoint::snapshot();
+    let ping = find(&r, "recursion::ping");
+    let pong = find(&r, "recursion::pong");
+    assert_eq!((ping.nr, ping.timed), (4, 1));
+    assert_eq!((pong.nr, pong.timed), (3, 1));
+    assert!(ping.total_ns >= 8_000_000);
+    // pong runs inside ping: its total is within ping's.
+    assert!(pong.total_ns < ping.total_ns);
+    // Self times still add up to the outermost interval.
+    let sum = ping.self_ns + pong.self_ns;
+    assert!(sum.abs_diff(ping.total_ns) <= 2, "{sum} vs {}", ping.total_ns);
+}
