@@ -290,13 +290,13 @@ mod tests {
     #[test]
     fn discover_finds_this_function_in_the_main_executable() {
         let (objects, segments) = discover();
-        let pc = discover_finds_this_function_in_the_main_executable as usize as u64;
+        let pc = discover_finds_this_function_in_the_main_executable as fn() as usize as u64;
         let seg = segments
             .iter()
             .find(|s| s.start <= pc && pc < s.end)
             .expect("this function's own address lies in an executable segment");
         assert_eq!(objects[seg.object].kind, ObjectKind::Main);
-        let libc_pc = libc::getpid as usize as u64;
+        let libc_pc = libc::getpid as unsafe extern "C" fn() -> libc::pid_t as usize as u64;
         let seg = segments
             .iter()
             .find(|s| s.start <= libc_pc && libc_pc < s.end)

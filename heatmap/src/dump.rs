@@ -16,6 +16,7 @@
 //! other        u64      samples outside every segment
 //! proc_samples u64      wall mode: samples of blocked threads read from /proc
 //! user_cpu_ns  u64      user CPU time of the process while sampling
+//! sys_cpu_ns   u64      system CPU time of the process while sampling
 //! wall_ns      u64      wall time of the run
 //! threads      u64      threads given a perf event
 //! n_warnings   u32, then n_warnings × str            (each <= 64 KiB)
@@ -88,6 +89,7 @@ impl Profile {
             self.other,
             self.proc_samples,
             self.user_cpu_ns,
+            self.sys_cpu_ns,
             self.wall_ns,
             self.threads,
         ] {
@@ -202,6 +204,7 @@ impl Profile {
         let other = r.u64("other")?;
         let proc_samples = r.u64("proc_samples")?;
         let user_cpu_ns = r.u64("user_cpu_ns")?;
+        let sys_cpu_ns = r.u64("sys_cpu_ns")?;
         let wall_ns = r.u64("wall_ns")?;
         let threads = r.u64("threads")?;
 
@@ -311,6 +314,7 @@ impl Profile {
             other,
             proc_samples,
             user_cpu_ns,
+            sys_cpu_ns,
             wall_ns,
             threads,
             warnings,

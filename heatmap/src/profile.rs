@@ -57,6 +57,8 @@ pub struct Profile {
     pub(crate) proc_samples: u64,
     /// User CPU time of the process while sampling, less the watcher's own, in ns.
     pub(crate) user_cpu_ns: u64,
+    /// System CPU time of the process while sampling, less the watcher's own, in ns.
+    pub(crate) sys_cpu_ns: u64,
     /// Wall time of the run, in ns.
     pub(crate) wall_ns: u64,
     /// Threads sampled (perf events opened) over the run.
@@ -127,6 +129,21 @@ impl Profile {
     /// User-space CPU seconds the process spent while sampling (the watcher's excluded).
     pub fn user_cpu_seconds(&self) -> f64 {
         self.user_cpu_ns as f64 / 1e9
+    }
+
+    /// System (kernel) CPU seconds the process spent while sampling (the watcher's excluded);
+    /// signal delivery itself is counted here.
+    pub fn sys_cpu_seconds(&self) -> f64 {
+        self.sys_cpu_ns as f64 / 1e9
+    }
+
+    /// Signal samples per CPU second, user and system: lower than [`achieved_hz`] when part of
+    /// the time was spent in the kernel, where (at `perf_event_paranoid` 2) no sample is taken.
+    ///
+    /// [`achieved_hz`]: Self::achieved_hz
+    pub fn achieved_hz_per_cpu_second(&self) -> Option<f64> {
+        let cpu = self.user_cpu_ns + self.sys_cpu_ns;
+        (cpu >= 1_000_000).then(|| self.signal_samples() as f64 / (cpu as f64 / 1e9))
     }
 
     /// Wall-clock seconds of the run.

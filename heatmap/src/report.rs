@@ -82,8 +82,12 @@ pub struct Report {
     pub requested_hz: u32,
     /// Signal samples per user-CPU second (`None` if no CPU time was measured).
     pub achieved_hz: Option<f64>,
+    /// Signal samples per CPU second, user and system.
+    pub achieved_hz_per_cpu_second: Option<f64>,
     /// User-space CPU seconds of the process while sampling.
     pub user_cpu_seconds: f64,
+    /// System CPU seconds of the process while sampling.
+    pub sys_cpu_seconds: f64,
     /// Wall seconds of the run.
     pub wall_seconds: f64,
     /// Samples counted (all of them, "other" and excluded included).
@@ -160,7 +164,9 @@ impl Profile {
             bucket_size: size,
             requested_hz: self.requested_hz,
             achieved_hz: self.achieved_hz(),
+            achieved_hz_per_cpu_second: self.achieved_hz_per_cpu_second(),
             user_cpu_seconds: self.user_cpu_seconds(),
+            sys_cpu_seconds: self.sys_cpu_seconds(),
             wall_seconds: self.wall_seconds(),
             total_samples: total,
             other: self.other,
@@ -189,7 +195,7 @@ impl Report {
             .map_or_else(|| "n/a".to_owned(), |a| format!("{a:.0}"));
         writeln!(
             w,
-            "Heatmap (top #{} by {}, {} mode, {}-byte buckets): {} samples, source {}, {} Hz requested, {} Hz achieved, {:.2} s user CPU, {:.2} s wall",
+            "Heatmap (top #{} by {}, {} mode, {}-byte buckets): {} samples, source {}, {} Hz requested, {} Hz achieved ({} per user+sys CPU second), {:.2} s user CPU, {:.2} s sys CPU, {:.2} s wall",
             self.rows.len(),
             match self.by {
                 By::Function => "function",
@@ -201,7 +207,10 @@ impl Report {
             self.source,
             self.requested_hz,
             achieved,
+            self.achieved_hz_per_cpu_second
+                .map_or_else(|| "n/a".to_owned(), |a| format!("{a:.0}")),
             self.user_cpu_seconds,
+            self.sys_cpu_seconds,
             self.wall_seconds,
         )?;
         let rule = format!(
@@ -383,6 +392,7 @@ mod tests {
             other: 5,
             proc_samples: 0,
             user_cpu_ns: 100_000_000,
+            sys_cpu_ns: 0,
             wall_ns: 100_000_000,
             threads: 1,
             warnings: vec![],

@@ -68,6 +68,8 @@ struct Shared {
     ticks: AtomicU64,
     /// The watcher's own user CPU time, in ns, written when it exits.
     watcher_user_ns: AtomicU64,
+    /// The watcher's own system CPU time, in ns, written when it exits.
+    watcher_sys_ns: AtomicU64,
 }
 
 /// A running sampler. [`stop`](Sampler::stop) it to get the [`Profile`]; dropping it stops
@@ -89,6 +91,7 @@ struct Inner {
     shared: Arc<Shared>,
     started: Instant,
     user_ns_at_start: u64,
+    sys_ns_at_start: u64,
     warnings: Vec<String>,
 }
 
@@ -158,7 +161,7 @@ fn start_claimed(config: Config) -> Result<Sampler, StartError> {
     let previous = signal::install()?;
     signal::publish(Arc::as_ptr(&table));
     let shared = Arc::new(Shared::default());
-    let user_ns_at_start = process_user_ns();
+    let (user_ns_at_start, sys_ns_at_start) = rusage_ns(libc::RUSAGE_SELF);
     let started = Instant::now();
 
     let mut inner = Inner {
@@ -172,6 +175,7 @@ fn start_claimed(config: Config) -> Result<Sampler, StartError> {
         shared: Arc::clone(&shared),
         started,
         user_ns_at_start,
+        sys_ns_at_start,
         warnings,
     };
 
@@ -312,9 +316,15 @@ impl Inner {
             .collect();
         // Relaxed: plain tallies; `finish` reads them after joining the watcher.
         let watcher_user = self.shared.watcher_user_ns.load(Ordering::Relaxed);
-        let user_cpu_ns = process_user_ns()
+        // Relaxed: as above.
+        let watcher_sys = self.shared.watcher_sys_ns.load(Ordering::Relaxed);
+        let (user_now, sys_now) = rusage_ns(libc::RUSAGE_SELF);
+        let user_cpu_ns = user_now
             .saturating_sub(self.user_ns_at_start)
             .saturating_sub(watcher_user);
+        let sys_cpu_ns = sys_now
+            .saturating_sub(self.sys_ns_at_start)
+            .saturating_sub(watcher_sys);
         let wall_ns = self.started.elapsed().as_nanos() as u64;
         let mut p = Profile {
             mode: self.config.mode,
@@ -328,6 +338,7 @@ impl Inner {
             // Relaxed: a tally written by the watcher only.
             proc_samples: self.shared.proc_samples.load(Ordering::Relaxed),
             user_cpu_ns,
+            sys_cpu_ns,
             wall_ns,
             // Relaxed: a tally.
             threads: self.shared.threads.load(Ordering::Relaxed),
@@ -380,17 +391,14 @@ impl Inner {
     }
 }
 
-/// User CPU time of the whole process so far, in ns.
-fn process_user_ns() -> u64 {
-    rusage_user_ns(libc::RUSAGE_SELF)
-}
-
-fn rusage_user_ns(who: libc::c_int) -> u64 {
+/// (user, system) CPU time of the process (`RUSAGE_SELF`) or thread (`RUSAGE_THREAD`), in ns.
+fn rusage_ns(who: libc::c_int) -> (u64, u64) {
     // SAFETY: an all-zero rusage is a valid out-parameter.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: `ru` is a live rusage; `who` is RUSAGE_SELF or RUSAGE_THREAD.
     unsafe { libc::getrusage(who, &mut ru) };
-    ru.ru_utime.tv_sec as u64 * 1_000_000_000 + ru.ru_utime.tv_usec as u64 * 1_000
+    let ns = |tv: libc::timeval| tv.tv_sec as u64 * 1_000_000_000 + tv.tv_usec as u64 * 1_000;
+    (ns(ru.ru_utime), ns(ru.ru_stime))
 }
 
 // === the watcher thread ===
@@ -457,9 +465,10 @@ impl Watcher {
             }
         }
         // Relaxed: read by `finish` after joining this thread (join synchronises).
-        self.shared
-            .watcher_user_ns
-            .store(rusage_user_ns(libc::RUSAGE_THREAD), Ordering::Relaxed);
+        let (user, sys) = rusage_ns(libc::RUSAGE_THREAD);
+        self.shared.watcher_user_ns.store(user, Ordering::Relaxed);
+        // Relaxed: as above.
+        self.shared.watcher_sys_ns.store(sys, Ordering::Relaxed);
     }
 
     /// Lists `/proc/self/task`: opens events for new threads, closes those of exited ones.

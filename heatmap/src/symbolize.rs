@@ -285,7 +285,7 @@ mod tests {
             "heatmap::symbolize::tests::a_function_with_a_known_name"
         );
         assert_eq!(r.library, None);
-        let g = libc::getpid as usize as u64;
+        let g = libc::getpid as unsafe extern "C" fn() -> libc::pid_t as usize as u64;
         let r = s.lookup(find(g), g);
         assert!(r.function.contains("getpid"), "{}", r.function);
         assert!(r.library.as_deref().unwrap().starts_with("libc.so"));

@@ -220,16 +220,12 @@ mod tests {
             pid: tid,
         };
         // SAFETY: F_SETOWN_EX reads an f_owner_ex from a live value of that layout.
-        assert_eq!(
-            unsafe { libc::fcntl(fd, F_SETOWN_EX, &set as *const FOwnerEx) },
-            0
-        );
+        let r = unsafe { libc::fcntl(fd, F_SETOWN_EX, &set as *const FOwnerEx) };
+        assert_eq!(r, 0);
         let mut got = FOwnerEx { kind: -1, pid: -1 };
         // SAFETY: F_GETOWN_EX writes an f_owner_ex into a live value of that layout.
-        assert_eq!(
-            unsafe { libc::fcntl(fd, F_GETOWN_EX, &mut got as *mut FOwnerEx) },
-            0
-        );
+        let r = unsafe { libc::fcntl(fd, F_GETOWN_EX, &mut got as *mut FOwnerEx) };
+        assert_eq!(r, 0);
         assert_eq!((got.kind, got.pid), (F_OWNER_TID, tid));
         // SAFETY: closing the two descriptors we opened.
         unsafe {

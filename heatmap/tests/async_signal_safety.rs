@@ -142,7 +142,7 @@ fn stress_allocating_threads_under_10khz() {
                 sum = sum
                     .wrapping_add(v.iter().map(|b| b.len() as u64).sum::<u64>() + s.len() as u64);
                 shared.lock().unwrap().push(rounds);
-                if rounds % 64 == 0 {
+                if rounds.is_multiple_of(64) {
                     shared.lock().unwrap().clear();
                     // Thread churn: a short-lived thread that allocates too.
                     std::thread::spawn(move || vec![0u8; 4096].len())
