@@ -60,7 +60,10 @@ pub(crate) fn measure() {
             best = best.min(per);
         }
         let c = shard::read_point(index).since(&before);
-        (best, crate::hist::quantile(&c.hist, c.hist.iter().sum(), 0.5))
+        (
+            best,
+            crate::hist::quantile(&c.hist, c.hist.iter().sum(), 0.5),
+        )
     });
 }
 

@@ -490,7 +490,7 @@ impl<F: std::future::Future> std::future::Future for Timed<F> {
 #[cfg(not(feature = "off"))]
 #[macro_export]
 macro_rules! profile_scope {
-    ($name:expr $(,)?) => {{
+    ($name:literal $(,)?) => {{
         #[$crate::__private::linkme::distributed_slice($crate::__private::POINTS)]
         #[linkme(crate = $crate::__private::linkme)]
         static __PROFPOINT_SCOPE: $crate::__private::Point = $crate::__private::Point::new(
@@ -507,7 +507,7 @@ macro_rules! profile_scope {
 #[cfg(feature = "off")]
 #[macro_export]
 macro_rules! profile_scope {
-    ($name:expr $(,)?) => {
+    ($name:literal $(,)?) => {
         ()
     };
 }

@@ -58,11 +58,22 @@ fn an_async_call_is_timed_from_first_poll_to_completion_across_threads() {
     .unwrap();
     assert_eq!(out, Ok(7));
     let r = profpoint::snapshot();
-    let p = r.points.iter().find(|p| p.name == "async_points::fetch").unwrap();
+    let p = r
+        .points
+        .iter()
+        .find(|p| p.name == "async_points::fetch")
+        .unwrap();
     assert_eq!(p.kind, "async");
     assert_eq!((p.nr, p.timed), (1, 1));
-    assert!(p.total_ns >= 30_000_000 && p.total_ns < 300_000_000, "{}", p.total_ns);
-    assert!(r.to_table().contains("async_points::fetch @"), "async is marked");
+    assert!(
+        p.total_ns >= 30_000_000 && p.total_ns < 300_000_000,
+        "{}",
+        p.total_ns
+    );
+    assert!(
+        r.to_table().contains("async_points::fetch @"),
+        "async is marked"
+    );
 }
 
 #[test]
@@ -74,7 +85,11 @@ fn overlapping_async_calls_are_not_folded() {
     assert!(poll_once(a.as_mut()).is_ready());
     assert!(poll_once(b.as_mut()).is_ready());
     let r = profpoint::snapshot();
-    let p = r.points.iter().find(|p| p.name == "async_points::fetch").unwrap();
+    let p = r
+        .points
+        .iter()
+        .find(|p| p.name == "async_points::fetch")
+        .unwrap();
     assert_eq!((p.nr, p.timed, p.nested), (2, 2, 0));
 }
 
@@ -82,7 +97,10 @@ fn overlapping_async_calls_are_not_folded() {
 fn a_future_never_polled_records_nothing() {
     drop(fetch(3));
     let r = profpoint::snapshot();
-    let p = r.points.iter().find(|p| p.name == "async_points::fetch").unwrap();
+    let p = r
+        .points
+        .iter()
+        .find(|p| p.name == "async_points::fetch")
+        .unwrap();
     assert_eq!(p.nr, 0);
 }
-

@@ -27,7 +27,11 @@ fn a_20ms_sleep_reads_at_least_20ms_and_well_under_200ms() {
     let p = point("points::sleep_20ms");
     assert_eq!(p.nr, 1);
     assert_eq!(p.timed, 1);
-    assert!(p.total_ns >= 20 * MS && p.total_ns < 200 * MS, "{}", p.total_ns);
+    assert!(
+        p.total_ns >= 20 * MS && p.total_ns < 200 * MS,
+        "{}",
+        p.total_ns
+    );
     assert_eq!(p.avg_ns, p.total_ns);
     assert!(p.min_ns <= p.p50_ns && p.p50_ns <= p.max_ns);
     // Percentiles are bucket midpoints, within 2% of the true value.
@@ -140,8 +144,16 @@ fn self_time_excludes_nested_points() {
     let r = profpoint::snapshot();
     let o = find(&r, "points::outer");
     let i = find(&r, "points::inner");
-    assert!(o.total_ns >= 60 * MS && o.total_ns < 300 * MS, "{}", o.total_ns);
-    assert!(o.self_ns >= 20 * MS && o.self_ns < 40 * MS, "outer self {}", o.self_ns);
+    assert!(
+        o.total_ns >= 60 * MS && o.total_ns < 300 * MS,
+        "{}",
+        o.total_ns
+    );
+    assert!(
+        o.self_ns >= 20 * MS && o.self_ns < 40 * MS,
+        "outer self {}",
+        o.self_ns
+    );
     assert_eq!(i.self_ns, i.total_ns);
     // Self times add up to the outermost total (nothing counted twice, nothing lost).
     let sum = o.self_ns + i.self_ns;
@@ -210,9 +222,15 @@ fn the_table_has_the_seed_columns_a_header_and_a_footer() {
     let text = String::from_utf8(out).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines[0], "Profile Points");
-    assert!(lines[1].contains("clock") && lines[1].contains("overhead"), "{}", lines[1]);
+    assert!(
+        lines[1].contains("clock") && lines[1].contains("overhead"),
+        "{}",
+        lines[1]
+    );
     assert!(!lines[1].contains("not measured"), "{}", lines[1]);
-    for col in ["status", "name", "total(s)", "nr", "avg.ns", "p50.ns", "p99.ns", "max.ns", "%wall"] {
+    for col in [
+        "status", "name", "total(s)", "nr", "avg.ns", "p50.ns", "p99.ns", "max.ns", "%wall",
+    ] {
         assert!(lines[2].contains(col), "missing column {col}: {}", lines[2]);
     }
     let row = lines

@@ -42,8 +42,14 @@ fn recursive_total_never_exceeds_the_wall_time() {
     assert_eq!(p.nested, 176);
     assert!(p.total_ns <= wall, "total {} > wall {wall}", p.total_ns);
     assert!(p.total_ns >= wall / 2, "total {} wall {wall}", p.total_ns);
-    assert_eq!(p.avg_ns, p.total_ns, "avg is over the calls that contributed time");
-    assert!(r.to_table().contains("recursion::fib *"), "recursion is marked");
+    assert_eq!(
+        p.avg_ns, p.total_ns,
+        "avg is over the calls that contributed time"
+    );
+    assert!(
+        r.to_table().contains("recursion::fib *"),
+        "recursion is marked"
+    );
 }
 
 #[test]
@@ -59,5 +65,9 @@ fn mutual_recursion_is_folded_too() {
     assert!(pong.total_ns < ping.total_ns);
     // Self times still add up to the outermost interval.
     let sum = ping.self_ns + pong.self_ns;
-    assert!(sum.abs_diff(ping.total_ns) <= 2, "{sum} vs {}", ping.total_ns);
+    assert!(
+        sum.abs_diff(ping.total_ns) <= 2,
+        "{sum} vs {}",
+        ping.total_ns
+    );
 }

@@ -56,9 +56,7 @@ fn exact_counts_from_2_to_16_threads_including_early_exits() {
 fn thread_churn_does_not_grow_memory() {
     // 300 short-lived threads, at most 4 alive at once.
     for _ in 0..75 {
-        let hs: Vec<_> = (0..4)
-            .map(|_| std::thread::spawn(|| shared_a()))
-            .collect();
+        let hs: Vec<_> = (0..4).map(|_| std::thread::spawn(|| shared_a())).collect();
         for h in hs {
             h.join().unwrap();
         }

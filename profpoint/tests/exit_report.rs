@@ -1,0 +1,244 @@
+//! The at-exit report, seen from outside: this test binary (its own `main`, via libtest-mimic)
+//! re-runs itself as a child process with `PROFPOINT_TEST_CHILD=<scenario>`, so
+//! process-global behaviour is tested in a process of its own.
+
+use std::process::{Command, Output};
+use std::time::Duration;
+
+#[profpoint::profile_point]
+fn work() {
+    std::thread::sleep(Duration::from_millis(20));
+}
+
+/// Runs the child test `name` with extra environment variables.
+fn run_child(name: &str, env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.env("PROFPOINT_TEST_CHILD", name)
+        .env_remove("PROFPOINT_REPORT");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Stands in for `main` (the attribute works on any function; `main` is the one to mark).
+#[profpoint::main]
+fn entry() {
+    work();
+}
+
+fn the_main_attribute_opts_in() {
+    let o = run_child("child_main_attribute", &[]);
+    assert!(o.status.success());
+    assert!(stderr(&o).contains("exit_report::work"), "{}", stderr(&o));
+}
+
+/// The child scenarios, run instead of the tests when `PROFPOINT_TEST_CHILD` names one.
+fn child(scenario: &str) {
+    match scenario {
+        "child_opted_in_then_process_exit" => {
+            profpoint::report_at_exit();
+            work();
+            work();
+            std::process::exit(3);
+        }
+        "child_silent" => work(),
+        "child_main_attribute" => entry(),
+        other => panic!("unknown child scenario {other:?}"),
+    }
+}
+
+fn an_opted_in_program_prints_the_table_even_through_process_exit() {
+    let o = run_child("child_opted_in_then_process_exit", &[]);
+    assert_eq!(o.status.code(), Some(3));
+    let e = stderr(&o);
+    assert!(e.contains("Profile Points"), "{e}");
+    let row = e
+        .lines()
+        .find(|l| l.contains("exit_report::work"))
+        .expect(&e);
+    let f: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(f[0], "on");
+    assert_eq!(f[4], "2", "nr column: {row}");
+}
+
+fn a_program_that_did_not_opt_in_stays_silent_unless_asked() {
+    let o = run_child("child_silent", &[]);
+    assert!(o.status.success());
+    assert!(!stderr(&o).contains("Profile Points"));
+    let o = run_child("child_silent", &[("PROFPOINT_REPORT", "stderr")]);
+    assert!(stderr(&o).contains("exit_report::work"), "{}", stderr(&o));
+}
+
+fn report_off_silences_an_opted_in_program() {
+    let o = run_child(
+        "child_opted_in_then_process_exit",
+        &[("PROFPOINT_REPORT", "off")],
+    );
+    assert_eq!(o.status.code(), Some(3));
+    assert!(!stderr(&o).contains("Profile Points"));
+}
+
+fn json_and_csv_reports_are_written_and_parse_back() {
+    let dir = std::env::temp_dir().join(format!("profpoint-exit-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("r.json");
+    let csv = dir.join("r.csv");
+    let spec = format!("json:{},csv:{}", json.display(), csv.display());
+    let o = run_child("child_silent", &[("PROFPOINT_REPORT", &spec)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(v["schema"], "profpoint.report");
+    assert_eq!(v["version"], 1);
+    let run = &v["run"];
+    assert!(run["pid"].as_u64().unwrap() > 0);
+    assert!(run["command"][0].as_str().unwrap().contains("exit_report"));
+    for k in ["cpu_model", "kernel"] {
+        assert!(!run[k].as_str().unwrap().is_empty(), "{k}");
+    }
+    assert!(run["start_unix_ns"].as_u64().unwrap() > 1_600_000_000_000_000_000);
+    assert!(v["clock"]["ghz"].as_f64().unwrap() > 0.0);
+    let p = v["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "exit_report::work")
+        .expect("work point");
+    assert_eq!(p["nr"], 1);
+    assert_eq!(p["enabled"], true);
+    let total = p["total_ns"].as_u64().unwrap();
+    assert!((20_000_000..200_000_000).contains(&total), "{total}");
+    for k in ["self_ns", "avg_ns", "min_ns", "max_ns", "p50_ns", "p99_ns"] {
+        let x = p[k].as_u64().unwrap_or_else(|| panic!("{k} missing"));
+        assert!(x >= 19_000_000 && x <= total, "{k} = {x}");
+    }
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let row = lines
+        .find(|l| l.starts_with("exit_report::work,"))
+        .expect(&text);
+    let cells: Vec<&str> = row.split(',').collect();
+    assert_eq!(header.len(), cells.len());
+    let col = |name: &str| cells[header.iter().position(|h| *h == name).unwrap()];
+    assert_eq!(col("nr"), "1");
+    assert_eq!(col("total_ns").parse::<u64>().unwrap(), total);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+fn bad_environment_values_get_one_clear_line_and_the_default() {
+    let o = run_child(
+        "child_silent",
+        &[
+            ("PROFPOINT_REPORT", "xml:/tmp/x"),
+            ("PROFPOINT_SAMPLE", "often"),
+            ("PROFPOINT_SUBTRACT_OVERHEAD", "maybe"),
+        ],
+    );
+    assert!(o.status.success());
+    let e = stderr(&o);
+    let line = e
+        .lines()
+        .find(|l| l.contains("PROFPOINT_REPORT"))
+        .expect(&e);
+    assert!(
+        line.starts_with("profpoint: PROFPOINT_REPORT=\"xml:/tmp/x\": expected"),
+        "{line}"
+    );
+    assert!(line.ends_with("using stderr"), "{line}");
+    assert!(e.contains("PROFPOINT_SAMPLE=\"often\": expected"), "{e}");
+    assert!(
+        e.contains("PROFPOINT_SUBTRACT_OVERHEAD=\"maybe\": expected 0 or 1"),
+        "{e}"
+    );
+    // The default for a bad PROFPOINT_REPORT is stderr: the table is there.
+    assert!(e.contains("exit_report::work"), "{e}");
+}
+
+fn environment_globs_set_the_status_at_start() {
+    let o = run_child(
+        "child_silent",
+        &[
+            ("PROFPOINT_REPORT", "stderr"),
+            ("PROFPOINT_DISABLE", "*"),
+            ("PROFPOINT_ENABLE", "exit_report::wo*"),
+        ],
+    );
+    let e = stderr(&o);
+    let row = e
+        .lines()
+        .find(|l| l.contains("exit_report::work"))
+        .expect(&e);
+    assert!(row.trim_start().starts_with("on"), "{row}");
+    let o = run_child(
+        "child_silent",
+        &[
+            ("PROFPOINT_REPORT", "stderr"),
+            ("PROFPOINT_DISABLE", "exit_report::*"),
+        ],
+    );
+    let e = stderr(&o);
+    let row = e
+        .lines()
+        .find(|l| l.contains("exit_report::work"))
+        .expect(&e);
+    let f: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!((f[0], f[4]), ("off", "0"), "{row}");
+}
+
+fn subtracting_the_overhead_is_said_in_the_header() {
+    let o = run_child(
+        "child_silent",
+        &[
+            ("PROFPOINT_REPORT", "stderr"),
+            ("PROFPOINT_SUBTRACT_OVERHEAD", "1"),
+        ],
+    );
+    let e = stderr(&o);
+    assert!(
+        e.contains("ns inside the timed interval, subtracted)"),
+        "{e}"
+    );
+}
+
+fn main() {
+    if let Ok(scenario) = std::env::var("PROFPOINT_TEST_CHILD") {
+        child(&scenario);
+        return;
+    }
+    let args = libtest_mimic::Arguments::from_args();
+    let tests = vec![
+        libtest_mimic::Trial::test("the_main_attribute_opts_in", || {
+            Ok(the_main_attribute_opts_in())
+        }),
+        libtest_mimic::Trial::test(
+            "an_opted_in_program_prints_the_table_even_through_process_exit",
+            || Ok(an_opted_in_program_prints_the_table_even_through_process_exit()),
+        ),
+        libtest_mimic::Trial::test(
+            "a_program_that_did_not_opt_in_stays_silent_unless_asked",
+            || Ok(a_program_that_did_not_opt_in_stays_silent_unless_asked()),
+        ),
+        libtest_mimic::Trial::test("report_off_silences_an_opted_in_program", || {
+            Ok(report_off_silences_an_opted_in_program())
+        }),
+        libtest_mimic::Trial::test("json_and_csv_reports_are_written_and_parse_back", || {
+            Ok(json_and_csv_reports_are_written_and_parse_back())
+        }),
+        libtest_mimic::Trial::test(
+            "bad_environment_values_get_one_clear_line_and_the_default",
+            || Ok(bad_environment_values_get_one_clear_line_and_the_default()),
+        ),
+        libtest_mimic::Trial::test("environment_globs_set_the_status_at_start", || {
+            Ok(environment_globs_set_the_status_at_start())
+        }),
+        libtest_mimic::Trial::test("subtracting_the_overhead_is_said_in_the_header", || {
+            Ok(subtracting_the_overhead_is_said_in_the_header())
+        }),
+    ];
+    libtest_mimic::run(&args, tests).exit();
+}

@@ -1,0 +1,26 @@
+//! The compile-time off switch: `cargo test -p profpoint --features off --test off`.
+//! Every macro expands to the bare code: no point exists, the code still runs.
+#![cfg(feature = "off")]
+
+#[profpoint::profile_point]
+fn add(a: u32, b: u32) -> u32 {
+    a + b
+}
+
+#[profpoint::profile_point]
+async fn later() -> u32 {
+    7
+}
+
+profpoint::define_profile_point!(EXPLICIT);
+
+#[test]
+fn macros_expand_to_the_bare_code() {
+    assert_eq!(add(2, 3), 5);
+    let _g = profpoint::profile_scope!("scope");
+    let t = EXPLICIT.start();
+    EXPLICIT.leave(t);
+    drop(later());
+    assert_eq!(profpoint::points().count(), 0, "no point is compiled in");
+    assert!(profpoint::snapshot().points.is_empty());
+}

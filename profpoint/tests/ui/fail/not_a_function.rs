@@ -1,0 +1,6 @@
+#[profpoint::profile_point]
+struct Config {
+    verbose: bool,
+}
+
+fn main() {}

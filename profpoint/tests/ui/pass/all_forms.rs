@@ -1,0 +1,84 @@
+//! Every supported form compiles: free, method, generic, trait default, async with `?`,
+//! `impl Trait` return, custom name, `crate = path`, `#[main]`.
+
+use std::fmt::Display;
+
+mod reexport {
+    pub use profpoint as pp;
+}
+
+#[profpoint::profile_point]
+fn free(x: u32) -> u32 {
+    x + 1
+}
+
+struct S;
+
+impl S {
+    #[profpoint::profile_point]
+    fn method(&self) -> &str {
+        "s"
+    }
+
+    #[profpoint::profile_point(name = "S::consume")]
+    fn consume(self) {}
+}
+
+#[profpoint::profile_point]
+fn generic<T: Clone + Default>(t: &T) -> T {
+    t.clone()
+}
+
+trait Greeter {
+    #[profpoint::profile_point]
+    fn greet(&self) -> String {
+        "hi".into()
+    }
+}
+
+impl Greeter for S {}
+
+#[profpoint::profile_point]
+async fn fallible(s: &str) -> Result<u32, std::num::ParseIntError> {
+    let v: u32 = s.parse()?;
+    Ok(v)
+}
+
+#[profpoint::profile_point]
+async fn no_output() {}
+
+#[profpoint::profile_point]
+fn shown() -> impl Display {
+    5
+}
+
+#[profpoint::profile_point(crate = reexport::pp)]
+fn through_reexport() {}
+
+#[profpoint::profile_point]
+fn early(flag: bool) -> Option<u8> {
+    if flag {
+        return None;
+    }
+    let v = Some(3)?;
+    Some(v)
+}
+
+profpoint::define_profile_point!(pub EXPLICIT);
+
+#[profpoint::main]
+fn main() {
+    free(1);
+    S.method();
+    S.consume();
+    generic(&1u8);
+    S.greet();
+    let _ = fallible("1");
+    let _ = no_output();
+    println!("{}", shown());
+    through_reexport();
+    early(false);
+    let t = EXPLICIT.start();
+    EXPLICIT.leave(t);
+    let _g = profpoint::profile_scope!("scope");
+}
