@@ -1,1 +1,93 @@
-//! Benchmarks of profpoint live in `benches/`; shared helpers here.
+//! Shared helpers of the benchmarks: process CPU time (all threads, so peers that hand work to
+//! a background thread pay for it) and a hardware instruction counter for the current thread.
+
+#![allow(missing_docs)]
+
+use std::time::Duration;
+
+/// CPU time consumed by the whole process so far (every thread).
+pub fn process_cpu() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; the clock id is a constant Linux defines.
+    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// Reads the time-stamp counter (the physical floor of a profile point is two of these).
+#[inline(always)]
+pub fn rdtsc() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `rdtsc` has no preconditions.
+    unsafe {
+        core::arch::x86_64::_rdtsc()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    0
+}
+
+/// A user-space instruction counter for the calling thread (`perf_event_open`,
+/// `PERF_COUNT_HW_INSTRUCTIONS`, kernel and hypervisor excluded).
+#[derive(Debug)]
+pub struct Instructions {
+    fd: i32,
+}
+
+// Offsets into `struct perf_event_attr` (include/uapi/linux/perf_event.h).
+const ATTR_SIZE: usize = 128;
+const PERF_TYPE_HARDWARE: u32 = 0;
+const PERF_COUNT_HW_INSTRUCTIONS: u64 = 1;
+/// Bits of the flags word at offset 40: disabled, exclude_kernel, exclude_hv.
+const FLAGS: u64 = 1 | (1 << 5) | (1 << 6);
+const IOC_ENABLE: libc::c_ulong = 0x2400;
+const IOC_DISABLE: libc::c_ulong = 0x2401;
+const IOC_RESET: libc::c_ulong = 0x2403;
+
+impl Instructions {
+    /// Opens the counter, or says why it cannot.
+    pub fn open() -> Result<Instructions, String> {
+        let mut attr = [0u8; ATTR_SIZE];
+        attr[0..4].copy_from_slice(&PERF_TYPE_HARDWARE.to_ne_bytes());
+        attr[4..8].copy_from_slice(&(ATTR_SIZE as u32).to_ne_bytes());
+        attr[8..16].copy_from_slice(&PERF_COUNT_HW_INSTRUCTIONS.to_ne_bytes());
+        attr[40..48].copy_from_slice(&FLAGS.to_ne_bytes());
+        // SAFETY: `attr` is a zero-initialised perf_event_attr of the size it declares;
+        // pid 0 / cpu -1 counts the calling thread on any CPU; no group, no flags.
+        let fd =
+            unsafe { libc::syscall(libc::SYS_perf_event_open, attr.as_ptr(), 0, -1, -1, 0) } as i32;
+        if fd < 0 {
+            let e = std::io::Error::last_os_error();
+            return Err(format!(
+                "perf_event_open(instructions) failed: {e} (no PMU in this VM, or \
+                 /proc/sys/kernel/perf_event_paranoid above 2)"
+            ));
+        }
+        Ok(Instructions { fd })
+    }
+
+    /// Instructions retired by `f` in user space.
+    pub fn count(&self, f: impl FnOnce()) -> u64 {
+        // SAFETY: `fd` is an open perf event owned by `self`; these ioctls take no argument.
+        unsafe {
+            libc::ioctl(self.fd, IOC_RESET, 0);
+            libc::ioctl(self.fd, IOC_ENABLE, 0);
+        }
+        f();
+        let mut v = 0u64;
+        // SAFETY: as above; `read` writes at most 8 bytes into `v`.
+        unsafe {
+            libc::ioctl(self.fd, IOC_DISABLE, 0);
+            libc::read(self.fd, (&mut v as *mut u64).cast(), 8);
+        }
+        v
+    }
+}
+
+impl Drop for Instructions {
+    fn drop(&mut self) {
+        // SAFETY: `fd` is owned by `self` and closed once.
+        unsafe { libc::close(self.fd) };
+    }
+}

@@ -38,15 +38,30 @@ static ORIGIN: OnceLock<(u64, u64)> = OnceLock::new();
 /// Reads the raw clock: TSC ticks, or monotonic nanoseconds where no invariant TSC exists.
 #[inline(always)]
 pub(crate) fn now() -> u64 {
+    // Relaxed: the flag is written once, by `init`, before any reader can run.
+    now_with(USE_TSC.load(Ordering::Relaxed))
+}
+
+/// Reads the raw clock given the source choice (hot path: the choice is cached in each
+/// thread's shard, which is already in a register, so no global is loaded per call).
+#[inline(always)]
+pub(crate) fn now_with(tsc: bool) -> u64 {
     #[cfg(target_arch = "x86_64")]
     {
-        // Relaxed: the flag is written once before main and never again.
-        if USE_TSC.load(Ordering::Relaxed) {
+        if tsc {
             // SAFETY: `rdtsc` has no preconditions on x86_64; it only reads a counter.
             return unsafe { core::arch::x86_64::_rdtsc() };
         }
     }
+    let _ = tsc;
     monotonic_ns()
+}
+
+/// Whether [`now`] reads the TSC (after [`init`]).
+pub(crate) fn uses_tsc() -> bool {
+    init();
+    // Relaxed: see `now`.
+    USE_TSC.load(Ordering::Relaxed)
 }
 
 /// `CLOCK_MONOTONIC` in nanoseconds.
@@ -78,12 +93,16 @@ fn invariant_tsc() -> bool {
     max_ext >= 0x8000_0007 && (__cpuid(0x8000_0007).edx & (1 << 8)) != 0
 }
 
-/// Chooses the clock source and records the time origin. Called once, before `main`.
+/// Chooses the clock source and records the time origin. Runs once (before `main`, or
+/// earlier if a point fires first, from another library's initialiser).
 pub(crate) fn init() {
-    #[cfg(target_arch = "x86_64")]
-    // Relaxed: runs before any other thread of the program exists.
-    USE_TSC.store(invariant_tsc(), Ordering::Relaxed);
-    origin();
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        #[cfg(target_arch = "x86_64")]
+        // Relaxed: `Once` publishes it to every thread that passes `call_once`.
+        USE_TSC.store(invariant_tsc(), Ordering::Relaxed);
+        origin();
+    });
 }
 
 /// The process's time origin (raw ticks, monotonic ns), set on first use.

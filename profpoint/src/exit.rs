@@ -140,6 +140,11 @@ fn write_exit_report() {
     let report = Report::collect(&ReportOptions {
         subtract_overhead: subtract,
     });
+    // The program's own output comes first: flush what it left in stdout's buffer.
+    {
+        use std::io::Write;
+        let _ = std::io::stdout().flush();
+    }
     for d in &dests {
         if let Err(e) = write_to(&report, d) {
             eprintln!("profpoint: could not write the report to {d:?}: {e}");

@@ -262,8 +262,9 @@ impl Point {
                 };
             }
             let every = u64::from(self.sample_every.load(Ordering::Relaxed).max(1));
-            // Uniform on 1..=2N-1: mean N, so one call in N is timed on average.
-            let next = 1 + shard.next_random() % (2 * every - 1);
+            // Uniform on 1..=2N-1 (mean N, so one call in N is timed on average), by a
+            // multiply-shift of 32 random bits instead of a division.
+            let next = 1 + (((shard.next_random() >> 32) * (2 * every - 1)) >> 32);
             slot.countdown.store(next as u32, Ordering::Relaxed);
         }
         // Relaxed: owner-only fields (see shard.rs).
@@ -273,7 +274,7 @@ impl Point {
         shard.child_acc.store(0, Ordering::Relaxed);
         let mode = if depth == 0 { T_TIMED } else { T_NESTED };
         Token {
-            t0: clock::now(),
+            t0: clock::now_with(shard.tsc),
             saved_child,
             slot,
             shard,
@@ -318,7 +319,7 @@ impl Point {
             bump(&slot.skipped, 1);
             slot.write_end();
         } else {
-            let dur = clock::now().saturating_sub(token.t0);
+            let dur = clock::now_with(shard.tsc).saturating_sub(token.t0);
             // Relaxed: owner-only fields (see shard.rs).
             let children = shard.child_acc.load(Ordering::Relaxed);
             shard

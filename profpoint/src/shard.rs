@@ -224,8 +224,15 @@ impl Slot {
 }
 
 /// One thread's table of slots, indexed by point index.
+///
+/// Aligned like a slot: `child_acc` is written on every call, and two threads' shards must
+/// not share a line (they are small and allocated one after another).
+#[repr(align(128))]
 pub(crate) struct Shard {
     slots: Box<[AtomicPtr<Slot>]>,
+    /// Whether this process reads the TSC (a copy of the clock choice, next to the data the
+    /// hot path already loads).
+    pub(crate) tsc: bool,
     /// Time of nested points accumulated since the innermost active point started (ticks).
     /// Only the owning thread touches it.
     pub(crate) child_acc: AtomicU64,
@@ -239,6 +246,7 @@ impl Shard {
             slots: (0..points)
                 .map(|_| AtomicPtr::new(std::ptr::null_mut()))
                 .collect(),
+            tsc: crate::clock::uses_tsc(),
             child_acc: AtomicU64::new(0),
             rng: AtomicU64::new(seed | 1),
         }

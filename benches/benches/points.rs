@@ -1,0 +1,113 @@
+//! Profile-point cost per call, beside its floor (two TSC reads), its baseline (the bare
+//! function) and its peers (fastrace `LocalSpan`, hotpath `#[measure]`), in one run:
+//!
+//! ```text
+//! cargo bench -p profpoint-benches --bench points
+//! ```
+//!
+//! `wall/*` is the calling thread's time per call; `cpu/*` is the whole process's CPU time per
+//! call (background threads included); `threads/*` is the per-thread time when one or two
+//! threads call the same point at once.
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+#[path = "common.rs"]
+mod common;
+use common::*;
+
+fn wall(c: &mut Criterion) {
+    let mut g = c.benchmark_group("wall");
+    g.bench_function("bare_fn", |b| b.iter(|| bare(black_box(1))));
+    g.bench_function("tsc_pair", |b| {
+        b.iter(|| {
+            let t0 = profpoint_benches::rdtsc();
+            black_box(profpoint_benches::rdtsc().wrapping_sub(t0))
+        })
+    });
+    g.bench_function("profpoint_on", |b| b.iter(|| pp_on(black_box(1))));
+    g.bench_function("profpoint_sampled_16", |b| {
+        b.iter(|| pp_sampled(black_box(1)))
+    });
+    g.bench_function("profpoint_off", |b| b.iter(|| pp_off(black_box(1))));
+    g.bench_function("fastrace_local_span", |b| {
+        b.iter_custom(|iters| {
+            let t = Instant::now();
+            fastrace_calls(iters);
+            t.elapsed()
+        })
+    });
+    g.bench_function("hotpath_measure", |b| b.iter(|| hp_work(black_box(1))));
+    g.finish();
+}
+
+fn cpu(c: &mut Criterion) {
+    let mut g = c.benchmark_group("cpu");
+    g.sample_size(20);
+    g.bench_function("profpoint_on", |b| {
+        b.iter_custom(|iters| {
+            process_cpu_of(|| {
+                for i in 0..iters {
+                    pp_on(i);
+                }
+            })
+        })
+    });
+    g.bench_function("fastrace_local_span", |b| {
+        b.iter_custom(|iters| process_cpu_of(|| fastrace_calls(iters)))
+    });
+    g.bench_function("hotpath_measure", |b| {
+        b.iter_custom(|iters| {
+            process_cpu_of(|| {
+                for i in 0..iters {
+                    hp_work(i);
+                }
+            })
+        })
+    });
+    g.finish();
+}
+
+/// Per-thread time of `iters` calls when `n` threads call the same point at once.
+fn per_thread(n: usize, iters: u64) -> Duration {
+    let barrier = std::sync::Barrier::new(n);
+    let total: Duration = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..n)
+            .map(|_| {
+                s.spawn(|| {
+                    barrier.wait();
+                    let t = Instant::now();
+                    for i in 0..iters {
+                        pp_on(i);
+                    }
+                    t.elapsed()
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).sum()
+    });
+    total / n as u32
+}
+
+fn threads(c: &mut Criterion) {
+    let mut g = c.benchmark_group("threads");
+    g.sample_size(20);
+    g.bench_function("one_thread", |b| {
+        b.iter_custom(|iters| per_thread(1, iters))
+    });
+    g.bench_function("two_threads_same_point", |b| {
+        b.iter_custom(|iters| per_thread(2, iters))
+    });
+    g.finish();
+}
+
+fn benches(c: &mut Criterion) {
+    let _guard = setup();
+    wall(c);
+    cpu(c);
+    threads(c);
+}
+
+criterion_group!(group, benches);
+criterion_main!(group);
