@@ -145,10 +145,24 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenS
             .await
         }
     } else {
+        // The body becomes a closure called from two branches: off, it is called bare (the
+        // whole cost is the status test); on, under a guard. The closure's return type is the
+        // function's, so `?` and `return` keep their meaning; for `impl Trait` returns it is
+        // left to inference.
+        let ret = match &sig.output {
+            ReturnType::Type(_, ty) if !mentions_impl(&quote!(#ty)) => quote!(-> #ty),
+            ReturnType::Type(..) => quote!(),
+            ReturnType::Default => quote!(-> ()),
+        };
         quote! {
             #point
-            let __profpoint_guard = __PROFPOINT_POINT.guard();
-            #block
+            #[allow(unused_mut, clippy::redundant_closure_call)]
+            let mut __profpoint_body = move || #ret #block;
+            if __PROFPOINT_POINT.__status() == 0 {
+                __profpoint_body()
+            } else {
+                __PROFPOINT_POINT.__call_on(__profpoint_body)
+            }
         }
     };
     Ok(quote! {

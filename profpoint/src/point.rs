@@ -304,11 +304,11 @@ impl Point {
         if token.mode == T_OFF {
             return;
         }
-        self.leave_on(token)
+        self.leave_on(&token)
     }
 
     #[inline(always)]
-    fn leave_on(&self, token: Token) {
+    fn leave_on(&self, token: &Token) {
         // SAFETY: the token was made by `start_in` on this thread (Token is !Send), from a
         // shard and slot that are never freed.
         let (shard, slot) = unsafe { (&*token.shard, &*token.slot) };
@@ -340,6 +340,56 @@ impl Point {
         if token.mode & T_BORROWED != 0 {
             shard::release(shard);
         }
+    }
+
+    /// The status byte, for `#[profile_point]` expansions: 0 is off.
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn __status(&self) -> u8 {
+        // Relaxed: see `is_enabled`.
+        self.status.load(Ordering::Relaxed)
+    }
+
+    /// Calls `body` under the point (which `#[profile_point]` found on). Out of line, so that
+    /// the annotated function's own code is only the status test and the bare body: the
+    /// enabled path's registers and stack are set up here. The common case (this thread
+    /// already has the slot, every call timed) is straight-line code with the token in
+    /// registers; everything else takes the general path.
+    #[doc(hidden)]
+    #[inline(never)]
+    pub fn __call_on<R>(&'static self, body: impl FnOnce() -> R) -> R {
+        // Relaxed: see `is_enabled`. Re-read: the caller's test may be stale, which is fine.
+        let status = self.status.load(Ordering::Relaxed);
+        if status != ON {
+            return self.call_general(body);
+        }
+        // Relaxed: the index is a pure function of the address (see `index`).
+        let index = self.index.load(Ordering::Relaxed);
+        let Some(shard) = shard::current() else {
+            return self.call_general(body);
+        };
+        let Some(slot) = shard.slot(index) else {
+            return self.call_general(body);
+        };
+        let guard = Guard {
+            point: self,
+            token: self.start_in(ON, shard, slot, 0),
+        };
+        let out = body();
+        // The normal path leaves explicitly (inlined here); the guard's drop runs only when
+        // `body` unwinds.
+        let guard = std::mem::ManuallyDrop::new(guard);
+        self.leave_on(&guard.token);
+        out
+    }
+
+    /// Every other case of [`Point::__call_on`]: first call on this thread, sampled mode, a
+    /// status that changed under us.
+    #[cold]
+    #[inline(never)]
+    fn call_general<R>(&'static self, body: impl FnOnce() -> R) -> R {
+        let _guard = self.guard();
+        body()
     }
 
     /// Starts a guard that leaves the point when dropped (also during unwinding).
@@ -410,8 +460,9 @@ pub struct Guard {
 impl Drop for Guard {
     #[inline(always)]
     fn drop(&mut self) {
-        let token = std::mem::replace(&mut self.token, Token::OFF);
-        self.point.leave(token);
+        if self.token.mode != T_OFF {
+            self.point.leave_on(&self.token);
+        }
     }
 }
 
