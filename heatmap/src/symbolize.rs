@@ -209,6 +209,38 @@ impl Drop for Mapped {
 
 /// Loads the function symbols of `o`'s file; the second value is a warning to report.
 fn load(o: &ObjectFile) -> Result<(FileSyms, Option<String>), String> {
+    // A separate debug file found by build id (Debian's `-dbg`/`-dbgsym` packages) has the full
+    // `.symtab` of a stripped library: libc's internal functions get names instead of
+    // `[unknown]`. Its addresses are those of the stripped file.
+    if let Some(path) = debug_file_for(&o.build_id) {
+        if let Ok(syms) = load_file(&path, &o.build_id) {
+            if !syms.0.syms.is_empty() {
+                return Ok(syms);
+            }
+        }
+    }
+    load_file(&o.path, &o.build_id)
+}
+
+/// `/usr/lib/debug/.build-id/ab/cdef....debug` for build id `abcdef...`, if it exists.
+fn debug_file_for(build_id: &[u8]) -> Option<String> {
+    let (first, rest) = build_id.split_first()?;
+    if rest.is_empty() {
+        return None;
+    }
+    let hex: String = rest.iter().map(|b| format!("{b:02x}")).collect();
+    let path = format!("/usr/lib/debug/.build-id/{first:02x}/{hex}.debug");
+    std::path::Path::new(&path).exists().then_some(path)
+}
+
+fn load_file(path: &str, build_id: &[u8]) -> Result<(FileSyms, Option<String>), String> {
+    let o = ObjectFile {
+        path: path.to_owned(),
+        bias: 0,
+        build_id: build_id.to_vec(),
+        kind: ObjectKind::Shared,
+    };
+    let o = &o;
     let map = Mapped::open(&o.path).map_err(|e| {
         format!(
             "{}: cannot read symbols ({e}): its functions show as [unknown]",
@@ -288,6 +320,12 @@ mod tests {
         let g = libc::getpid as unsafe extern "C" fn() -> libc::pid_t as usize as u64;
         let r = s.lookup(find(g), g);
         assert!(r.function.contains("getpid"), "{}", r.function);
+        let m = libc::memset
+            as unsafe extern "C" fn(*mut libc::c_void, i32, usize) -> *mut libc::c_void
+            as usize as u64;
+        let r = s.lookup(find(m), m);
+        // memset is an IFUNC: its address is the resolver (or a variant with a debug file).
+        assert_ne!(r.function, "[unknown]");
         assert!(r.library.as_deref().unwrap().starts_with("libc.so"));
         assert!(s.warnings.is_empty(), "{:?}", s.warnings);
     }

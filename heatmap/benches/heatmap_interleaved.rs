@@ -1,0 +1,92 @@
+//! Sampling overhead measured by interleaving: rounds of the same CPU-bound workload with no
+//! sampler, then at 1 kHz, then at 10 kHz, repeated, so a neighbour's load (this machine's two
+//! cores are shared) hits every configuration alike. Prints the median time per workload call
+//! of each configuration, the overhead relative to no sampling, and the cost per sample
+//! (extra time divided by samples taken), with the achieved rates.
+//!
+//! Run: `cargo bench -p heatmap --bench heatmap_interleaved` (optionally `-- ROUNDS`).
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+#[inline(never)]
+fn workload(buf: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for _ in 0..40 {
+        for &b in buf {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        h = black_box(h);
+    }
+    h
+}
+
+/// Runs the workload for about `d`, returns (calls, elapsed).
+fn round(buf: &[u8], d: Duration) -> (u64, Duration) {
+    let t = Instant::now();
+    let mut n = 0;
+    while t.elapsed() < d {
+        black_box(workload(black_box(buf)));
+        n += 1;
+    }
+    (n, t.elapsed())
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[v.len() / 2]
+}
+
+fn main() {
+    let rounds: usize = std::env::args()
+        .skip(1)
+        .find_map(|a| a.parse().ok())
+        .unwrap_or(15);
+    let buf: Vec<u8> = (0..65536u32).map(|i| (i * 2_654_435_761) as u8).collect();
+    let configs: [Option<u32>; 3] = [None, Some(1000), Some(10_000)];
+    let mut per_call: Vec<Vec<f64>> = vec![Vec::new(); 3];
+    let mut samples = [0u64; 3];
+    let mut calls = [0u64; 3];
+    let mut achieved: Vec<Vec<f64>> = vec![Vec::new(); 3];
+    let d = Duration::from_millis(300);
+    for _ in 0..rounds {
+        for (i, hz) in configs.iter().enumerate() {
+            let s = hz.map(|hz| {
+                heatmap::start(
+                    heatmap::Config::new()
+                        .hz(hz)
+                        .source(heatmap::Source::PerfTaskClock),
+                )
+                .expect("perf task-clock sampling (this bench needs perf_event_open)")
+            });
+            let (n, el) = round(&buf, d);
+            per_call[i].push(el.as_secs_f64() / n as f64);
+            calls[i] += n;
+            if let Some(s) = s {
+                let p = s.stop();
+                samples[i] += p.total_samples();
+                if let Some(a) = p.achieved_hz() {
+                    achieved[i].push(a);
+                }
+            }
+        }
+    }
+    let base = median(&mut per_call[0].clone());
+    println!("interleaved: {rounds} rounds of {d:?} per configuration");
+    println!("no sampling: {:.1} us per workload call", base * 1e6);
+    for i in 1..3 {
+        let m = median(&mut per_call[i].clone());
+        let per_call_samples = samples[i] as f64 / calls[i] as f64;
+        let cost = (m - base) / per_call_samples;
+        println!(
+            "{} Hz: {:.1} us per call, overhead {:+.2}%, {:.1} samples per call, ~{:.1} us per sample, achieved median {:.0} Hz per user-CPU second",
+            configs[i].unwrap(),
+            m * 1e6,
+            (m / base - 1.0) * 100.0,
+            per_call_samples,
+            cost * 1e6,
+            median(&mut achieved[i].clone()),
+        );
+    }
+}
