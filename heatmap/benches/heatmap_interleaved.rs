@@ -44,21 +44,25 @@ fn main() {
         .find_map(|a| a.parse().ok())
         .unwrap_or(15);
     let buf: Vec<u8> = (0..65536u32).map(|i| (i * 2_654_435_761) as u8).collect();
-    let configs: [Option<u32>; 3] = [None, Some(1000), Some(10_000)];
-    let mut per_call: Vec<Vec<f64>> = vec![Vec::new(); 3];
-    let mut samples = [0u64; 3];
-    let mut calls = [0u64; 3];
-    let mut achieved: Vec<Vec<f64>> = vec![Vec::new(); 3];
+    // (rate, source): no sampler, perf at 1 and 10 kHz, and setitimer (250 Hz here, the
+    // tick) as the baseline cost of a bare SIGPROF delivery without perf's hrtimer.
+    let configs: [Option<(u32, heatmap::Source)>; 4] = [
+        None,
+        Some((1000, heatmap::Source::PerfTaskClock)),
+        Some((10_000, heatmap::Source::PerfTaskClock)),
+        Some((1000, heatmap::Source::Setitimer)),
+    ];
+    let n = configs.len();
+    let mut per_call: Vec<Vec<f64>> = vec![Vec::new(); n];
+    let mut samples = vec![0u64; n];
+    let mut calls = vec![0u64; n];
+    let mut achieved: Vec<Vec<f64>> = vec![Vec::new(); n];
     let d = Duration::from_millis(300);
     for _ in 0..rounds {
         for (i, hz) in configs.iter().enumerate() {
-            let s = hz.map(|hz| {
-                heatmap::start(
-                    heatmap::Config::new()
-                        .hz(hz)
-                        .source(heatmap::Source::PerfTaskClock),
-                )
-                .expect("perf task-clock sampling (this bench needs perf_event_open)")
+            let s = hz.map(|(hz, source)| {
+                heatmap::start(heatmap::Config::new().hz(hz).source(source))
+                    .expect("sampling (this bench needs perf_event_open)")
             });
             let (n, el) = round(&buf, d);
             per_call[i].push(el.as_secs_f64() / n as f64);
@@ -75,13 +79,17 @@ fn main() {
     let base = median(&mut per_call[0].clone());
     println!("interleaved: {rounds} rounds of {d:?} per configuration");
     println!("no sampling: {:.1} us per workload call", base * 1e6);
-    for i in 1..3 {
+    for i in 1..n {
         let m = median(&mut per_call[i].clone());
         let per_call_samples = samples[i] as f64 / calls[i] as f64;
         let cost = (m - base) / per_call_samples;
         println!(
-            "{} Hz: {:.1} us per call, overhead {:+.2}%, {:.1} samples per call, ~{:.1} us per sample, achieved median {:.0} Hz per user-CPU second",
-            configs[i].unwrap(),
+            "{} at {} Hz: {:.1} us per call, overhead {:+.2}%, {:.2} samples per call, ~{:.1} us per sample, achieved median {:.0} Hz per user-CPU second",
+            match configs[i].unwrap().1 {
+                heatmap::Source::Setitimer => "setitimer",
+                _ => "perf task-clock",
+            },
+            configs[i].unwrap().0,
             m * 1e6,
             (m / base - 1.0) * 100.0,
             per_call_samples,

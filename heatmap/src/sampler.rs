@@ -104,7 +104,7 @@ pub fn start(config: Config) -> Result<Sampler, StartError> {
         return Err(StartError::InvalidShift(config.shift));
     }
     // Acquire: pairs with the Release store in `Inner::finish`, so everything the previous
-    // sampler did happens before we start.
+    // sampler did happens before we start. Relaxed on failure: we touch nothing then.
     if RUNNING
         .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
         .is_err()
@@ -464,8 +464,8 @@ impl Watcher {
                 sys::disable_and_close(fd);
             }
         }
-        // Relaxed: read by `finish` after joining this thread (join synchronises).
         let (user, sys) = rusage_ns(libc::RUSAGE_THREAD);
+        // Relaxed: read by `finish` after joining this thread (join synchronises).
         self.shared.watcher_user_ns.store(user, Ordering::Relaxed);
         // Relaxed: as above.
         self.shared.watcher_sys_ns.store(sys, Ordering::Relaxed);
