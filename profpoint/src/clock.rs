@@ -42,8 +42,9 @@ pub(crate) fn now() -> u64 {
     now_with(USE_TSC.load(Ordering::Relaxed))
 }
 
-/// Reads the raw clock given the source choice (hot path: the choice is cached in each
-/// thread's shard, which is already in a register, so no global is loaded per call).
+/// Reads the raw clock given the source choice. The hot path passes a constant `true`: only
+/// shards of a process that reads the TSC serve the fast path (see `shard::Shard::slot`), so
+/// the choice costs nothing there.
 #[inline(always)]
 pub(crate) fn now_with(tsc: bool) -> u64 {
     #[cfg(target_arch = "x86_64")]

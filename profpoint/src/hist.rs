@@ -20,34 +20,33 @@
 pub(crate) const SUB_BITS: u32 = 5;
 /// Buckets per octave: 32 gives a worst-case midpoint error of 1/64 of the value.
 pub(crate) const SUB: u64 = 1 << SUB_BITS;
-/// Highest octave kept: 2^42 ticks is about 28 minutes at 2.6 GHz; longer calls share the last
-/// bucket (their exact value still reaches `max`).
-const MAX_OCTAVE: u32 = 42;
-/// Number of buckets.
-pub(crate) const BUCKETS: usize = ((MAX_OCTAVE - SUB_BITS + 2) as usize) * SUB as usize;
+/// Values are clamped below 2^48 ticks (about 30 hours at 2.6 GHz); longer calls share the
+/// last bucket (their exact value still reaches `max`).
+const LIMIT: u64 = (1 << 48) - 1;
+/// Number of buckets: 64 exact ones for 0..64, then 32 per octave up to 2^48.
+pub(crate) const BUCKETS: usize = ((48 - SUB_BITS as usize) * SUB as usize) + SUB as usize;
 
 /// The bucket that holds `v` ticks.
+///
+/// With `k` the index of `v`'s top bit (at least 5) and `shift = k - 5`, `v >> shift` is in
+/// `32..64`: its low five bits pick the sub-bucket. Buckets of one shift are contiguous and
+/// follow the previous shift's, so the index is `shift * 32 + (v >> shift)`: no branch, no
+/// table.
 #[inline(always)]
 pub(crate) fn index(v: u64) -> usize {
-    if v < SUB {
-        return v as usize;
-    }
-    let k = (63 - v.leading_zeros()).min(MAX_OCTAVE);
-    let v = v.min((2u64 << MAX_OCTAVE) - 1);
-    let sub = (v >> (k - SUB_BITS)) & (SUB - 1);
-    ((k - SUB_BITS + 1) as usize) * SUB as usize + sub as usize
+    let v = v.min(LIMIT);
+    let shift = (63 - (v | SUB).leading_zeros()) - SUB_BITS;
+    ((shift as usize) << SUB_BITS) + (v >> shift) as usize
 }
 
 /// The range `[low, high)` of values held by bucket `i`.
 pub(crate) fn bounds(i: usize) -> (u64, u64) {
-    if (i as u64) < SUB {
+    if (i as u64) < 2 * SUB {
         return (i as u64, i as u64 + 1);
     }
-    let k = (i as u64 / SUB) as u32 + SUB_BITS - 1;
-    let sub = i as u64 % SUB;
-    let width = 1u64 << (k - SUB_BITS);
-    let low = (1u64 << k) + sub * width;
-    (low, low + width)
+    let shift = (i as u64 / SUB - 1) as u32;
+    let top = i as u64 - u64::from(shift) * SUB;
+    (top << shift, (top + 1) << shift)
 }
 
 /// The value at quantile `q` (0..=1) of the distribution in `counts` (bucket midpoint, in
@@ -78,9 +77,25 @@ mod tests {
     use super::*;
 
     #[test]
+    fn buckets_are_contiguous_and_exact_below_64() {
+        for v in 0..64u64 {
+            assert_eq!(index(v), v as usize);
+        }
+        let mut prev_high = 0;
+        for i in 0..BUCKETS {
+            let (lo, hi) = bounds(i);
+            assert_eq!(lo, prev_high, "bucket {i} starts where {} ended", i.max(1) - 1);
+            assert_eq!(index(lo), i);
+            assert_eq!(index(hi - 1), i);
+            prev_high = hi;
+        }
+        assert_eq!(prev_high, LIMIT + 1);
+    }
+
+    #[test]
     fn every_value_lands_in_a_bucket_that_holds_it() {
         let mut v = 0u64;
-        while v < (1u64 << 43) {
+        while v <= LIMIT {
             let i = index(v);
             assert!(i < BUCKETS, "{v} -> {i}");
             let (lo, hi) = bounds(i);
@@ -111,6 +126,7 @@ mod tests {
     fn huge_values_share_the_last_bucket() {
         assert_eq!(index(u64::MAX), BUCKETS - 1);
         assert_eq!(index(1 << 50), BUCKETS - 1);
+        assert_eq!(index(LIMIT), BUCKETS - 1);
     }
 
     #[test]

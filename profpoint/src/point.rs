@@ -109,6 +109,8 @@ const T_NESTED: u8 = 2;
 const T_SKIPPED: u8 = 3;
 /// Flag: the shard was borrowed for this call and goes back to the free list at leave.
 const T_BORROWED: u8 = 0x80;
+/// Flag: `t0` is from the monotonic clock (no invariant TSC); only the general path sets it.
+const T_MONO: u8 = 0x40;
 
 impl Token {
     const OFF: Token = Token {
@@ -269,12 +271,15 @@ impl Point {
         }
         // Relaxed: owner-only fields (see shard.rs).
         let depth = slot.depth.load(Ordering::Relaxed);
-        slot.depth.store(depth + 1, Ordering::Relaxed);
+        if depth == 0 {
+            slot.depth.store(1, Ordering::Relaxed);
+        }
+        // The accumulator only grows: the time of points nested in this call is what it
+        // gained by the time this call leaves.
         let saved_child = shard.child_acc.load(Ordering::Relaxed);
-        shard.child_acc.store(0, Ordering::Relaxed);
         let mode = if depth == 0 { T_TIMED } else { T_NESTED };
         Token {
-            t0: clock::now_with(shard.tsc),
+            t0: clock::now_with(flags & T_MONO == 0),
             saved_child,
             slot,
             shard,
@@ -287,13 +292,16 @@ impl Point {
     #[inline(never)]
     fn start_cold(&'static self, status: u8) -> Token {
         let index = self.index();
-        let (shard, flags) = match shard::current() {
+        let (shard, mut flags) = match shard::current() {
             Some(s) => (s, 0),
             None => match shard::acquire() {
                 Lease::Owned(s) => (s, 0),
                 Lease::Borrowed(s) => (s, T_BORROWED),
             },
         };
+        if !shard.tsc {
+            flags |= T_MONO;
+        }
         let slot = shard.slot_or_new(index);
         self.start_in(status, shard, slot, flags)
     }
@@ -312,23 +320,25 @@ impl Point {
         // SAFETY: the token was made by `start_in` on this thread (Token is !Send), from a
         // shard and slot that are never freed.
         let (shard, slot) = unsafe { (&*token.shard, &*token.slot) };
-        let mode = token.mode & !T_BORROWED;
+        let mode = token.mode & !(T_BORROWED | T_MONO);
         if mode == T_SKIPPED {
             slot.write_begin();
             bump(&slot.nr, 1);
             bump(&slot.skipped, 1);
             slot.write_end();
         } else {
-            let dur = clock::now_with(shard.tsc).saturating_sub(token.t0);
+            let dur = clock::now_with(token.mode & T_MONO == 0).saturating_sub(token.t0);
             // Relaxed: owner-only fields (see shard.rs).
-            let children = shard.child_acc.load(Ordering::Relaxed);
+            let children = shard
+                .child_acc
+                .load(Ordering::Relaxed)
+                .wrapping_sub(token.saved_child);
             shard
                 .child_acc
                 .store(token.saved_child.wrapping_add(dur), Ordering::Relaxed);
-            slot.depth.store(
-                slot.depth.load(Ordering::Relaxed).wrapping_sub(1),
-                Ordering::Relaxed,
-            );
+            if mode == T_TIMED {
+                slot.depth.store(0, Ordering::Relaxed);
+            }
             slot.write_begin();
             bump(&slot.nr, 1);
             bump(&slot.self_ticks, dur.saturating_sub(children));

@@ -186,6 +186,7 @@ impl Slot {
     pub(crate) fn read(&self, into: &mut Counts) {
         let mut c = Counts::default();
         let mut attempts = 0u32;
+        let mut started: Option<std::time::Instant> = None;
         loop {
             let s0 = self.seq.load(Ordering::Acquire);
             // Relaxed loads: the seqlock's acquire/fence pair orders them.
@@ -202,15 +203,20 @@ impl Slot {
                 break;
             }
             attempts += 1;
-            if attempts >= READ_ATTEMPTS {
-                // Torn every time (an owner updating in a tight loop on another CPU). The
-                // last copy is used: each counter in it is a value it really had, off by at
-                // most the calls in flight, and never older than an earlier read.
-                break;
-            }
             if attempts % 64 == 0 {
-                // The owner may be preempted mid-update: let it run.
-                std::thread::yield_now();
+                // The owner may be preempted mid-update (odd) until the scheduler runs it
+                // again: give it the CPU, and give up only after READ_PATIENCE.
+                let waited = started.get_or_insert_with(std::time::Instant::now).elapsed();
+                if waited >= READ_PATIENCE {
+                    // The last copy is used: each counter in it is a value it really had,
+                    // off by at most the calls in flight, never older than an earlier read.
+                    break;
+                }
+                if waited >= std::time::Duration::from_millis(1) {
+                    std::thread::sleep(std::time::Duration::from_micros(50));
+                } else {
+                    std::thread::yield_now();
+                }
             } else {
                 std::hint::spin_loop();
             }
@@ -230,6 +236,8 @@ impl Slot {
 #[repr(align(128))]
 pub(crate) struct Shard {
     slots: Box<[AtomicPtr<Slot>]>,
+    /// `slots.len()` when the process reads the TSC, else 0 (see `slot`).
+    fast_len: usize,
     /// Whether this process reads the TSC (a copy of the clock choice, next to the data the
     /// hot path already loads).
     pub(crate) tsc: bool,
@@ -242,19 +250,27 @@ pub(crate) struct Shard {
 
 impl Shard {
     fn new(points: usize, seed: u64) -> Shard {
+        let tsc = crate::clock::uses_tsc();
         Shard {
+            fast_len: if tsc { points } else { 0 },
             slots: (0..points)
                 .map(|_| AtomicPtr::new(std::ptr::null_mut()))
                 .collect(),
-            tsc: crate::clock::uses_tsc(),
+            tsc,
             child_acc: AtomicU64::new(0),
             rng: AtomicU64::new(seed | 1),
         }
     }
 
-    /// The slot of point `index`, if this shard has one (hot path).
+    /// The slot of point `index`, if this shard has one and serves the fast path (hot path).
+    /// A shard of a process without an invariant TSC serves none (`fast_len` is 0): its calls
+    /// take the general path, which reads the monotonic clock, and the fast path can read the
+    /// TSC unconditionally.
     #[inline(always)]
     pub(crate) fn slot(&self, index: u32) -> Option<&Slot> {
+        if index as usize >= self.fast_len {
+            return None;
+        }
         let p = self.slots.get(index as usize)?;
         // Acquire pairs with the Release in `slot_or_new`... but only the owner creates slots
         // in its shard, so Relaxed suffices for the owner; readers use `slot_for_read`.
@@ -306,8 +322,9 @@ impl Shard {
 // The scalar counters a reader copies share the first cache line with the seqlock.
 const _: () = assert!(std::mem::offset_of!(Slot, depth) == 64);
 
-/// Reads of a slot before a torn copy is accepted (about a millisecond of retries).
-const READ_ATTEMPTS: u32 = 10_000;
+/// How long a reader retries a slot whose owner keeps it mid-update before it accepts a torn
+/// copy: longer than a scheduler time slice, so a preempted owner runs and finishes first.
+const READ_PATIENCE: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// Every shard ever made (they are never freed) and the ones no thread holds.
 struct Registry {
