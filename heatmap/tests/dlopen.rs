@@ -50,17 +50,32 @@ fn late_and_early_libraries() {
     };
     burn_crc(crc32, Duration::from_millis(200));
     let p = s.stop();
-    println!("late library: other = {}, warnings {:?}", p.other(), p.warnings());
-    assert!(p.other() >= 100, "samples in the late library land in other: {}", p.other());
+    println!(
+        "late library: other = {}, warnings {:?}",
+        p.other(),
+        p.warnings()
+    );
     assert!(
-        p.warnings().iter().any(|w| w.contains("libz.so") && w.contains("other")),
+        p.other() >= 100,
+        "samples in the late library land in other: {}",
+        p.other()
+    );
+    assert!(
+        p.warnings()
+            .iter()
+            .any(|w| w.contains("libz.so") && w.contains("other")),
         "{:?}",
         p.warnings()
     );
     let mut table = Vec::new();
-    p.report(&heatmap::ReportOptions::default()).write_table(&mut table).unwrap();
+    p.report(&heatmap::ReportOptions::default())
+        .write_table(&mut table)
+        .unwrap();
     let table = String::from_utf8(table).unwrap();
-    assert!(table.contains("other (outside every executable segment)"), "{table}");
+    assert!(
+        table.contains("other (outside every executable segment)"),
+        "{table}"
+    );
 
     // Now libz is loaded before start: it has buckets and its function is named.
     let Some(s) = start_perf_or_skip("late_and_early_libraries", Config::new().hz(1000)) else {
@@ -72,13 +87,20 @@ fn late_and_early_libraries() {
     let in_libz: u64 = r
         .rows
         .iter()
-        .filter(|row| row.library.as_deref().is_some_and(|l| l.starts_with("libz.so")))
+        .filter(|row| {
+            row.library
+                .as_deref()
+                .is_some_and(|l| l.starts_with("libz.so"))
+        })
         .map(|row| row.nr)
         .sum();
     let top = &r.rows[0];
     println!("early library: {in_libz} samples in libz, top row {top:?}");
     assert!(in_libz >= 100, "{in_libz}");
-    assert!(top.library.as_deref().unwrap_or("").starts_with("libz.so"), "{top:?}");
+    assert!(
+        top.library.as_deref().unwrap_or("").starts_with("libz.so"),
+        "{top:?}"
+    );
     assert!(top.function.contains("crc32"), "{top:?}");
     assert!(p.other() < 20, "{}", p.other());
 }
