@@ -323,7 +323,6 @@ impl Point {
         let mode = token.mode & !(T_BORROWED | T_MONO);
         if mode == T_SKIPPED {
             slot.write_begin();
-            bump(&slot.nr, 1);
             bump(&slot.skipped, 1);
             slot.write_end();
         } else {
@@ -340,10 +339,11 @@ impl Point {
                 slot.depth.store(0, Ordering::Relaxed);
             }
             slot.write_begin();
-            bump(&slot.nr, 1);
             bump(&slot.self_ticks, dur.saturating_sub(children));
             if mode == T_TIMED {
                 record_interval(slot, dur);
+            } else {
+                bump(&slot.nested, 1);
             }
             slot.write_end();
         }
@@ -432,7 +432,6 @@ impl Point {
         };
         let slot = shard.slot_or_new(index);
         slot.write_begin();
-        bump(&slot.nr, 1);
         bump(&slot.self_ticks, dur);
         record_interval(slot, dur);
         slot.write_end();

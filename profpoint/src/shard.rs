@@ -54,8 +54,10 @@ pub(crate) struct Slot {
     // gets all of them in one cache-line fill, between two writes of a busy owner.
     /// Seqlock: odd while the owner is updating.
     pub(crate) seq: AtomicU64,
-    /// Every completed call.
-    pub(crate) nr: AtomicU64,
+    /// Calls re-entered while the point was active on this thread (recursion). Every call is
+    /// counted in exactly one of `timed`, `nested` and `skipped`: `nr` is their sum, so the
+    /// common path bumps one counter, not two.
+    pub(crate) nested: AtomicU64,
     /// Calls whose interval counts in `total` (outermost, timed calls).
     pub(crate) timed: AtomicU64,
     /// Calls counted without reading the clock (sampled mode).
@@ -79,7 +81,7 @@ pub(crate) struct Slot {
 /// A consistent copy of one slot, or the sum of several.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Counts {
-    pub(crate) nr: u64,
+    pub(crate) nested: u64,
     pub(crate) timed: u64,
     pub(crate) skipped: u64,
     pub(crate) total: u64,
@@ -92,7 +94,7 @@ pub(crate) struct Counts {
 impl Default for Counts {
     fn default() -> Self {
         Counts {
-            nr: 0,
+            nested: 0,
             timed: 0,
             skipped: 0,
             total: 0,
@@ -105,9 +107,14 @@ impl Default for Counts {
 }
 
 impl Counts {
+    /// Every completed call.
+    pub(crate) fn nr(&self) -> u64 {
+        self.timed + self.nested + self.skipped
+    }
+
     /// Adds `other` into `self`.
     pub(crate) fn add(&mut self, other: &Counts) {
-        self.nr += other.nr;
+        self.nested += other.nested;
         self.timed += other.timed;
         self.skipped += other.skipped;
         self.total += other.total;
@@ -122,7 +129,7 @@ impl Counts {
     /// `self - base` for the additive counters (used by `reset`); min and max stay.
     pub(crate) fn since(&self, base: &Counts) -> Counts {
         Counts {
-            nr: self.nr.saturating_sub(base.nr),
+            nested: self.nested.saturating_sub(base.nested),
             timed: self.timed.saturating_sub(base.timed),
             skipped: self.skipped.saturating_sub(base.skipped),
             total: self.total.saturating_sub(base.total),
@@ -190,7 +197,7 @@ impl Slot {
         loop {
             let s0 = self.seq.load(Ordering::Acquire);
             // Relaxed loads: the seqlock's acquire/fence pair orders them.
-            c.nr = self.nr.load(Ordering::Relaxed);
+            c.nested = self.nested.load(Ordering::Relaxed);
             c.timed = self.timed.load(Ordering::Relaxed);
             c.skipped = self.skipped.load(Ordering::Relaxed);
             c.total = self.total.load(Ordering::Relaxed);
@@ -443,27 +450,27 @@ mod tests {
     fn counts_add_and_since() {
         let mut a = Counts::default();
         let mut b = Counts::default();
-        b.nr = 3;
+        b.timed = 3;
         b.total = 30;
         b.min = 5;
         b.max = 15;
         b.hist[1] = 3;
         a.add(&b);
         a.add(&b);
-        assert_eq!((a.nr, a.total, a.min, a.max, a.hist[1]), (6, 60, 5, 15, 6));
+        assert_eq!((a.nr(), a.total, a.min, a.max, a.hist[1]), (6, 60, 5, 15, 6));
         let d = a.since(&b);
-        assert_eq!((d.nr, d.total, d.hist[1]), (3, 30, 3));
+        assert_eq!((d.nr(), d.total, d.hist[1]), (3, 30, 3));
     }
 
     #[test]
     fn slot_read_sees_a_consistent_copy() {
         let s = Slot::new_boxed();
         s.write_begin();
-        bump(&s.nr, 2);
+        bump(&s.nested, 2);
         s.write_end();
         let mut c = Counts::default();
         s.read(&mut c);
-        assert_eq!(c.nr, 2);
+        assert_eq!(c.nr(), 2);
         assert_eq!(c.min, u64::MAX);
     }
 }

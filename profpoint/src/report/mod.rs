@@ -266,9 +266,9 @@ fn point_report(
         },
         sampling: p.sampling(),
         estimated,
-        nr: c.nr,
+        nr: c.nr(),
         timed: c.timed,
-        nested: c.nr.saturating_sub(c.timed + skipped),
+        nested: c.nested,
         total_ns,
         self_ns: clock.to_ns_f(self_ticks).round() as u64,
         avg_ns: if c.timed == 0 {
