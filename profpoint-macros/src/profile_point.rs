@@ -28,15 +28,15 @@ fn parse_fn(item: TokenStream, what: &str) -> syn::Result<ItemFn> {
             Ok(f)
         }
         Err(e) => {
-            if let Ok(f) = syn::parse2::<syn::TraitItemFn>(item.clone()) {
-                if f.default.is_none() {
-                    return Err(syn::Error::new(
-                        f.sig.ident.span(),
-                        format!(
-                            "{what} needs a function with a body; put it on the implementations instead"
-                        ),
-                    ));
-                }
+            if let Ok(f) = syn::parse2::<syn::TraitItemFn>(item.clone())
+                && f.default.is_none()
+            {
+                return Err(syn::Error::new(
+                    f.sig.ident.span(),
+                    format!(
+                        "{what} needs a function with a body; put it on the implementations instead"
+                    ),
+                ));
             }
             match syn::parse2::<syn::Item>(item) {
                 Ok(other) => Err(syn::Error::new(

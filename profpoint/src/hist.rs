@@ -84,7 +84,12 @@ mod tests {
         let mut prev_high = 0;
         for i in 0..BUCKETS {
             let (lo, hi) = bounds(i);
-            assert_eq!(lo, prev_high, "bucket {i} starts where {} ended", i.max(1) - 1);
+            assert_eq!(
+                lo,
+                prev_high,
+                "bucket {i} starts where {} ended",
+                i.max(1) - 1
+            );
             assert_eq!(index(lo), i);
             assert_eq!(index(hi - 1), i);
             prev_high = hi;

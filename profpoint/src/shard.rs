@@ -210,10 +210,12 @@ impl Slot {
                 break;
             }
             attempts += 1;
-            if attempts % 64 == 0 {
+            if attempts.is_multiple_of(64) {
                 // The owner may be preempted mid-update (odd) until the scheduler runs it
                 // again: give it the CPU, and give up only after READ_PATIENCE.
-                let waited = started.get_or_insert_with(std::time::Instant::now).elapsed();
+                let waited = started
+                    .get_or_insert_with(std::time::Instant::now)
+                    .elapsed();
                 if waited >= READ_PATIENCE {
                     // The last copy is used: each counter in it is a value it really had,
                     // off by at most the calls in flight, never older than an earlier read.
@@ -457,7 +459,10 @@ mod tests {
         b.hist[1] = 3;
         a.add(&b);
         a.add(&b);
-        assert_eq!((a.nr(), a.total, a.min, a.max, a.hist[1]), (6, 60, 5, 15, 6));
+        assert_eq!(
+            (a.nr(), a.total, a.min, a.max, a.hist[1]),
+            (6, 60, 5, 15, 6)
+        );
         let d = a.since(&b);
         assert_eq!((d.nr(), d.total, d.hist[1]), (3, 30, 3));
     }
