@@ -161,7 +161,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenS
             if __PROFPOINT_POINT.__status() == 0 {
                 __profpoint_body()
             } else {
-                __PROFPOINT_POINT.__call_on(__profpoint_body)
+                #private::Point::__call_on(__profpoint_body, &__PROFPOINT_POINT)
             }
         }
     };

@@ -365,9 +365,18 @@ impl Point {
     /// enabled path's registers and stack are set up here. The common case (this thread
     /// already has the slot, every call timed) is straight-line code with the token in
     /// registers; everything else takes the general path.
+    ///
+    /// `body` comes first: in the caller it holds the function's arguments, which then stay in
+    /// the argument registers they arrived in, on both paths.
     #[doc(hidden)]
     #[inline(never)]
-    pub fn __call_on<R>(&'static self, body: impl FnOnce() -> R) -> R {
+    pub fn __call_on<R>(body: impl FnOnce() -> R, point: &'static Self) -> R {
+        let this = point;
+        this.call_on(body)
+    }
+
+    #[inline(always)]
+    fn call_on<R>(&'static self, body: impl FnOnce() -> R) -> R {
         // Relaxed: see `is_enabled`. Re-read: the caller's test may be stale, which is fine.
         let status = self.status.load(Ordering::Relaxed);
         if status != ON {
