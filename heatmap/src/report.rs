@@ -65,6 +65,11 @@ pub struct Row {
     pub nr: u64,
     /// Share of the report's total, in percent.
     pub percent: f64,
+    /// `file:line` of `address`, where debug information exists (for a function row, its
+    /// first line; for a bucket row, the line of the bucket's first instruction).
+    pub location: Option<String>,
+    /// Bucket rows: the functions inlined at `address`, outermost first (empty otherwise).
+    pub inlined: Vec<String>,
 }
 
 /// A ranked, symbolised view of a [`Profile`].
@@ -112,7 +117,7 @@ impl Profile {
         let mut sym = Symbolizer::new(&self.objects);
         let size = self.bucket_size();
         // Key: (object, address) -> row under construction.
-        let mut rows: HashMap<(usize, u64), Row> = HashMap::new();
+        let mut rows: HashMap<(usize, u64), (usize, Row)> = HashMap::new();
         let mut excluded = 0u64;
         for (si, addr, n) in self.buckets() {
             let object = self.segments[si].object;
@@ -127,12 +132,19 @@ impl Profile {
                 By::Function => r.start,
                 By::Bucket => addr,
             };
-            let row = rows.entry((object, key_addr)).or_insert_with(|| Row {
-                address: if key_addr == u64::MAX { addr } else { key_addr },
-                function: r.function,
-                library: r.library,
-                nr: 0,
-                percent: 0.0,
+            let (_, row) = rows.entry((object, key_addr)).or_insert_with(|| {
+                (
+                    object,
+                    Row {
+                        address: if key_addr == u64::MAX { addr } else { key_addr },
+                        function: r.function,
+                        library: r.library,
+                        nr: 0,
+                        percent: 0.0,
+                        location: None,
+                        inlined: Vec::new(),
+                    },
+                )
             });
             row.nr += n;
             if key_addr == u64::MAX {
@@ -141,16 +153,27 @@ impl Profile {
         }
         let total = self.total_samples();
         let base = total - excluded;
-        let mut rows: Vec<Row> = rows.into_values().collect();
-        rows.sort_by(|a, b| b.nr.cmp(&a.nr).then(a.address.cmp(&b.address)));
+        let mut rows: Vec<(usize, Row)> = rows.into_values().collect();
+        rows.sort_by(|(_, a), (_, b)| b.nr.cmp(&a.nr).then(a.address.cmp(&b.address)));
         rows.truncate(opts.top);
-        for r in &mut rows {
-            r.percent = if base == 0 {
-                0.0
-            } else {
-                r.nr as f64 * 100.0 / base as f64
-            };
-        }
+        let rows: Vec<Row> = rows
+            .into_iter()
+            .map(|(object, mut r)| {
+                r.percent = if base == 0 {
+                    0.0
+                } else {
+                    r.nr as f64 * 100.0 / base as f64
+                };
+                if r.function != "[unknown]" && r.function != "[vdso]" {
+                    let info = sym.source_info(object, r.address);
+                    r.location = info.location;
+                    if opts.by == By::Bucket {
+                        r.inlined = info.inlined;
+                    }
+                }
+                r
+            })
+            .collect();
         let mut warnings = self.warnings.clone();
         warnings.extend(sym.warnings);
         Report {
@@ -190,6 +213,13 @@ impl Report {
             .max()
             .unwrap_or(8)
             .clamp(20, MAX_FN);
+        let obj_width = self
+            .rows
+            .iter()
+            .map(|r| r.library.as_deref().map_or(0, str::len))
+            .max()
+            .unwrap_or(0)
+            .max(6);
         let achieved = self
             .achieved_hz
             .map_or_else(|| "n/a".to_owned(), |a| format!("{a:.0}"));
@@ -223,26 +253,34 @@ impl Report {
         );
         writeln!(
             w,
-            "{:>16}  {:<fw$}  {:>10}  {:>9}  Object",
+            "{:>16}  {:<fw$}  {:>10}  {:>9}  {:<ow$}  Location",
             "Address",
             "Function",
             "NR",
             "%",
-            fw = fn_width
+            "Object",
+            fw = fn_width,
+            ow = obj_width
         )?;
         writeln!(w, "{rule}")?;
         for r in &self.rows {
             let name = truncate(&r.function, fn_width);
-            writeln!(
-                w,
-                "{:016x}  {:<fw$}  {:>10}  {:>9.2}  {}",
+            let mut location = r.location.as_deref().map(short_path).unwrap_or_default();
+            if let Some(inner) = r.inlined.last() {
+                location.push_str(&format!(" (inlined {inner})"));
+            }
+            let line = format!(
+                "{:016x}  {:<fw$}  {:>10}  {:>9.2}  {:<ow$}  {}",
                 r.address,
                 name,
                 r.nr,
                 r.percent,
                 r.library.as_deref().unwrap_or(""),
-                fw = fn_width
-            )?;
+                location,
+                fw = fn_width,
+                ow = obj_width
+            );
+            writeln!(w, "{}", line.trim_end())?;
         }
         writeln!(w, "{rule}")?;
         writeln!(
@@ -290,6 +328,16 @@ impl Report {
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self)
             .expect("a Report serialises: plain data, no maps with non-string keys")
+    }
+}
+
+/// The last three components of a source path (`src/lib.rs:12` rather than a registry path).
+fn short_path(location: &str) -> String {
+    let parts: Vec<&str> = location.rsplitn(4, '/').collect();
+    if parts.len() < 4 {
+        location.to_owned()
+    } else {
+        format!("…/{}/{}/{}", parts[2], parts[1], parts[0])
     }
 }
 

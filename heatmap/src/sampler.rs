@@ -483,10 +483,9 @@ impl Watcher {
         alive.sort_unstable();
         threads.retain(|tid, t| {
             let keep = alive.binary_search(tid).is_ok();
-            if !keep {
-                if let Some(fd) = t.fd.take() {
-                    sys::disable_and_close(fd);
-                }
+            if let (false, Some(fd)) = (keep, t.fd) {
+                t.fd = None;
+                sys::disable_and_close(fd);
             }
             keep
         });

@@ -15,14 +15,17 @@
 //! recorded at sampling time, the file has been rebuilt since: names may be wrong, and the
 //! report carries a warning saying so.
 //!
-//! # Extending
-//!
-//! File and line (and inline frames) would come from DWARF via `addr2line`; the lookup API
-//! (`Symbolizer::lookup`) is the place to add them.
+//! Where the file (or its build-id debug file) carries DWARF, `addr2line` adds the source
+//! location (`file:line`) of an address and the chain of functions inlined at it. DWARF is
+//! parsed lazily, per compilation unit, and only for the rows reported; its sections are
+//! copied out of the mapping (decompressed if need be) into reference-counted buffers.
 
 use std::borrow::Cow;
+use std::rc::Rc;
 
-use object::{Object, ObjectSymbol, SymbolKind};
+use object::{Object, ObjectSection, ObjectSymbol, SymbolKind};
+
+type Dwarf = addr2line::Context<gimli::EndianRcSlice<gimli::RunTimeEndian>>;
 
 use crate::buckets::{ObjectFile, ObjectKind};
 
@@ -36,9 +39,29 @@ struct Sym {
 }
 
 /// The symbols of one object file.
-#[derive(Debug, Default)]
+#[derive(Default)]
 struct FileSyms {
     syms: Vec<Sym>,
+    /// Line tables and inline information, when the file has DWARF.
+    dwarf: Option<Dwarf>,
+}
+
+impl std::fmt::Debug for FileSyms {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FileSyms")
+            .field("syms", &self.syms.len())
+            .field("dwarf", &self.dwarf.is_some())
+            .finish()
+    }
+}
+
+/// Source information for one address, from DWARF.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct SourceInfo {
+    /// `file:line` of the address.
+    pub(crate) location: Option<String>,
+    /// Functions inlined at the address, outermost first (the symbol's own function excluded).
+    pub(crate) inlined: Vec<String>,
 }
 
 /// What an address resolved to.
@@ -122,6 +145,41 @@ impl<'p> Symbolizer<'p> {
             function: "[unknown]".to_owned(),
             library,
         }
+    }
+
+    /// `file:line` and inline chain of run-time address `addr` of `object`, where DWARF exists.
+    /// Call after `lookup` for the same object (which loads the file).
+    pub(crate) fn source_info(&mut self, object: usize, addr: u64) -> SourceInfo {
+        let o = &self.objects[object];
+        let Some(Some(FileSyms {
+            dwarf: Some(ctx), ..
+        })) = self.files.get(object)
+        else {
+            return SourceInfo::default();
+        };
+        let file_addr = addr.wrapping_sub(o.bias);
+        let mut info = SourceInfo::default();
+        if let Ok(Some(addr2line::Location {
+            file: Some(file),
+            line: Some(line),
+            ..
+        })) = ctx.find_location(file_addr)
+        {
+            info.location = Some(format!("{file}:{line}"));
+        }
+        if let Ok(mut frames) = ctx.find_frames(file_addr).skip_all_loads() {
+            let mut names = Vec::new();
+            while let Ok(Some(frame)) = frames.next() {
+                if let Some(name) = frame.function.as_ref().and_then(|f| f.raw_name().ok()) {
+                    names.push(demangle(name.as_ref()));
+                }
+            }
+            // Frames come innermost first; the last is the function the symbol names.
+            names.pop();
+            names.reverse();
+            info.inlined = names;
+        }
+        info
     }
 
     /// Resolves a bucket `[addr, addr + size)`: the function containing its first byte, else
@@ -212,12 +270,9 @@ fn load(o: &ObjectFile) -> Result<(FileSyms, Option<String>), String> {
     // A separate debug file found by build id (Debian's `-dbg`/`-dbgsym` packages) has the full
     // `.symtab` of a stripped library: libc's internal functions get names instead of
     // `[unknown]`. Its addresses are those of the stripped file.
-    if let Some(path) = debug_file_for(&o.build_id) {
-        if let Ok(syms) = load_file(&path, &o.build_id) {
-            if !syms.0.syms.is_empty() {
-                return Ok(syms);
-            }
-        }
+    match debug_file_for(&o.build_id).map(|path| load_file(&path, &o.build_id)) {
+        Some(Ok(syms)) if !syms.0.syms.is_empty() => return Ok(syms),
+        _ => {}
     }
     load_file(&o.path, &o.build_id)
 }
@@ -253,17 +308,14 @@ fn load_file(path: &str, build_id: &[u8]) -> Result<(FileSyms, Option<String>), 
             o.path
         )
     })?;
-    let mut warning = None;
-    if !o.build_id.is_empty() {
-        if let Ok(Some(id)) = file.build_id() {
-            if id != o.build_id.as_slice() {
-                warning = Some(format!(
-                    "{}: build id differs from the one that ran (file rebuilt since?): names may be wrong",
-                    o.path
-                ));
-            }
-        }
-    }
+    let file_id = file.build_id().ok().flatten();
+    let warning = match file_id {
+        Some(id) if !o.build_id.is_empty() && id != o.build_id.as_slice() => Some(format!(
+            "{}: build id differs from the one that ran (file rebuilt since?): names may be wrong",
+            o.path
+        )),
+        _ => None,
+    };
     let mut syms: Vec<Sym> = collect(file.symbols());
     if syms.is_empty() {
         syms = collect(file.dynamic_symbols());
@@ -271,7 +323,30 @@ fn load_file(path: &str, build_id: &[u8]) -> Result<(FileSyms, Option<String>), 
     syms.sort_by(|a, b| a.addr.cmp(&b.addr).then(b.size.cmp(&a.size)));
     // Aliases share an address: keep the first (largest size).
     syms.dedup_by_key(|s| s.addr);
-    Ok((FileSyms { syms }, warning))
+    let dwarf = load_dwarf(&file);
+    Ok((FileSyms { syms, dwarf }, warning))
+}
+
+/// Builds an `addr2line` context from the file's DWARF sections, if it has `.debug_info`.
+fn load_dwarf(file: &object::File<'_>) -> Option<Dwarf> {
+    file.section_by_name(".debug_info")?;
+    let endian = if file.is_little_endian() {
+        gimli::RunTimeEndian::Little
+    } else {
+        gimli::RunTimeEndian::Big
+    };
+    let load = |id: gimli::SectionId| -> Result<_, gimli::Error> {
+        let data: Rc<[u8]> = match file.section_by_name(id.name()) {
+            Some(section) => match section.uncompressed_data() {
+                Ok(d) => Rc::from(&*d),
+                Err(_) => Rc::from(&[][..]),
+            },
+            None => Rc::from(&[][..]),
+        };
+        Ok(gimli::EndianRcSlice::new(data, endian))
+    };
+    let dwarf = gimli::Dwarf::load(load).ok()?;
+    addr2line::Context::from_dwarf(dwarf).ok()
 }
 
 fn collect<'d: 'f, 'f>(it: impl Iterator<Item = object::Symbol<'d, 'f>>) -> Vec<Sym> {
@@ -317,6 +392,18 @@ mod tests {
             "heatmap::symbolize::tests::a_function_with_a_known_name"
         );
         assert_eq!(r.library, None);
+        // The test binary has DWARF: the function's first line is its `fn` line here.
+        let info = s.source_info(find(f), f);
+        let loc = info.location.expect("a location from DWARF");
+        assert!(loc.contains("heatmap/src/symbolize.rs:"), "{loc}");
+        let line: u32 = loc.rsplit(':').next().unwrap().parse().unwrap();
+        let src = include_str!("symbolize.rs");
+        let fn_line = src
+            .lines()
+            .position(|l| l.contains("fn a_function_with_a_known_name(x: u64)"))
+            .unwrap() as u32
+            + 1;
+        assert_eq!(line, fn_line, "{loc}");
         let g = libc::getpid as unsafe extern "C" fn() -> libc::pid_t as usize as u64;
         let r = s.lookup(find(g), g);
         assert!(r.function.contains("getpid"), "{}", r.function);
