@@ -479,3 +479,14 @@ mod tests {
         assert_eq!(c.min, u64::MAX);
     }
 }
+
+#[cfg(test)]
+mod size_tests {
+    /// The memory figures ARCHITECTURE.md states.
+    #[test]
+    fn memory_per_point_and_thread_is_as_documented() {
+        assert_eq!(std::mem::size_of::<super::Slot>(), 11_392);
+        assert_eq!(std::mem::size_of::<super::Shard>(), 128);
+        assert_eq!(std::mem::size_of::<crate::point::Point>(), 72);
+    }
+}
