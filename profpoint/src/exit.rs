@@ -98,7 +98,14 @@ fn init_inner() {
             }
         }
     }
-    let armed = p.from_env.as_ref().is_some_and(|d| !d.is_empty());
+    drop(p);
+    #[cfg(feature = "heatmap")]
+    if crate::sampling::start_from_env() {
+        // Asking for a heatmap asks for a report: stderr unless PROFPOINT_REPORT says where.
+        plan().opted_in = true;
+    }
+    let p = plan();
+    let armed = p.opted_in || p.from_env.as_ref().is_some_and(|d| !d.is_empty());
     drop(p);
     if armed {
         crate::overhead::measure();
@@ -139,6 +146,7 @@ fn write_exit_report() {
     }
     let report = Report::collect(&ReportOptions {
         subtract_overhead: subtract,
+        final_report: true,
     });
     // The program's own output comes first: flush what it left in stdout's buffer.
     {

@@ -51,6 +51,8 @@ mod hist;
 mod overhead;
 mod point;
 mod report;
+#[cfg(feature = "heatmap")]
+mod sampling;
 mod shard;
 
 #[doc(hidden)]
@@ -131,6 +133,14 @@ pub fn write_profile_points(w: &mut dyn std::io::Write) -> std::io::Result<()> {
 /// `#[profpoint::main]` does it for you. Measures the point overhead now (about 1 ms).
 pub fn report_at_exit() {
     exit::opt_in();
+}
+
+/// Starts the `heatmap` sampler under profpoint: every report (snapshots, the exit report)
+/// then carries its top functions, and it is stopped at exit. `PROFPOINT_HEATMAP=1` does the
+/// same without code. For a sampler of your own, use [`heatmap::start`] directly.
+#[cfg(feature = "heatmap")]
+pub fn start_heatmap(config: heatmap::Config) -> Result<(), heatmap::StartError> {
+    sampling::start(config)
 }
 
 /// Writes a report to a destination now (as the exit handler would).

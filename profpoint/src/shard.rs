@@ -280,10 +280,12 @@ impl Shard {
         if index as usize >= self.fast_len {
             return None;
         }
-        let p = self.slots.get(index as usize)?;
-        // Acquire pairs with the Release in `slot_or_new`... but only the owner creates slots
-        // in its shard, so Relaxed suffices for the owner; readers use `slot_for_read`.
-        let p = p.load(Ordering::Relaxed);
+        // SAFETY: `fast_len` is 0 or `slots.len()` (set once in `Shard::new`), and `index` is
+        // below it: the element exists.
+        let cell = unsafe { self.slots.get_unchecked(index as usize) };
+        // Relaxed: only the owning thread (the caller) stores into its shard's cells; other
+        // threads read them through `slot_for_read`, which acquires.
+        let p = cell.load(Ordering::Relaxed);
         // SAFETY: a non-null pointer here came from `Box::into_raw` in `slot_or_new` and slots
         // are never freed (shards and their slots live for the rest of the process).
         unsafe { p.as_ref() }

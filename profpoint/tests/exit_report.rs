@@ -25,6 +25,71 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+#[profpoint::profile_point]
+#[inline(never)]
+fn spin(mut x: u64) -> u64 {
+    for i in 0..10_000u64 {
+        x = x.wrapping_mul(6364136223846793005).wrapping_add(i);
+    }
+    x
+}
+
+#[cfg(feature = "heatmap")]
+fn heatmap_joins_the_exit_report() {
+    let dir = std::env::temp_dir().join(format!("profpoint-heatmap-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("r.json");
+    let spec = format!("stderr,json:{}", json.display());
+    let o = run_child(
+        "child_busy",
+        &[
+            ("PROFPOINT_HEATMAP", "1"),
+            ("PROFPOINT_HZ", "1000"),
+            ("PROFPOINT_REPORT", &spec),
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(e.contains("Heatmap (top #"), "{e}");
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let h = &v["heatmap"];
+    // 300 ms of CPU at 1 kHz (or 250 Hz with the setitimer fallback): well over 20 samples.
+    assert!(h["total_samples"].as_u64().unwrap() >= 20, "{h}");
+    let rows = h["rows"].as_array().unwrap();
+    assert!(!rows.is_empty());
+    // The busy loop is where the time goes: it is in the table, under its own name or under
+    // the profpoint wrapper that inlines annotated bodies (unoptimised test builds spread it
+    // over the iterator functions it calls).
+    let names: Vec<&str> = rows
+        .iter()
+        .map(|r| r["function"].as_str().unwrap())
+        .collect();
+    assert!(
+        names
+            .iter()
+            .any(|n| n.contains("spin") || n.contains("__call_on")),
+        "{names:?}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+fn a_bad_heatmap_variable_is_one_line_and_the_program_runs() {
+    let o = run_child(
+        "child_silent",
+        &[
+            ("PROFPOINT_HEATMAP", "1"),
+            ("PROFPOINT_HZ", "fast"),
+            ("PROFPOINT_REPORT", "stderr"),
+        ],
+    );
+    assert!(o.status.success());
+    let e = stderr(&o);
+    if cfg!(feature = "heatmap") {
+        assert!(e.contains("PROFPOINT_HZ=\"fast\": expected"), "{e}");
+    }
+    assert!(e.contains("exit_report::work"), "{e}");
+}
+
 /// Stands in for `main` (the attribute works on any function; `main` is the one to mark).
 #[profpoint::main]
 fn entry() {
@@ -48,6 +113,14 @@ fn child(scenario: &str) {
         }
         "child_silent" => work(),
         "child_main_attribute" => entry(),
+        "child_busy" => {
+            let t = std::time::Instant::now();
+            let mut x = 0u64;
+            while t.elapsed() < Duration::from_millis(300) {
+                x = spin(x);
+            }
+            std::hint::black_box(x);
+        }
         other => panic!("unknown child scenario {other:?}"),
     }
 }
@@ -211,7 +284,11 @@ fn main() {
         return;
     }
     let args = libtest_mimic::Arguments::from_args();
-    let tests = vec![
+    let mut tests = vec![
+        libtest_mimic::Trial::test(
+            "a_bad_heatmap_variable_is_one_line_and_the_program_runs",
+            || Ok(a_bad_heatmap_variable_is_one_line_and_the_program_runs()),
+        ),
         libtest_mimic::Trial::test("the_main_attribute_opts_in", || {
             Ok(the_main_attribute_opts_in())
         }),
@@ -240,5 +317,10 @@ fn main() {
             Ok(subtracting_the_overhead_is_said_in_the_header())
         }),
     ];
+    #[cfg(feature = "heatmap")]
+    tests.push(libtest_mimic::Trial::test(
+        "heatmap_joins_the_exit_report",
+        || Ok(heatmap_joins_the_exit_report()),
+    ));
     libtest_mimic::run(&args, tests).exit();
 }

@@ -54,6 +54,10 @@ pub struct Report {
     pub wall_ns: u64,
     /// Every profile point, sorted by total time, longest first.
     pub points: Vec<PointReport>,
+    /// The heatmap sampler's top functions, when it runs under profpoint
+    /// (`PROFPOINT_HEATMAP`, [`crate::start_heatmap`]).
+    #[cfg(feature = "heatmap")]
+    pub heatmap: Option<heatmap::Report>,
 }
 
 /// Metadata of the measured run.
@@ -137,6 +141,8 @@ pub struct PointReport {
 pub struct ReportOptions {
     /// Subtract the measured in-interval overhead from every timed call.
     pub subtract_overhead: bool,
+    /// This is the exit report: stop the samplers and report their final profiles.
+    pub final_report: bool,
 }
 
 /// Counts left by [`crate::reset`], subtracted from later reports (index = point index).
@@ -205,6 +211,8 @@ impl Report {
             overhead_subtracted: opts.subtract_overhead && sub_ticks > 0.0,
             wall_ns,
             points,
+            #[cfg(feature = "heatmap")]
+            heatmap: crate::sampling::report(opts.final_report),
         }
     }
 

@@ -105,6 +105,11 @@ pub fn write_table(report: &Report, w: &mut dyn Write) -> io::Result<()> {
             " ~ sampled timing: every call counted, one in N timed; times are estimates"
         )?;
     }
+    #[cfg(feature = "heatmap")]
+    if let Some(h) = &report.heatmap {
+        writeln!(w)?;
+        h.write_table(w)?;
+    }
     Ok(())
 }
 

@@ -1,0 +1,86 @@
+//! The heatmap sampler as part of the one report (feature `heatmap`).
+//!
+//! `PROFPOINT_HEATMAP=1` (or `cpu`, `wall`; with `PROFPOINT_HZ`, `PROFPOINT_SHIFT`) starts the
+//! `heatmap` sampler before `main` with no code change; [`crate::start_heatmap`] starts it
+//! from code. While it runs, every report carries its top functions; at exit it is stopped
+//! (restoring the signal disposition it took) and its final profile goes into the exit report.
+//! `PROFPOINT_HEATMAP_TOP` (rows, default 20) and `PROFPOINT_HEATMAP_EXCLUDE` (comma-separated
+//! globs of function names) shape that section.
+
+use crate::env;
+use std::sync::Mutex;
+
+static SAMPLER: Mutex<Option<heatmap::Sampler>> = Mutex::new(None);
+
+fn sampler() -> std::sync::MutexGuard<'static, Option<heatmap::Sampler>> {
+    // A panic while holding the lock leaves either a sampler or none: both are consistent.
+    SAMPLER.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Starts the sampler if the environment asks; returns whether it runs. Errors are one line on
+/// stderr: the program keeps running without a heatmap.
+pub(crate) fn start_from_env() -> bool {
+    let config = match heatmap::Config::from_env_vars(|k| std::env::var(k).ok()) {
+        Ok(Some(c)) => c,
+        Ok(None) => return false,
+        Err(e) => {
+            eprintln!("profpoint: {e}; no heatmap");
+            return false;
+        }
+    };
+    match start(config) {
+        Ok(()) => true,
+        Err(e) => {
+            eprintln!("profpoint: PROFPOINT_HEATMAP: the sampler could not start: {e}");
+            false
+        }
+    }
+}
+
+/// Starts the sampler under profpoint's control (see [`crate::start_heatmap`]).
+pub(crate) fn start(config: heatmap::Config) -> Result<(), heatmap::StartError> {
+    let mut s = sampler();
+    if s.is_some() {
+        return Err(heatmap::StartError::AlreadyRunning);
+    }
+    *s = Some(heatmap::start(config)?);
+    Ok(())
+}
+
+/// How the heatmap section is shaped, from the environment.
+fn options() -> heatmap::ReportOptions {
+    let mut opts = heatmap::ReportOptions::default();
+    if let Some(v) = env::var("PROFPOINT_HEATMAP_TOP") {
+        match v.trim().parse::<usize>() {
+            Ok(n) if (1..=100_000).contains(&n) => opts.top = n,
+            _ => env::warn(
+                &env::EnvError {
+                    var: "PROFPOINT_HEATMAP_TOP",
+                    value: v,
+                    expected: "a number of rows from 1 to 100000",
+                },
+                "20",
+            ),
+        }
+    }
+    if let Some(v) = env::var("PROFPOINT_HEATMAP_EXCLUDE") {
+        match env::parse_globs("PROFPOINT_HEATMAP_EXCLUDE", &v) {
+            Ok(globs) => opts.exclude = globs,
+            Err(e) => env::warn(&e, "no exclusion"),
+        }
+    }
+    opts
+}
+
+/// The heatmap section of a report: a snapshot while sampling, or (`stop`) the final profile.
+pub(crate) fn report(stop: bool) -> Option<heatmap::Report> {
+    let profile = {
+        let mut s = sampler();
+        if stop {
+            s.take()?.stop()
+        } else {
+            s.as_ref()?.snapshot()
+        }
+    };
+    Some(profile.report(&options()))
+}
