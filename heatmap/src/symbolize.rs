@@ -16,16 +16,20 @@
 //! report carries a warning saying so.
 //!
 //! Where the file (or its build-id debug file) carries DWARF, `addr2line` adds the source
-//! location (`file:line`) of an address and the chain of functions inlined at it. DWARF is
-//! parsed lazily, per compilation unit, and only for the rows reported; its sections are
-//! copied out of the mapping (decompressed if need be) into reference-counted buffers.
+//! location (`file:line`) of an address and the chain of functions inlined at it, for the
+//! rows reported only, for objects that carry DWARF themselves (the program, built with
+//! debug info; system libraries' separate debug files give names only). The DWARF sections are read in place from the mapping; compressed ones
+//! (Debian's debug files) are decompressed into boxes owned next to the mapping. Sections that
+//! lines and inline frames never need (location lists, macros, public names) are not loaded:
+//! decompressing libc's location lists alone would cost tens of milliseconds.
 
 use std::borrow::Cow;
-use std::rc::Rc;
 
 use object::{Object, ObjectSection, ObjectSymbol, SymbolKind};
 
-type Dwarf = addr2line::Context<gimli::EndianRcSlice<gimli::RunTimeEndian>>;
+/// Slices borrowed from a [`Mapped`] file or a decompressed box, both owned by the same
+/// [`FileSyms`] as the context and dropped after it (see `FileSyms`).
+type Dwarf = addr2line::Context<gimli::EndianSlice<'static, gimli::RunTimeEndian>>;
 
 use crate::buckets::{ObjectFile, ObjectKind};
 
@@ -39,11 +43,18 @@ struct Sym {
 }
 
 /// The symbols of one object file.
+///
+/// Field order matters: `dwarf` borrows from `_decompressed` and `_map` through `'static`
+/// slices, and Rust drops fields in declaration order, so the context goes first.
 #[derive(Default)]
 struct FileSyms {
     syms: Vec<Sym>,
     /// Line tables and inline information, when the file has DWARF.
     dwarf: Option<Dwarf>,
+    /// Decompressed DWARF sections (their heap addresses never move).
+    _decompressed: Vec<Box<[u8]>>,
+    /// The file mapping the uncompressed DWARF sections point into.
+    _map: Option<Mapped>,
 }
 
 impl std::fmt::Debug for FileSyms {
@@ -270,11 +281,13 @@ fn load(o: &ObjectFile) -> Result<(FileSyms, Option<String>), String> {
     // A separate debug file found by build id (Debian's `-dbg`/`-dbgsym` packages) has the full
     // `.symtab` of a stripped library: libc's internal functions get names instead of
     // `[unknown]`. Its addresses are those of the stripped file.
-    match debug_file_for(&o.build_id).map(|path| load_file(&path, &o.build_id)) {
+    // Names only from a separate debug file: decompressing libc's DWARF costs 50-80 ms here,
+    // which would blow the report's time budget for lines in system code.
+    match debug_file_for(&o.build_id).map(|path| load_file(&path, &o.build_id, false)) {
         Some(Ok(syms)) if !syms.0.syms.is_empty() => return Ok(syms),
         _ => {}
     }
-    load_file(&o.path, &o.build_id)
+    load_file(&o.path, &o.build_id, true)
 }
 
 /// `/usr/lib/debug/.build-id/ab/cdef....debug` for build id `abcdef...`, if it exists.
@@ -288,7 +301,11 @@ fn debug_file_for(build_id: &[u8]) -> Option<String> {
     std::path::Path::new(&path).exists().then_some(path)
 }
 
-fn load_file(path: &str, build_id: &[u8]) -> Result<(FileSyms, Option<String>), String> {
+fn load_file(
+    path: &str,
+    build_id: &[u8],
+    with_dwarf: bool,
+) -> Result<(FileSyms, Option<String>), String> {
     let o = ObjectFile {
         path: path.to_owned(),
         bias: 0,
@@ -323,29 +340,69 @@ fn load_file(path: &str, build_id: &[u8]) -> Result<(FileSyms, Option<String>), 
     syms.sort_by(|a, b| a.addr.cmp(&b.addr).then(b.size.cmp(&a.size)));
     // Aliases share an address: keep the first (largest size).
     syms.dedup_by_key(|s| s.addr);
-    let dwarf = load_dwarf(&file);
-    Ok((FileSyms { syms, dwarf }, warning))
+    let mut decompressed = Vec::new();
+    let dwarf = if with_dwarf {
+        // SAFETY: the slices given to `load_dwarf` point into `map` (a live mapping) or into
+        // boxes pushed to `decompressed`; both move into the returned `FileSyms` together with
+        // the context, which is declared before them and so dropped first. Moving a `Mapped`
+        // or a `Box` does not move the bytes they own.
+        unsafe { load_dwarf(&file, &mut decompressed) }
+    } else {
+        None
+    };
+    drop(file);
+    Ok((
+        FileSyms {
+            syms,
+            dwarf,
+            _decompressed: decompressed,
+            _map: Some(map),
+        },
+        warning,
+    ))
 }
 
 /// Builds an `addr2line` context from the file's DWARF sections, if it has `.debug_info`.
-fn load_dwarf(file: &object::File<'_>) -> Option<Dwarf> {
+///
+/// # Safety
+///
+/// The returned context holds `'static` slices into `file`'s data and into `decompressed`:
+/// the caller must keep both alive, and the boxes in place, for as long as the context lives.
+unsafe fn load_dwarf(file: &object::File<'_>, decompressed: &mut Vec<Box<[u8]>>) -> Option<Dwarf> {
     file.section_by_name(".debug_info")?;
     let endian = if file.is_little_endian() {
         gimli::RunTimeEndian::Little
     } else {
         gimli::RunTimeEndian::Big
     };
-    let load = |id: gimli::SectionId| -> Result<_, gimli::Error> {
-        let data: Rc<[u8]> = match file.section_by_name(id.name()) {
-            Some(section) => match section.uncompressed_data() {
-                Ok(d) => Rc::from(&*d),
-                Err(_) => Rc::from(&[][..]),
+    use gimli::SectionId as S;
+    let mut load = |id: gimli::SectionId| -> Result<_, gimli::Error> {
+        let needed = !matches!(
+            id,
+            S::DebugLoc
+                | S::DebugLocLists
+                | S::DebugMacinfo
+                | S::DebugMacro
+                | S::DebugPubNames
+                | S::DebugPubTypes
+        );
+        let bytes: &[u8] = match file.section_by_name(id.name()) {
+            Some(section) if needed => match section.uncompressed_data() {
+                Ok(Cow::Borrowed(b)) => b,
+                Ok(Cow::Owned(v)) => {
+                    decompressed.push(v.into_boxed_slice());
+                    decompressed.last().map_or(&[][..], |b| &b[..])
+                }
+                Err(_) => &[],
             },
-            None => Rc::from(&[][..]),
+            _ => &[],
         };
-        Ok(gimli::EndianRcSlice::new(data, endian))
+        // SAFETY: per this function's contract, `bytes` (in the file's mapping or in a box of
+        // `decompressed`) outlives the context built from it.
+        let bytes: &'static [u8] = unsafe { std::mem::transmute::<&[u8], &'static [u8]>(bytes) };
+        Ok(gimli::EndianSlice::new(bytes, endian))
     };
-    let dwarf = gimli::Dwarf::load(load).ok()?;
+    let dwarf = gimli::Dwarf::load(&mut load).ok()?;
     addr2line::Context::from_dwarf(dwarf).ok()
 }
 
