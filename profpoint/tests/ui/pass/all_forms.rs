@@ -64,6 +64,48 @@ fn early(flag: bool) -> Option<u8> {
     Some(v)
 }
 
+#[profpoint::profile_point]
+fn mutates(mut x: u32, (a, b): (u32, u32)) -> u32 {
+    x += a + b;
+    x
+}
+
+#[profpoint::profile_point]
+fn longest<'a>(a: &'a str, b: &'a str) -> &'a str {
+    if a.len() >= b.len() {
+        return a;
+    }
+    b
+}
+
+#[profpoint::profile_point]
+fn first_word(s: &str) -> &str {
+    s.split(' ').next().unwrap_or("")
+}
+
+/// # Safety
+/// `p` must be valid for reads.
+#[profpoint::profile_point]
+unsafe fn read(p: *const u8) -> u8 {
+    // SAFETY: the caller promises `p` is valid.
+    unsafe { *p }
+}
+
+#[profpoint::profile_point]
+extern "C" fn callback(x: i32) -> i32 {
+    x * 2
+}
+
+#[profpoint::profile_point]
+fn never_returns() -> ! {
+    panic!("diverges")
+}
+
+#[profpoint::profile_point]
+fn owned(v: Vec<String>) -> Vec<String> {
+    v.into_iter().rev().collect()
+}
+
 profpoint::define_profile_point!(pub EXPLICIT);
 
 #[profpoint::main]
@@ -78,6 +120,16 @@ fn main() {
     println!("{}", shown());
     through_reexport();
     early(false);
+    mutates(1, (2, 3));
+    longest("a", "bb");
+    first_word("a b");
+    // SAFETY: a valid byte.
+    unsafe { read(&7u8) };
+    callback(2);
+    owned(vec!["a".into()]);
+    if std::env::var_os("NEVER_SET_PROFPOINT").is_some() {
+        never_returns();
+    }
     let t = EXPLICIT.start();
     EXPLICIT.leave(t);
     let _g = profpoint::profile_scope!("scope");
