@@ -64,6 +64,8 @@ struct Shared {
     threads: AtomicU64,
     /// Threads whose event could not be opened (other than because they had just exited).
     failed_threads: AtomicU64,
+    /// The first error listing `/proc/self/task` (no /proc: no thread gets an event).
+    scan_error: std::sync::Mutex<Option<String>>,
     /// Wall-mode ticks done.
     ticks: AtomicU64,
     /// The watcher's own user CPU time, in ns, written when it exits.
@@ -351,6 +353,15 @@ impl Inner {
                 "{failed} thread(s) could not be given a perf event and were not sampled"
             ));
         }
+        if let Some(e) = self
+            .shared
+            .scan_error
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+        {
+            p.warnings.push(e);
+        }
         if let Some(achieved) = p.achieved_hz() {
             let requested = f64::from(self.config.hz);
             // 5%: the rate promise of the issue; below it the report must say so.
@@ -473,8 +484,19 @@ impl Watcher {
 
     /// Lists `/proc/self/task`: opens events for new threads, closes those of exited ones.
     fn scan(&self, me: libc::pid_t, threads: &mut HashMap<libc::pid_t, Tracked>) {
-        let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
-            return;
+        let dir = match std::fs::read_dir("/proc/self/task") {
+            Ok(dir) => dir,
+            Err(e) => {
+                let mut first = self
+                    .shared
+                    .scan_error
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner());
+                first.get_or_insert_with(|| {
+                    format!("cannot list /proc/self/task ({e}): threads were not given perf events")
+                });
+                return;
+            }
         };
         let mut alive: Vec<libc::pid_t> = dir
             .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
