@@ -38,6 +38,49 @@ fn median(v: &mut [f64]) -> f64 {
     v[v.len() / 2]
 }
 
+/// The cost of one SIGPROF round trip into our handler without any timer: `tgkill` to the
+/// calling thread (delivered on return from the system call), handler, `sigreturn`.
+fn signal_round_trip() -> Duration {
+    let s = heatmap::start(
+        heatmap::Config::new()
+            .hz(1)
+            .source(heatmap::Source::Setitimer),
+    )
+    .expect("start");
+    // SAFETY: getpid/gettid have no arguments.
+    let (pid, tid) = unsafe {
+        (
+            libc::getpid(),
+            libc::syscall(libc::SYS_gettid) as libc::pid_t,
+        )
+    };
+    let n = 200_000u32;
+    let t = Instant::now();
+    for _ in 0..n {
+        // SAFETY: SIGPROF to this thread; our handler is installed.
+        unsafe { libc::syscall(libc::SYS_tgkill, pid, tid, libc::SIGPROF) };
+    }
+    let per = t.elapsed() / n;
+    let p = s.stop();
+    assert!(
+        p.total_samples() >= u64::from(n),
+        "every raise reached the handler"
+    );
+    // Baseline: the same system call with signal 0 (permission check only, no delivery).
+    let t = Instant::now();
+    for _ in 0..n {
+        // SAFETY: signal 0 delivers nothing.
+        unsafe { libc::syscall(libc::SYS_tgkill, pid, tid, 0) };
+    }
+    let base = t.elapsed() / n;
+    println!(
+        "SIGPROF round trip (tgkill + delivery + handler + sigreturn): {:.2} us; tgkill(sig 0) alone: {:.2} us",
+        per.as_secs_f64() * 1e6,
+        base.as_secs_f64() * 1e6
+    );
+    per
+}
+
 fn main() {
     let rounds: usize = std::env::args()
         .skip(1)
@@ -76,6 +119,7 @@ fn main() {
             }
         }
     }
+    signal_round_trip();
     let base = median(&mut per_call[0].clone());
     println!("interleaved: {rounds} rounds of {d:?} per configuration");
     println!("no sampling: {:.1} us per workload call", base * 1e6);
