@@ -33,6 +33,10 @@
 //! | `dump.rs` | the versioned dump format |
 //! | `bin/heatmap.rs` | the `heatmap` command: a report from a dump |
 //!
+//! Beside the crate: `examples/heatmap_demo.rs` (a workload that writes a dump),
+//! `scripts/compare_with_perf.sh` (our top 5 against `perf report` on the same run),
+//! `benches/` (overhead, achieved rate, report time) and `NOTES.md` (measured figures).
+//!
 //! # Limits
 //!
 //! - One sampler per process at a time ([`StartError::AlreadyRunning`]); a program that already
@@ -41,6 +45,9 @@
 //! - Libraries `dlopen`ed after start count as "other" (the report names them).
 //! - Symbols come from the files on disk after the run: a file rebuilt in between is detected
 //!   by its build id and reported.
+//! - Each sample costs ~40 us of kernel time on the project's VM (perf's software timer, not
+//!   the handler, which costs ~1 us with its signal delivery): ~4 % at 1 kHz. See NOTES.md.
+//! - A thread that blocks `SIGPROF` is not sampled (its overflow signal stays pending).
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
