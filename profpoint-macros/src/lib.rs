@@ -7,6 +7,7 @@ use proc_macro::TokenStream;
 
 mod attr;
 mod profile_point;
+mod tracepoint;
 
 /// Times every call of a function as a profile point.
 ///
@@ -27,6 +28,25 @@ pub fn profile_point(args: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn main(args: TokenStream, item: TokenStream) -> TokenStream {
     profile_point::expand_main(args.into(), item.into())
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
+}
+
+/// Declares a tracepoint: `tracepoint!(pub fn sched_switch(prev: &Task, next: &Task));`,
+/// optionally with a condition on its arguments, evaluated only when enabled:
+/// `tracepoint!(fn wakeup(task: &Task) if task.prio > 0);`. See `profpoint::tracepoint`.
+#[proc_macro]
+pub fn tracepoint(input: TokenStream) -> TokenStream {
+    tracepoint::expand(input.into())
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
+}
+
+/// Fires a tracepoint with argument expressions that run only when it is enabled:
+/// `trace!(sched_switch(expensive(a), b))`.
+#[proc_macro]
+pub fn trace(input: TokenStream) -> TokenStream {
+    tracepoint::expand_trace(input.into())
         .unwrap_or_else(syn::Error::into_compile_error)
         .into()
 }

@@ -10,6 +10,9 @@
 //! | `PROFPOINT_ENABLE` | comma-separated globs to turn on (applied after `PROFPOINT_DISABLE`) | all on |
 //! | `PROFPOINT_SAMPLE` | `N` (every point) or comma-separated `GLOB=N`: time one call in about N | every call timed |
 //! | `PROFPOINT_SUBTRACT_OVERHEAD` | `0` or `1` | `0` |
+//! | `PROFPOINT_TRACE` | comma-separated globs of tracepoint names whose counting probe to turn on | none |
+//! | `PROFPOINT_HEATMAP`, `PROFPOINT_HZ`, `PROFPOINT_SHIFT` | start the heatmap sampler (see the `heatmap` crate) | off |
+//! | `PROFPOINT_HEATMAP_TOP`, `PROFPOINT_HEATMAP_EXCLUDE` | rows and excluded function globs of the heatmap section | 20, none |
 //! | `PROFPOINT_CLOCK` | `tsc` or `monotonic` | `tsc` where invariant |
 
 use std::path::PathBuf;

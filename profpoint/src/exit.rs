@@ -82,6 +82,14 @@ fn init_inner() {
             Err(e) => env::warn(&e, "timing of every call"),
         }
     }
+    if let Some(v) = env::var("PROFPOINT_TRACE") {
+        match env::parse_globs("PROFPOINT_TRACE", &v) {
+            Ok(globs) => globs.iter().for_each(|g| {
+                crate::trace_count(g);
+            }),
+            Err(e) => env::warn(&e, "no tracepoint counted"),
+        }
+    }
     let mut p = plan();
     if let Some(v) = env::var("PROFPOINT_SUBTRACT_OVERHEAD") {
         match env::parse_bool("PROFPOINT_SUBTRACT_OVERHEAD", &v) {

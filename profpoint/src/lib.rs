@@ -54,6 +54,7 @@ mod report;
 #[cfg(feature = "heatmap")]
 mod sampling;
 mod shard;
+pub mod tracepoint;
 
 #[doc(hidden)]
 pub mod __private;
@@ -62,7 +63,7 @@ pub use clock::ClockInfo;
 pub use glob::matches as glob_matches;
 pub use overhead::Overhead;
 pub use point::{AsyncGuard, Guard, Point, Token};
-pub use profpoint_macros::{main, profile_point};
+pub use profpoint_macros::{main, profile_point, trace, tracepoint};
 pub use report::{
     ClockReport, PointReport, Report, ReportOptions, RunInfo, SCHEMA, VERSION, write_table,
 };
@@ -141,6 +142,22 @@ pub fn report_at_exit() {
 #[cfg(feature = "heatmap")]
 pub fn start_heatmap(config: heatmap::Config) -> Result<(), heatmap::StartError> {
     sampling::start(config)
+}
+
+/// Every tracepoint compiled into the program: name, enabled state, probes, hits.
+pub fn tracepoints() -> Vec<tracepoint::TracepointInfo> {
+    tracepoint::all().iter().map(|t| t.info()).collect()
+}
+
+/// Turns on the built-in counting probe of every tracepoint matching `glob` (their hits appear
+/// in the report); returns how many matched. `PROFPOINT_TRACE` does it at start.
+pub fn trace_count(glob: &str) -> usize {
+    tracepoint::count_matching(glob, true)
+}
+
+/// Turns the counting probe off again; returns how many matched.
+pub fn trace_uncount(glob: &str) -> usize {
+    tracepoint::count_matching(glob, false)
 }
 
 /// Writes a report to a destination now (as the exit handler would).

@@ -255,12 +255,25 @@ pub(crate) struct Shard {
     pub(crate) child_acc: AtomicU64,
     /// State of the xorshift generator for sampled timing.
     pub(crate) rng: AtomicU64,
+    /// Tracepoint RCU: 0 outside a read section, else the grace-period epoch read when the
+    /// outermost section began (see `tracepoint/rcu.rs`). Written by the owner, read by
+    /// writers waiting for a grace period.
+    pub(crate) rcu_epoch: AtomicU64,
+    /// Read-section nesting depth (owner only).
+    pub(crate) rcu_nest: AtomicU32,
+    /// This thread's hits of each tracepoint, by tracepoint index.
+    pub(crate) tp_hits: Box<[AtomicU64]>,
 }
 
 impl Shard {
     fn new(points: usize, seed: u64) -> Shard {
         let tsc = crate::clock::uses_tsc();
         Shard {
+            rcu_epoch: AtomicU64::new(0),
+            rcu_nest: AtomicU32::new(0),
+            tp_hits: (0..crate::tracepoint::count())
+                .map(|_| AtomicU64::new(0))
+                .collect(),
             fast_len: if tsc { points } else { 0 },
             slots: (0..points)
                 .map(|_| AtomicPtr::new(std::ptr::null_mut()))
@@ -434,6 +447,11 @@ pub(crate) fn read_point(index: usize) -> Counts {
     sum
 }
 
+/// Every shard made so far.
+pub(crate) fn all_shards() -> Vec<&'static Shard> {
+    registry().all.clone()
+}
+
 /// Number of shards made so far (bounded by the peak number of concurrent threads).
 pub(crate) fn shard_count() -> usize {
     registry().all.len()
@@ -453,11 +471,13 @@ mod tests {
     #[test]
     fn counts_add_and_since() {
         let mut a = Counts::default();
-        let mut b = Counts::default();
-        b.timed = 3;
-        b.total = 30;
-        b.min = 5;
-        b.max = 15;
+        let mut b = Counts {
+            timed: 3,
+            total: 30,
+            min: 5,
+            max: 15,
+            ..Default::default()
+        };
         b.hist[1] = 3;
         a.add(&b);
         a.add(&b);
@@ -489,6 +509,7 @@ mod size_tests {
     fn memory_per_point_and_thread_is_as_documented() {
         assert_eq!(std::mem::size_of::<super::Slot>(), 11_392);
         assert_eq!(std::mem::size_of::<super::Shard>(), 128);
+        assert_eq!(std::mem::align_of::<super::Shard>(), 128);
         assert_eq!(std::mem::size_of::<crate::point::Point>(), 72);
     }
 }

@@ -287,40 +287,60 @@ fn main() {
     let mut tests = vec![
         libtest_mimic::Trial::test(
             "a_bad_heatmap_variable_is_one_line_and_the_program_runs",
-            || Ok(a_bad_heatmap_variable_is_one_line_and_the_program_runs()),
+            || {
+                a_bad_heatmap_variable_is_one_line_and_the_program_runs();
+                Ok(())
+            },
         ),
         libtest_mimic::Trial::test("the_main_attribute_opts_in", || {
-            Ok(the_main_attribute_opts_in())
+            the_main_attribute_opts_in();
+            Ok(())
         }),
         libtest_mimic::Trial::test(
             "an_opted_in_program_prints_the_table_even_through_process_exit",
-            || Ok(an_opted_in_program_prints_the_table_even_through_process_exit()),
+            || {
+                an_opted_in_program_prints_the_table_even_through_process_exit();
+                Ok(())
+            },
         ),
         libtest_mimic::Trial::test(
             "a_program_that_did_not_opt_in_stays_silent_unless_asked",
-            || Ok(a_program_that_did_not_opt_in_stays_silent_unless_asked()),
+            || {
+                a_program_that_did_not_opt_in_stays_silent_unless_asked();
+                Ok(())
+            },
         ),
         libtest_mimic::Trial::test("report_off_silences_an_opted_in_program", || {
-            Ok(report_off_silences_an_opted_in_program())
+            report_off_silences_an_opted_in_program();
+            Ok(())
         }),
         libtest_mimic::Trial::test("json_and_csv_reports_are_written_and_parse_back", || {
-            Ok(json_and_csv_reports_are_written_and_parse_back())
+            json_and_csv_reports_are_written_and_parse_back();
+            Ok(())
         }),
         libtest_mimic::Trial::test(
             "bad_environment_values_get_one_clear_line_and_the_default",
-            || Ok(bad_environment_values_get_one_clear_line_and_the_default()),
+            || {
+                bad_environment_values_get_one_clear_line_and_the_default();
+                Ok(())
+            },
         ),
         libtest_mimic::Trial::test("environment_globs_set_the_status_at_start", || {
-            Ok(environment_globs_set_the_status_at_start())
+            environment_globs_set_the_status_at_start();
+            Ok(())
         }),
         libtest_mimic::Trial::test("subtracting_the_overhead_is_said_in_the_header", || {
-            Ok(subtracting_the_overhead_is_said_in_the_header())
+            subtracting_the_overhead_is_said_in_the_header();
+            Ok(())
         }),
     ];
     #[cfg(feature = "heatmap")]
     tests.push(libtest_mimic::Trial::test(
         "heatmap_joins_the_exit_report",
-        || Ok(heatmap_joins_the_exit_report()),
+        || {
+            heatmap_joins_the_exit_report();
+            Ok(())
+        },
     ));
     libtest_mimic::run(&args, tests).exit();
 }

@@ -56,7 +56,7 @@ fn exact_counts_from_2_to_16_threads_including_early_exits() {
 fn thread_churn_does_not_grow_memory() {
     // 300 short-lived threads, at most 4 alive at once.
     for _ in 0..75 {
-        let hs: Vec<_> = (0..4).map(|_| std::thread::spawn(|| shared_a())).collect();
+        let hs: Vec<_> = (0..4).map(|_| std::thread::spawn(shared_a)).collect();
         for h in hs {
             h.join().unwrap();
         }
@@ -108,7 +108,7 @@ fn toggling_status_while_threads_run_loses_nothing_once_on() {
             let mut i = 0u32;
             // Relaxed: a stop flag.
             while !stop.load(Ordering::Relaxed) {
-                if i % 2 == 0 {
+                if i.is_multiple_of(2) {
                     profpoint::disable("threads::shared_a");
                 } else {
                     profpoint::enable("threads::shared_a");

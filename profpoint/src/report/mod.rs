@@ -54,6 +54,8 @@ pub struct Report {
     pub wall_ns: u64,
     /// Every profile point, sorted by total time, longest first.
     pub points: Vec<PointReport>,
+    /// Every tracepoint, most hits first.
+    pub tracepoints: Vec<crate::tracepoint::TracepointInfo>,
     /// The heatmap sampler's top functions, when it runs under profpoint
     /// (`PROFPOINT_HEATMAP`, [`crate::start_heatmap`]).
     #[cfg(feature = "heatmap")]
@@ -211,6 +213,7 @@ impl Report {
             overhead_subtracted: opts.subtract_overhead && sub_ticks > 0.0,
             wall_ns,
             points,
+            tracepoints: crate::tracepoint::infos(),
             #[cfg(feature = "heatmap")]
             heatmap: crate::sampling::report(opts.final_report),
         }

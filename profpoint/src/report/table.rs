@@ -105,10 +105,49 @@ pub fn write_table(report: &Report, w: &mut dyn Write) -> io::Result<()> {
             " ~ sampled timing: every call counted, one in N timed; times are estimates"
         )?;
     }
+    write_tracepoints(report, w)?;
     #[cfg(feature = "heatmap")]
     if let Some(h) = &report.heatmap {
         writeln!(w)?;
         h.write_table(w)?;
+    }
+    Ok(())
+}
+
+/// The tracepoints section: every tracepoint that is enabled or was hit (all of them are in
+/// the JSON report).
+fn write_tracepoints(report: &Report, w: &mut dyn Write) -> io::Result<()> {
+    let shown: Vec<_> = report
+        .tracepoints
+        .iter()
+        .filter(|t| t.enabled || t.hits > 0)
+        .collect();
+    if shown.is_empty() {
+        return Ok(());
+    }
+    let name_w = shown
+        .iter()
+        .map(|t| t.name.len())
+        .max()
+        .unwrap_or(4)
+        .max(16);
+    writeln!(w)?;
+    writeln!(w, "Tracepoints ({} compiled in)", report.tracepoints.len())?;
+    writeln!(
+        w,
+        "{:>7}  {:<name_w$}  {:>6}  {:>8}  {:>14}",
+        "status", "name", "probes", "counting", "hits"
+    )?;
+    for t in shown {
+        writeln!(
+            w,
+            "{:>7}  {:<name_w$}  {:>6}  {:>8}  {:>14}",
+            if t.enabled { "on" } else { "off" },
+            t.name,
+            t.probes,
+            if t.counting { "yes" } else { "no" },
+            t.hits
+        )?;
     }
     Ok(())
 }

@@ -1,0 +1,214 @@
+//! Expansion of `tracepoint!` (a declaration) and `trace!` (a call site whose arguments are
+//! evaluated only when the tracepoint is enabled).
+//!
+//! `tracepoint!(pub fn sched_switch(prev: &Task, next: &Task) if prev.id != next.id);` emits:
+//! - `__tracepoint_sched_switch`: the `Tracepoint` static, in the linker-gathered slice;
+//! - `trace_sched_switch(prev, next)`: the inline site, a key test and a call;
+//! - `trace_sched_switch_enabled()`;
+//! - `register_trace_sched_switch(probe) -> ProbeHandle`, typed: a probe with other argument
+//!   types does not compile;
+//! - `__tracepoint_hook_sched_switch`: the `#[cold] #[inline(never)]` hook that checks the
+//!   condition and calls the probes. Everything but the key test lives here.
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote, quote_spanned};
+use syn::parse::{Parse, ParseStream};
+use syn::punctuated::Punctuated;
+use syn::spanned::Spanned;
+use syn::{Attribute, Expr, Ident, Token, Type, Visibility};
+
+struct Arg {
+    name: Ident,
+    ty: Type,
+}
+
+struct Decl {
+    attrs: Vec<Attribute>,
+    vis: Visibility,
+    name: Ident,
+    args: Vec<Arg>,
+    cond: Option<Expr>,
+}
+
+impl Parse for Decl {
+    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        let attrs = input.call(Attribute::parse_outer)?;
+        let vis: Visibility = input.parse()?;
+        input.parse::<Token![fn]>().map_err(|e| {
+            syn::Error::new(
+                e.span(),
+                "expected `fn name(arg: Type, ...)`: tracepoint!(pub fn sched_switch(prev: &Task, next: &Task))",
+            )
+        })?;
+        let name: Ident = input.parse()?;
+        let content;
+        syn::parenthesized!(content in input);
+        let raw: Punctuated<syn::FnArg, Token![,]> = Punctuated::parse_terminated(&content)?;
+        let mut args = Vec::new();
+        for a in raw {
+            match a {
+                syn::FnArg::Typed(pt) => match *pt.pat {
+                    syn::Pat::Ident(ref pi) if pi.by_ref.is_none() && pi.subpat.is_none() => args
+                        .push(Arg {
+                            name: pi.ident.clone(),
+                            ty: (*pt.ty).clone(),
+                        }),
+                    ref other => {
+                        return Err(syn::Error::new(
+                            other.span(),
+                            "tracepoint arguments are plain `name: Type` pairs",
+                        ));
+                    }
+                },
+                syn::FnArg::Receiver(r) => {
+                    return Err(syn::Error::new(
+                        r.span(),
+                        "a tracepoint takes no `self`: declare it at module level",
+                    ));
+                }
+            }
+        }
+        let cond = if input.peek(Token![if]) {
+            input.parse::<Token![if]>()?;
+            Some(input.parse::<Expr>()?)
+        } else {
+            None
+        };
+        if input.peek(Token![;]) {
+            input.parse::<Token![;]>()?;
+        }
+        if !input.is_empty() {
+            return Err(input.error("unexpected tokens after the tracepoint declaration"));
+        }
+        Ok(Decl {
+            attrs,
+            vis,
+            name,
+            args,
+            cond,
+        })
+    }
+}
+
+pub(crate) fn expand(input: TokenStream) -> syn::Result<TokenStream> {
+    let Decl {
+        attrs,
+        vis,
+        name,
+        args,
+        cond,
+    } = syn::parse2(input)?;
+    let krate = quote!(::profpoint);
+    let private = quote!(#krate::__private);
+    let stat = format_ident!("__tracepoint_{}", name);
+    let site = format_ident!("trace_{}", name);
+    let enabled = format_ident!("trace_{}_enabled", name);
+    let register = format_ident!("register_trace_{}", name);
+    let hook = format_ident!("__tracepoint_hook_{}", name);
+    let names: Vec<&Ident> = args.iter().map(|a| &a.name).collect();
+    let types: Vec<&Type> = args.iter().map(|a| &a.ty).collect();
+    let params = quote!(#(#names: #types),*);
+    let probe_ty = quote!(::std::boxed::Box<dyn ::core::ops::Fn(#(#types),*) + ::core::marker::Send + ::core::marker::Sync>);
+    let cond_check = cond.map(|c| quote!(if !(#c) { return; }));
+    // Every probe gets the same arguments, so they must be `Copy` (references, integers...):
+    // say so at the type, not as a "use of moved value" inside the generated hook.
+    let copy_checks = types.iter().map(|ty| {
+        quote_spanned! {ty.span()=> __profpoint_assert_copy::<#ty>(); }
+    });
+    let doc_site = format!("Fires tracepoint `{name}`: calls its probes when it is enabled.");
+    let doc_enabled = format!("Whether tracepoint `{name}` is enabled (has probes or counts).");
+    let doc_register = format!(
+        "Registers a probe on tracepoint `{name}`; it runs on every firing until the handle drops."
+    );
+    Ok(quote! {
+        #[doc(hidden)]
+        #[allow(non_upper_case_globals)]
+        #[#private::linkme::distributed_slice(#private::TRACEPOINTS)]
+        #[linkme(crate = #private::linkme)]
+        #vis static #stat: #krate::tracepoint::Tracepoint = #krate::tracepoint::Tracepoint::new(
+            ::core::concat!(::core::module_path!(), "::", ::core::stringify!(#name)),
+            ::core::file!(),
+            ::core::line!(),
+        );
+
+        #(#attrs)*
+        #[doc = #doc_site]
+        #[inline(always)]
+        #vis fn #site(#params) {
+            if #stat.is_enabled() {
+                #hook(#(#names),*);
+            }
+        }
+
+        #[doc = #doc_enabled]
+        #[inline(always)]
+        #vis fn #enabled() -> bool {
+            #stat.is_enabled()
+        }
+
+        #[doc = #doc_register]
+        #vis fn #register(
+            probe: impl ::core::ops::Fn(#(#types),*) + ::core::marker::Send + ::core::marker::Sync + 'static,
+        ) -> #krate::tracepoint::ProbeHandle {
+            let probe: #probe_ty = ::std::boxed::Box::new(probe);
+            #stat.__register(::std::boxed::Box::new(probe))
+        }
+
+        #[doc(hidden)]
+        #[cold]
+        #[inline(never)]
+        #vis fn #hook(#params) {
+            #cond_check
+            #stat.__fire(|__profpoint_probe| {
+                if let ::core::option::Option::Some(__profpoint_f) =
+                    __profpoint_probe.downcast_ref::<#probe_ty>()
+                {
+                    __profpoint_f(#(#names),*);
+                }
+            });
+        }
+
+        const _: () = {
+            fn __profpoint_assert_copy<T: ::core::marker::Copy>() {}
+            #[allow(dead_code)]
+            fn __profpoint_check() {
+                #(#copy_checks)*
+            }
+        };
+    })
+}
+
+/// `trace!(path::name(args...))`: the site, with argument expressions evaluated only when the
+/// tracepoint is enabled.
+pub(crate) fn expand_trace(input: TokenStream) -> syn::Result<TokenStream> {
+    let call: syn::ExprCall = syn::parse2(input).map_err(|e| {
+        syn::Error::new(
+            e.span(),
+            "expected a call of a declared tracepoint: trace!(sched_switch(prev, next))",
+        )
+    })?;
+    let Expr::Path(p) = &*call.func else {
+        return Err(syn::Error::new(
+            call.func.span(),
+            "expected the tracepoint's name (a path), as declared with tracepoint!",
+        ));
+    };
+    let mut path = p.path.clone();
+    let Some(last) = path.segments.last_mut() else {
+        return Err(syn::Error::new(p.span(), "expected a tracepoint name"));
+    };
+    let name = last.ident.clone();
+    let mut stat_path = path.clone();
+    if let Some(l) = stat_path.segments.last_mut() {
+        l.ident = format_ident!("__tracepoint_{}", name, span = name.span());
+    }
+    if let Some(l) = path.segments.last_mut() {
+        l.ident = format_ident!("__tracepoint_hook_{}", name, span = name.span());
+    }
+    let args = &call.args;
+    Ok(quote! {
+        if #stat_path.is_enabled() {
+            #path(#args);
+        }
+    })
+}

@@ -1,0 +1,385 @@
+//! Tracepoints: call sites that cost a branch until a probe is attached.
+//!
+//! # Concept
+//! The kernel's tracepoints, after Steven Rostedt's out-of-line RFC (`../shared/seeds/`): a
+//! site `trace_sched_switch(prev, next)` is an inlined test of the tracepoint's key; everything
+//! else (the probe list, the loop, the argument passing) lives in a `#[cold] #[inline(never)]`
+//! hook, so the hot function carries only the test. Probes are closures registered and
+//! removed at run time while the site keeps firing.
+//!
+//! ```
+//! pub struct Task { pub id: u32 }
+//! profpoint::tracepoint!(pub fn sched_switch(prev: &Task, next: &Task));
+//!
+//! let seen = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+//! let s = seen.clone();
+//! let handle = register_trace_sched_switch(move |_prev, next| {
+//!     s.fetch_add(next.id, std::sync::atomic::Ordering::Relaxed);
+//! });
+//! trace_sched_switch(&Task { id: 1 }, &Task { id: 2 });
+//! drop(handle); // unregisters
+//! trace_sched_switch(&Task { id: 1 }, &Task { id: 3 });
+//! assert_eq!(seen.load(std::sync::atomic::Ordering::Relaxed), 2);
+//! ```
+//!
+//! # Mechanism
+//! - [`crate::tracepoint!`] emits a [`Tracepoint`] static in the linker-gathered `TRACEPOINTS`
+//!   slice, the inline site function, the cold hook, `..._enabled()` and `register_...`.
+//! - The key ([`key`]): the site tests it; it is on while the tracepoint has probes or its
+//!   built-in counting probe is on.
+//! - Probe lists are immutable arrays swapped by writers under one lock and read under RCU
+//!   ([`rcu`]): firing never blocks; after `unregister` returns no new call of the removed
+//!   probe starts (a grace period passed, and a per-probe `removed` flag covers the writer's
+//!   own thread); after [`synchronize_unregister`] none is running; a probe's closure is
+//!   dropped only after a grace period (or at a later one, if retired from inside a probe).
+//! - Hits are counted per thread in the shards (no atomic read-modify-write on the path).
+//!
+//! # Extending
+//! New per-tracepoint statistics go in `Tracepoint` (shared state) or `Shard::tp_hits`
+//! (per-thread counters); `info()` reports them.
+
+pub mod key;
+pub(crate) mod rcu;
+
+use crate::glob;
+use std::any::Any;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// The linker-gathered section of every tracepoint.
+#[linkme::distributed_slice]
+pub static TRACEPOINTS: [Tracepoint];
+
+/// Number of tracepoints compiled into the program.
+pub(crate) fn count() -> usize {
+    TRACEPOINTS.len()
+}
+
+/// A probe: the registered closure, type-erased (the generated hook downcasts it back to the
+/// tracepoint's `dyn Fn(args)`).
+struct Probe {
+    id: u64,
+    /// Set by `unregister` before its grace period: the writer's own thread (a probe removing
+    /// itself or another probe) skips it from then on.
+    removed: AtomicBool,
+    func: Box<dyn Any + Send + Sync>,
+}
+
+/// An immutable probe list; the tracepoint points at the current one.
+type ProbeArray = Box<[Arc<Probe>]>;
+
+/// A tracepoint. Declared with [`crate::tracepoint!`]; listed by [`crate::tracepoints`].
+#[derive(Debug)]
+pub struct Tracepoint {
+    name: &'static str,
+    file: &'static str,
+    line: u32,
+    key: key::Key,
+    /// Current probe list (`Box<ProbeArray>` leaked into a pointer), or null.
+    probes: AtomicPtr<ProbeArray>,
+    /// Number of probes in the current list.
+    nprobes: AtomicU32,
+    /// The built-in counting probe is on.
+    counting: AtomicBool,
+    /// Dense index in `TRACEPOINTS`, `u32::MAX` until first use.
+    index: AtomicU32,
+}
+
+/// Writers (register, unregister, counting) of every tracepoint take this lock.
+static WRITERS: Mutex<Retired> = Mutex::new(Retired(Vec::new()));
+/// Probe ids.
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// Unpublished probe arrays and the epoch at which each was unpublished, waiting for a grace
+/// period past that epoch.
+struct Retired(Vec<(usize, u64)>);
+
+fn writers() -> std::sync::MutexGuard<'static, Retired> {
+    // The retired list is only pushed to or drained: a poisoned lock holds a valid list.
+    WRITERS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// What [`crate::tracepoints`] reports of one tracepoint.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct TracepointInfo {
+    /// `module::path::name`.
+    pub name: String,
+    /// Whether the site's key is on (the hook runs when the site executes).
+    pub enabled: bool,
+    /// Registered probes (the counting probe not included).
+    pub probes: u32,
+    /// Whether the built-in counting probe is on.
+    pub counting: bool,
+    /// Times the hook ran (the site executed while enabled, its condition true).
+    pub hits: u64,
+    /// Where it is declared.
+    pub file: &'static str,
+    /// Line of the declaration.
+    pub line: u32,
+}
+
+impl Tracepoint {
+    #[doc(hidden)]
+    pub const fn new(name: &'static str, file: &'static str, line: u32) -> Tracepoint {
+        Tracepoint {
+            name,
+            file,
+            line,
+            key: key::Key::new(),
+            probes: AtomicPtr::new(std::ptr::null_mut()),
+            nprobes: AtomicU32::new(0),
+            counting: AtomicBool::new(false),
+            index: AtomicU32::new(u32::MAX),
+        }
+    }
+
+    /// The tracepoint's name.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// Whether the site calls its hook right now.
+    #[inline(always)]
+    pub fn is_enabled(&self) -> bool {
+        self.key.is_enabled()
+    }
+
+    fn index(&self) -> usize {
+        // Relaxed: a pure function of the address; racing initialisers store the same value.
+        let i = self.index.load(Ordering::Relaxed);
+        if i != u32::MAX {
+            return i as usize;
+        }
+        let base = TRACEPOINTS.as_ptr() as usize;
+        let i = (self as *const Tracepoint as usize - base) / std::mem::size_of::<Tracepoint>();
+        assert!(
+            std::ptr::eq(&TRACEPOINTS[i], self),
+            "tracepoint {} is not in the linker-gathered slice",
+            self.name
+        );
+        self.index.store(i as u32, Ordering::Relaxed);
+        i
+    }
+
+    /// Runs the probes (the generated hook's body): `call` gets each live probe's closure.
+    #[doc(hidden)]
+    #[inline]
+    pub fn __fire(&self, mut call: impl FnMut(&(dyn Any + Send + Sync))) {
+        let index = self.index();
+        let guard = rcu::read();
+        if let Some(hits) = guard.shard().tp_hits.get(index) {
+            crate::shard::bump(hits, 1);
+        }
+        // Acquire: pairs with the Release publication in `swap_probes`.
+        let p = self.probes.load(Ordering::Acquire);
+        // SAFETY: a non-null pointer came from `Box::into_raw` in `swap_probes`, and the array
+        // is freed only after a grace period that waits for this read section to end.
+        if let Some(probes) = unsafe { p.as_ref() } {
+            for probe in probes.iter() {
+                // Relaxed: see `Probe::removed`; program order covers the same-thread case,
+                // the grace period the others.
+                if !probe.removed.load(Ordering::Relaxed) {
+                    call(&*probe.func);
+                }
+            }
+        }
+        drop(guard);
+    }
+
+    /// Registers a probe (already boxed as the tracepoint's `dyn Fn`). Used by the generated
+    /// `register_trace_*` functions, which fix the type.
+    #[doc(hidden)]
+    pub fn __register(&'static self, func: Box<dyn Any + Send + Sync>) -> ProbeHandle {
+        let probe = Arc::new(Probe {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            removed: AtomicBool::new(false),
+            func,
+        });
+        let id = probe.id;
+        // Adding needs no grace period: nothing becomes unreachable but the old array, which
+        // waits on the retired list for the next one.
+        self.update(false, |old| {
+            old.iter().cloned().chain([probe.clone()]).collect()
+        });
+        ProbeHandle {
+            tracepoint: self,
+            id: Some(id),
+        }
+    }
+
+    fn unregister(&'static self, id: u64) {
+        let mut found = false;
+        self.update(true, |old| {
+            old.iter()
+                .filter(|p| {
+                    if p.id == id {
+                        // Relaxed: read in the same thread's later hook runs (program order)
+                        // or by others after the grace period `update` waits for.
+                        p.removed.store(true, Ordering::Relaxed);
+                        found = true;
+                        false
+                    } else {
+                        true
+                    }
+                })
+                .cloned()
+                .collect()
+        });
+        debug_assert!(found, "probe {id} was registered");
+    }
+
+    /// Turns the built-in counting probe on or off.
+    pub fn set_counting(&'static self, on: bool) {
+        let _w = writers();
+        // Relaxed: under the writers' lock; the key below is what sites read.
+        self.counting.store(on, Ordering::Relaxed);
+        self.refresh_key();
+    }
+
+    /// Sets the key from the probe count and the counting flag (writers' lock held).
+    fn refresh_key(&'static self) {
+        // Relaxed: both are only written under the writers' lock, which we hold.
+        let on = self.nprobes.load(Ordering::Relaxed) > 0 || self.counting.load(Ordering::Relaxed);
+        if let Err(e) = self.key.set(on) {
+            eprintln!("profpoint: tracepoint {}: {e}", self.name);
+        }
+    }
+
+    /// Publishes `f(current list)` as the new list, waits a grace period, frees the old one.
+    ///
+    /// The writers' lock is not held during the grace period: a probe running on another
+    /// thread may itself register or unregister, and must not wait for us while we wait for it.
+    fn update(&'static self, wait: bool, f: impl FnOnce(&[Arc<Probe>]) -> Vec<Arc<Probe>>) {
+        {
+            let mut w = writers();
+            let old = self.probes.load(Ordering::Acquire);
+            // SAFETY: writers hold the lock, so `old` is the live array; nobody frees it now.
+            let current: &[Arc<Probe>] = unsafe { old.as_ref() }.map_or(&[], |b| &b[..]);
+            let next = f(current);
+            let n = next.len() as u32;
+            let new = if next.is_empty() {
+                std::ptr::null_mut()
+            } else {
+                Box::into_raw(Box::new(next.into_boxed_slice()))
+            };
+            // Release: readers that see the pointer see the array's contents.
+            self.probes.store(new, Ordering::Release);
+            // Relaxed: under the writers' lock.
+            self.nprobes.store(n, Ordering::Relaxed);
+            self.refresh_key();
+            if !old.is_null() {
+                w.0.push((old as usize, rcu::epoch()));
+            }
+        }
+        if wait {
+            reclaim();
+        }
+    }
+
+    /// What the report says of this tracepoint.
+    pub fn info(&'static self) -> TracepointInfo {
+        let index = self.index();
+        let hits = crate::shard::all_shards()
+            .iter()
+            // Relaxed: a counter read for a report; it is exact once the threads are quiet.
+            .map(|s| {
+                s.tp_hits
+                    .get(index)
+                    .map_or(0, |h| h.load(Ordering::Relaxed))
+            })
+            .sum();
+        TracepointInfo {
+            name: self.name.to_string(),
+            enabled: self.is_enabled(),
+            // Relaxed: a snapshot for a report.
+            probes: self.nprobes.load(Ordering::Relaxed),
+            counting: self.counting.load(Ordering::Relaxed),
+            hits,
+            file: self.file,
+            line: self.line,
+        }
+    }
+}
+
+/// Unregisters its probe when dropped (or by [`ProbeHandle::unregister`]). A probe may drop
+/// its own handle: that does not deadlock.
+#[derive(Debug)]
+#[must_use = "dropping the handle unregisters the probe at once; keep it while the probe should run"]
+pub struct ProbeHandle {
+    tracepoint: &'static Tracepoint,
+    id: Option<u64>,
+}
+
+impl ProbeHandle {
+    /// Unregisters the probe now. When this returns, no new call of the probe starts; calls
+    /// already running on other threads may still finish (see [`synchronize_unregister`]).
+    pub fn unregister(mut self) {
+        if let Some(id) = self.id.take() {
+            self.tracepoint.unregister(id);
+        }
+    }
+
+    /// Keeps the probe registered for the rest of the program.
+    pub fn forget(mut self) {
+        self.id = None;
+    }
+}
+
+impl Drop for ProbeHandle {
+    fn drop(&mut self) {
+        if let Some(id) = self.id.take() {
+            self.tracepoint.unregister(id);
+        }
+    }
+}
+
+/// Waits until no probe call that started before this call is still running (the kernel's
+/// `tracepoint_synchronize_unregister`), and frees what earlier unregistrations retired.
+/// Call it outside probes.
+pub fn synchronize_unregister() {
+    reclaim();
+}
+
+/// Runs a grace period, then frees the arrays it made safe. A writer inside a read section of
+/// its own (a probe unregistering) frees nothing: its thread may still be walking one of
+/// them; a later grace period taken outside probes frees them.
+fn reclaim() {
+    let done = rcu::synchronize();
+    if rcu::in_read_section() {
+        return;
+    }
+    let free: Vec<usize> = {
+        let mut w = writers();
+        let (safe, keep): (Vec<_>, Vec<_>) = w.0.drain(..).partition(|&(_, e)| e < done);
+        w.0 = keep;
+        safe.into_iter().map(|(p, _)| p).collect()
+    };
+    // Dropped outside the lock: a probe's closure may own handles whose drop unregisters.
+    for p in free {
+        // SAFETY: `p` came from `Box::into_raw` and was unpublished while the epoch was
+        // below `done`; the grace period up to `done` waited for every read section that
+        // could have loaded it, and no section of this thread is open.
+        drop(unsafe { Box::from_raw(p as *mut ProbeArray) });
+    }
+}
+
+/// Every tracepoint compiled into the program.
+pub fn all() -> &'static [Tracepoint] {
+    &TRACEPOINTS
+}
+
+/// Turns the counting probe on for every tracepoint matching `glob`; returns how many.
+pub fn count_matching(glob_pattern: &str, on: bool) -> usize {
+    all()
+        .iter()
+        .filter(|t| glob::matches(glob_pattern, t.name))
+        .map(|t| t.set_counting(on))
+        .count()
+}
+
+/// Report rows of every tracepoint, by name.
+pub(crate) fn infos() -> Vec<TracepointInfo> {
+    let mut v: Vec<TracepointInfo> = all().iter().map(|t| t.info()).collect();
+    v.sort_by(|a, b| b.hits.cmp(&a.hits).then(a.name.cmp(&b.name)));
+    v
+}

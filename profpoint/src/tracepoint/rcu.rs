@@ -1,0 +1,244 @@
+//! Read-copy-update for probe lists: readers never block, writers wait for a grace period.
+//!
+//! # Concept
+//! A tracepoint's probe list is an immutable array behind an atomic pointer. Firing a
+//! tracepoint reads the pointer inside a *read section*; changing the list publishes a new
+//! array and then waits until every read section that might still see the old one has ended
+//! (a *grace period*) before the old array, and the probes only it holds, are freed. Readers
+//! take no lock and write no shared line: the kernel's RCU idea, in user space.
+//!
+//! # Mechanism (epochs + `membarrier`)
+//! - A global epoch counter. A reader entering its outermost section stores the current epoch
+//!   in its thread's shard (`rcu_epoch`) and leaves by storing 0.
+//! - A writer bumps the epoch to `E` and waits until every other thread's `rcu_epoch` is 0 or
+//!   at least `E`: each section that began before the bump has ended.
+//! - Ordering: the reader's store of its epoch must be visible before its load of the probe
+//!   pointer. A full fence per read section costs ~30 cycles, so readers use only a compiler
+//!   barrier and the writer runs `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`, which makes
+//!   every running thread of the process execute a full barrier: a reader that loaded the old
+//!   pointer has, by then, made its epoch store visible. Where `membarrier` is unavailable
+//!   (old kernels, seccomp), readers fall back to a `SeqCst` fence.
+//! - A writer inside a read section on its own thread (a probe that unregisters itself) does
+//!   not wait for itself; what it retires is freed by a later grace period.
+//!
+//! # Extending
+//! Anything else that needs readers without locks (a dynamic point table, say) can use
+//! [`read`] and [`synchronize`] as they are.
+
+use crate::shard::{self, Lease, Shard};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering, compiler_fence, fence};
+use std::sync::{Mutex, OnceLock};
+
+/// Constants of `include/uapi/linux/membarrier.h`, missing from the libc crate.
+mod sys {
+    pub(super) const MEMBARRIER_CMD_QUERY: libc::c_int = 0;
+    pub(super) const MEMBARRIER_CMD_PRIVATE_EXPEDITED: libc::c_int = 1 << 3;
+    pub(super) const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_int = 1 << 4;
+}
+
+/// The grace-period epoch; starts at 1 so that 0 can mean "not in a read section".
+static EPOCH: AtomicU64 = AtomicU64::new(1);
+/// Whether `membarrier` private expedited is registered (readers may skip their fence).
+static MEMBARRIER: AtomicBool = AtomicBool::new(false);
+/// Serialises writers' grace periods.
+static GP: Mutex<()> = Mutex::new(());
+
+/// Registers this process for `membarrier` (once); returns whether it can be used.
+pub(crate) fn init() -> bool {
+    static DONE: OnceLock<bool> = OnceLock::new();
+    *DONE.get_or_init(|| {
+        // SAFETY: membarrier takes (cmd, flags, cpu_id) integers and touches no memory of ours.
+        let mask = unsafe { libc::syscall(libc::SYS_membarrier, sys::MEMBARRIER_CMD_QUERY, 0, 0) };
+        let ok = mask > 0
+            && (mask & libc::c_long::from(sys::MEMBARRIER_CMD_PRIVATE_EXPEDITED)) != 0
+            // SAFETY: as above.
+            && unsafe {
+                libc::syscall(
+                    libc::SYS_membarrier,
+                    sys::MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED,
+                    0,
+                    0,
+                )
+            } == 0;
+        // Release: a reader that sees `true` must also see the registration done.
+        MEMBARRIER.store(ok, Ordering::Release);
+        ok
+    })
+}
+
+/// Makes every running thread of the process execute a full memory barrier.
+fn heavy_barrier() {
+    // Relaxed: written once in `init`, before any writer runs (writers call `init` first).
+    if MEMBARRIER.load(Ordering::Relaxed) {
+        // SAFETY: see `init`.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_membarrier,
+                sys::MEMBARRIER_CMD_PRIVATE_EXPEDITED,
+                0,
+                0,
+            )
+        };
+        if r == 0 {
+            return;
+        }
+    }
+    // Readers fence themselves when membarrier is unavailable; ours orders our own side.
+    fence(Ordering::SeqCst);
+}
+
+/// A read section on this thread; ends when dropped (also when a probe panics).
+pub(crate) struct ReadGuard {
+    shard: &'static Shard,
+    borrowed: bool,
+}
+
+/// Enters a read section (nests).
+#[inline]
+pub(crate) fn read() -> ReadGuard {
+    let (shard, borrowed) = match shard::current() {
+        Some(s) => (s, false),
+        None => match shard::acquire() {
+            Lease::Owned(s) => (s, false),
+            Lease::Borrowed(s) => (s, true),
+        },
+    };
+    // Relaxed: `rcu_nest` is owner-only.
+    let nest = shard.rcu_nest.load(Ordering::Relaxed);
+    shard.rcu_nest.store(nest + 1, Ordering::Relaxed);
+    if nest == 0 {
+        // Acquire: seeing a new epoch implies seeing the probe array published before it.
+        let e = EPOCH.load(Ordering::Acquire);
+        // Relaxed store + barrier below: see the module docs (membarrier pairs with it).
+        shard.rcu_epoch.store(e, Ordering::Relaxed);
+        // Relaxed: see `heavy_barrier`.
+        if MEMBARRIER.load(Ordering::Relaxed) {
+            compiler_fence(Ordering::SeqCst);
+        } else {
+            fence(Ordering::SeqCst);
+        }
+    }
+    ReadGuard { shard, borrowed }
+}
+
+impl ReadGuard {
+    /// The shard of the thread in this section (tracepoint hit counters live there).
+    pub(crate) fn shard(&self) -> &'static Shard {
+        self.shard
+    }
+}
+
+impl Drop for ReadGuard {
+    #[inline]
+    fn drop(&mut self) {
+        // Relaxed: owner-only.
+        let nest = self.shard.rcu_nest.load(Ordering::Relaxed) - 1;
+        self.shard.rcu_nest.store(nest, Ordering::Relaxed);
+        if nest == 0 {
+            // Release: every read of the section happens before a writer sees it ended.
+            self.shard.rcu_epoch.store(0, Ordering::Release);
+            if self.borrowed {
+                shard::release(self.shard);
+            }
+        }
+    }
+}
+
+/// Whether this thread is inside a read section (a probe calling back into us).
+pub(crate) fn in_read_section() -> bool {
+    // Relaxed: owner-only.
+    shard::current().is_some_and(|s| s.rcu_nest.load(Ordering::Relaxed) > 0)
+}
+
+/// The current epoch: something unpublished now is safe once a grace period returns a larger
+/// value from [`synchronize`].
+pub(crate) fn epoch() -> u64 {
+    // SeqCst: ordered after the caller's unpublication (a Release store) and before the bump.
+    EPOCH.load(Ordering::SeqCst)
+}
+
+/// Waits until every read section (on other threads) that began before this call has ended,
+/// and returns the epoch it waited up to: every section that read a smaller epoch is over.
+/// Sections on the calling thread are not waited for: a probe may unregister itself.
+pub(crate) fn synchronize() -> u64 {
+    init();
+    let _gp = GP.lock().unwrap_or_else(|e| e.into_inner());
+    let me = shard::current().map(|s| s as *const Shard);
+    // SeqCst: orders the caller's earlier publication of a new array before the bump.
+    let target = EPOCH.fetch_add(1, Ordering::SeqCst) + 1;
+    heavy_barrier();
+    for s in shard::all_shards() {
+        if Some(s as *const Shard) == me {
+            continue;
+        }
+        let mut spins = 0u32;
+        loop {
+            // Acquire: pairs with the reader's release store of 0.
+            let e = s.rcu_epoch.load(Ordering::Acquire);
+            if e == 0 || e >= target {
+                break;
+            }
+            spins += 1;
+            if spins < 100 {
+                std::hint::spin_loop();
+            } else if spins < 1_000 {
+                std::thread::yield_now();
+            } else {
+                std::thread::sleep(std::time::Duration::from_micros(50));
+            }
+        }
+    }
+    heavy_barrier();
+    target
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn membarrier_constants_match_the_kernel_header() {
+        assert_eq!(sys::MEMBARRIER_CMD_QUERY, 0);
+        assert_eq!(sys::MEMBARRIER_CMD_PRIVATE_EXPEDITED, 8);
+        assert_eq!(sys::MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 16);
+    }
+
+    #[test]
+    fn sections_nest_and_a_writer_on_the_same_thread_does_not_wait_for_itself() {
+        let outer = read();
+        let inner = read();
+        assert!(in_read_section());
+        synchronize(); // would deadlock if it waited for this thread
+        drop(inner);
+        assert!(in_read_section());
+        drop(outer);
+        assert!(!in_read_section());
+    }
+
+    #[test]
+    fn a_writer_waits_for_a_reader_on_another_thread() {
+        use std::sync::atomic::AtomicBool;
+        use std::sync::{Arc, Barrier};
+        let inside = Arc::new(Barrier::new(2));
+        let done = Arc::new(AtomicBool::new(false));
+        let reader = {
+            let (inside, done) = (inside.clone(), done.clone());
+            std::thread::spawn(move || {
+                let g = read();
+                inside.wait();
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                // SeqCst: the writer must not see `done` before the section ends... it is
+                // set while still inside, so a writer that returned early would see false.
+                done.store(true, Ordering::SeqCst);
+                drop(g);
+            })
+        };
+        inside.wait();
+        synchronize();
+        assert!(
+            done.load(Ordering::SeqCst),
+            "synchronize returned before the reader left"
+        );
+        reader.join().unwrap();
+    }
+}

@@ -1,0 +1,234 @@
+//! Tracepoints: typed probes registered and removed at run time while sites fire.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// What the tracepoints carry.
+#[derive(Debug)]
+pub struct Task {
+    /// Identifies the task.
+    pub id: u32,
+    /// Its priority.
+    pub prio: i32,
+}
+
+profpoint::tracepoint!(pub fn sched_switch(prev: &Task, next: &Task));
+profpoint::tracepoint!(fn wakeup(task: &Task) if task.prio > 0);
+profpoint::tracepoint!(fn tick(n: u64));
+
+fn info(name: &str) -> profpoint::tracepoint::TracepointInfo {
+    profpoint::tracepoints()
+        .into_iter()
+        .find(|t| t.name == format!("tracepoints::{name}"))
+        .unwrap_or_else(|| panic!("no tracepoint {name}"))
+}
+
+#[test]
+fn probes_run_in_registration_order_until_their_handle_drops() {
+    let log = Arc::new(Mutex::new(Vec::new()));
+    assert!(!trace_sched_switch_enabled());
+    trace_sched_switch(&Task { id: 0, prio: 0 }, &Task { id: 0, prio: 0 }); // no probe: nothing
+    let (l1, l2) = (log.clone(), log.clone());
+    let h1 =
+        register_trace_sched_switch(move |p, n| l1.lock().unwrap().push(("first", p.id, n.id)));
+    let h2 =
+        register_trace_sched_switch(move |p, n| l2.lock().unwrap().push(("second", p.id, n.id)));
+    assert!(trace_sched_switch_enabled());
+    trace_sched_switch(&Task { id: 1, prio: 0 }, &Task { id: 2, prio: 0 });
+    drop(h1);
+    trace_sched_switch(&Task { id: 3, prio: 0 }, &Task { id: 4, prio: 0 });
+    h2.unregister();
+    assert!(!trace_sched_switch_enabled());
+    trace_sched_switch(&Task { id: 5, prio: 0 }, &Task { id: 6, prio: 0 });
+    assert_eq!(
+        *log.lock().unwrap(),
+        vec![("first", 1, 2), ("second", 1, 2), ("second", 3, 4)]
+    );
+    let i = info("sched_switch");
+    assert_eq!((i.enabled, i.probes, i.hits), (false, 0, 2));
+}
+
+#[test]
+fn the_condition_is_checked_only_when_enabled_and_gates_the_probes() {
+    let seen = Arc::new(AtomicU64::new(0));
+    let s = seen.clone();
+    let h = register_trace_wakeup(move |t| {
+        s.fetch_add(t.id as u64, Ordering::Relaxed);
+    });
+    trace_wakeup(&Task { id: 10, prio: 1 });
+    trace_wakeup(&Task { id: 100, prio: 0 }); // condition false: no probe, no hit
+    drop(h);
+    assert_eq!(seen.load(Ordering::Relaxed), 10);
+    assert_eq!(info("wakeup").hits, 1);
+}
+
+#[test]
+fn the_macro_call_site_evaluates_arguments_only_when_enabled() {
+    let evaluated = AtomicU64::new(0);
+    let expensive = || {
+        evaluated.fetch_add(1, Ordering::Relaxed);
+        7u64
+    };
+    profpoint::trace!(tick(expensive()));
+    assert_eq!(
+        evaluated.load(Ordering::Relaxed),
+        0,
+        "disabled: argument not computed"
+    );
+    let got = Arc::new(AtomicU64::new(0));
+    let g = got.clone();
+    let h = register_trace_tick(move |n| {
+        g.store(n, Ordering::Relaxed);
+    });
+    profpoint::trace!(tick(expensive()));
+    assert_eq!(evaluated.load(Ordering::Relaxed), 1);
+    assert_eq!(got.load(Ordering::Relaxed), 7);
+    drop(h);
+}
+
+#[test]
+fn the_counting_probe_counts_hits_by_glob() {
+    assert_eq!(profpoint::trace_count("tracepoints::ti*"), 1);
+    for i in 0..1000 {
+        trace_tick(i);
+    }
+    let i = info("tick");
+    assert_eq!(
+        (i.enabled, i.counting, i.probes, i.hits),
+        (true, true, 0, 1000)
+    );
+    assert_eq!(profpoint::trace_uncount("tracepoints::tick"), 1);
+    trace_tick(0);
+    assert_eq!(info("tick").hits, 1000);
+    assert!(!trace_tick_enabled());
+    // Listed even when never fired.
+    assert!(
+        profpoint::tracepoints()
+            .iter()
+            .any(|t| t.name == "tracepoints::wakeup")
+    );
+}
+
+#[test]
+fn a_probe_may_drop_its_own_handle_without_deadlock() {
+    let slot: Arc<Mutex<Option<profpoint::tracepoint::ProbeHandle>>> = Arc::new(Mutex::new(None));
+    let calls = Arc::new(AtomicU64::new(0));
+    let (s, c) = (slot.clone(), calls.clone());
+    let h = register_trace_tick(move |_| {
+        c.fetch_add(1, Ordering::Relaxed);
+        // Unregisters itself from inside its own call.
+        let handle = s.lock().unwrap().take();
+        drop(handle);
+    });
+    *slot.lock().unwrap() = Some(h);
+    trace_tick(1);
+    trace_tick(2);
+    assert_eq!(
+        calls.load(Ordering::Relaxed),
+        1,
+        "gone after its first call"
+    );
+    assert!(!trace_tick_enabled());
+    profpoint::tracepoint::synchronize_unregister();
+}
+
+/// Sets a flag when dropped: the probe's captured data.
+struct DropFlag(Arc<AtomicBool>, Arc<AtomicBool>);
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        // A call still running while its closure is freed would be a use after free.
+        assert!(
+            !self.1.load(Ordering::SeqCst),
+            "captured data freed during a call"
+        );
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn captured_data_is_freed_only_when_no_call_can_be_running() {
+    let dropped = Arc::new(AtomicBool::new(false));
+    let in_call = Arc::new(AtomicBool::new(false));
+    let flag = DropFlag(dropped.clone(), in_call.clone());
+    let ic = in_call.clone();
+    let h = register_trace_tick(move |_| {
+        let _keep = &flag;
+        ic.store(true, Ordering::SeqCst);
+        std::thread::sleep(Duration::from_millis(100));
+        ic.store(false, Ordering::SeqCst);
+    });
+    let firing = std::thread::spawn(|| trace_tick(1));
+    while !in_call.load(Ordering::SeqCst) {
+        std::thread::yield_now();
+    }
+    // Unregister while the call runs on the other thread: returns after the grace period.
+    h.unregister();
+    assert!(
+        dropped.load(Ordering::SeqCst),
+        "freed once the grace period ended"
+    );
+    assert!(!in_call.load(Ordering::SeqCst));
+    firing.join().unwrap();
+}
+
+#[test]
+fn probes_come_and_go_thousands_of_times_while_threads_fire() {
+    const ROUNDS: usize = 2_000;
+    let stop = Arc::new(AtomicBool::new(false));
+    let fired = Arc::new(AtomicU64::new(0));
+    // A probe that stays for the whole run: it must see every firing while it is registered.
+    let total = Arc::new(AtomicU64::new(0));
+    let t = total.clone();
+    let keeper = register_trace_sched_switch(move |_, _| {
+        t.fetch_add(1, Ordering::Relaxed);
+    });
+    let violations = Arc::new(AtomicU64::new(0));
+    let firers: Vec<_> = (0..2)
+        .map(|_| {
+            let (stop, fired) = (stop.clone(), fired.clone());
+            std::thread::spawn(move || {
+                let (a, b) = (Task { id: 1, prio: 0 }, Task { id: 2, prio: 0 });
+                let mut n = 0u64;
+                // Relaxed: a stop flag.
+                while !stop.load(Ordering::Relaxed) {
+                    trace_sched_switch(&a, &b);
+                    n += 1;
+                }
+                fired.fetch_add(n, Ordering::Relaxed);
+            })
+        })
+        .collect();
+    for _ in 0..ROUNDS {
+        let gone = Arc::new(AtomicBool::new(false));
+        let (g, v) = (gone.clone(), violations.clone());
+        let h = register_trace_sched_switch(move |_, _| {
+            if g.load(Ordering::SeqCst) {
+                v.fetch_add(1, Ordering::Relaxed);
+            }
+        });
+        std::thread::yield_now();
+        h.unregister();
+        // From here on, no new call of that probe may start.
+        gone.store(true, Ordering::SeqCst);
+    }
+    stop.store(true, Ordering::Relaxed);
+    for f in firers {
+        f.join().unwrap();
+    }
+    drop(keeper);
+    profpoint::tracepoint::synchronize_unregister();
+    assert_eq!(
+        violations.load(Ordering::Relaxed),
+        0,
+        "a removed probe ran after unregister returned"
+    );
+    let fired = fired.load(Ordering::Relaxed);
+    assert!(fired > 0);
+    assert_eq!(
+        total.load(Ordering::Relaxed),
+        fired,
+        "the long-lived probe saw every firing"
+    );
+    assert_eq!(info("sched_switch").hits, fired);
+}

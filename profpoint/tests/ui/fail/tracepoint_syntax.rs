@@ -1,0 +1,5 @@
+profpoint::tracepoint!(pub struct NotAFunction);
+
+profpoint::tracepoint!(fn pattern((a, b): (u32, u32)));
+
+fn main() {}
