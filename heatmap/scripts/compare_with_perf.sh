@@ -34,8 +34,10 @@ for line in open(perf_txt):
     if m:
         perf[norm(m.group(2))] = perf.get(norm(m.group(2)), 0.0) + float(m.group(1))
 report = json.load(open(hm_json))
+achieved = report['achieved_hz']
 print(f"heatmap: {report['total_samples']} samples, source {report['source']}, "
-      f"{report['requested_hz']} Hz requested, {report['achieved_hz']:.0f} Hz achieved")
+      f"{report['requested_hz']} Hz requested, "
+      f"{'n/a' if achieved is None else format(achieved, '.0f')} Hz achieved")
 print(f"{'function':44} {'heatmap %':>10} {'perf %':>8} {'diff pp':>8}")
 worst = 0.0
 for row in report['rows']:

@@ -1,0 +1,69 @@
+//! `print_profile_heatmap_nr` (the seed's function) prints the table to standard error: a
+//! child process (this test binary re-run on one test) samples, prints the top 3, and the
+//! parent reads the child's stderr.
+
+mod common;
+
+use std::process::Command;
+use std::time::Duration;
+
+use common::*;
+use heatmap::{Config, Source};
+
+const CHILD_ENV: &str = "HEATMAP_TEST_PRINT_CHILD";
+
+/// Runs only inside the child (with CHILD_ENV set); elsewhere it says so and returns.
+#[test]
+fn child_prints_the_table() {
+    if std::env::var_os(CHILD_ENV).is_none() {
+        println!("child_prints_the_table: runs only as the child of print_goes_to_stderr");
+        return;
+    }
+    let s = heatmap::start(Config::new().hz(1000).source(Source::Setitimer)).unwrap();
+    burn_cpu_alpha(Duration::from_millis(300));
+    heatmap::print_profile_heatmap_nr(&s.stop(), 3);
+}
+
+#[test]
+fn print_goes_to_stderr() {
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "child_prints_the_table",
+            "--test-threads",
+            "1",
+            "--nocapture",
+        ])
+        .env(CHILD_ENV, "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let header = stderr
+        .lines()
+        .find(|l| l.starts_with("Heatmap (top #"))
+        .unwrap_or_else(|| panic!("no table header on stderr:\n{stderr}"));
+    assert!(
+        header.contains("by function") && header.contains("source setitimer"),
+        "{header}"
+    );
+    let columns = stderr.lines().find(|l| l.contains("Address")).unwrap();
+    for c in ["Address", "Function", "NR", "%"] {
+        assert!(columns.contains(c), "{columns}");
+    }
+    let row = stderr
+        .lines()
+        .find(|l| l.contains("print_nr::common::burn_cpu_alpha"))
+        .unwrap_or_else(|| panic!("no row for the burning function:\n{stderr}"));
+    // Address, function, NR, percent: the NR is a count, the percent a share with 2 decimals.
+    let fields: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(fields[0].len(), 16, "{row}");
+    let nr: u64 = fields[2].parse().unwrap();
+    let pct: f64 = fields[3].parse().unwrap();
+    assert!(nr >= 30 && pct > 50.0, "{row}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .all(|l| !l.starts_with("Heatmap"))
+    );
+}
