@@ -16,9 +16,10 @@
 //!
 //! A [`Table`] lays the segments end to end in one `Box<[AtomicU64]>`: a segment starting at
 //! `s` (rounded down to `1 << shift`) and ending at `e` owns `ceil((e - s) >> shift)` counters.
-//! [`Table::hit`] binary-searches the (few, sorted) segments, bounds-checks the pc and does a
-//! relaxed `fetch_add`; a pc outside every segment (a JIT page, a library `dlopen`ed after start,
-//! a bogus pc) adds to [`Table::other`] instead, so no sample is ever dropped silently.
+//! [`Table::try_hit`] binary-searches the (few, sorted) segments, bounds-checks the pc and does a
+//! relaxed `fetch_add`; a pc outside every segment (a JIT page, a library `dlopen`ed less than
+//! one scan ago, a bogus pc) adds to [`TableSet::other`] instead, so no sample is ever dropped
+//! silently.
 //!
 //! Counters are `u64`: at 10 kHz on 100 threads a `u32` bucket could wrap in five days; the
 //! cost is 8 bytes per 16 bytes of code at the default shift (about half the text size).
@@ -37,11 +38,17 @@
 //! never executed. Larger shifts save memory (each +1 halves it) at the price of blurring
 //! small neighbouring functions, exactly as with readprofile.
 //!
-//! # Extending
+//! # Libraries loaded later: generations of chunks
 //!
-//! Libraries `dlopen`ed after start land in "other"; giving them buckets would mean publishing a
-//! new table (an `AtomicPtr` swap plus the handler drain of `signal.rs`), which the design
-//! allows but this version does not do: `stop` lists such libraries in the warnings instead.
+//! A [`Table`] is one chunk: the objects found by one `discover` and their counters. The
+//! handler sees a [`TableSet`]: the chunks so far, searched newest first, and one shared
+//! "other" counter. When the watcher notices that the dynamic loader added objects (the
+//! `dlpi_adds` counter of `dl_iterate_phdr` moved), it allocates a chunk for the new objects
+//! only and publishes a new set (old chunks + the new one) with one pointer store; sets and
+//! chunks are never freed while sampling, so a handler still reading an older set is safe, and
+//! samples it counts there land in chunks the newer set shares. A library is thus bucketed
+//! within one scan interval of its `dlopen`; samples before that count as "other". A library
+//! unloaded and another loaded at the same address: the newer chunk is searched first.
 
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -210,7 +217,8 @@ pub(crate) struct Slot {
     pub(crate) len: usize,
 }
 
-/// Preallocated counters for every executable segment, shared with the signal handler.
+/// Preallocated counters for the executable segments of some objects (one chunk), shared
+/// with the signal handler through a [`TableSet`].
 #[derive(Debug)]
 pub(crate) struct Table {
     /// log2 of the bucket size in bytes.
@@ -219,16 +227,71 @@ pub(crate) struct Table {
     pub(crate) slots: Box<[Slot]>,
     /// Every segment's counters, end to end.
     pub(crate) counts: Box<[AtomicU64]>,
-    /// Samples whose pc lies outside every segment.
-    pub(crate) other: AtomicU64,
+    /// The objects of this chunk (segments refer to them by index).
+    pub(crate) objects: Vec<ObjectFile>,
+    /// The segments, in slot order.
+    pub(crate) segments: Vec<SegmentRange>,
+}
+
+/// What the handler counts into: every chunk so far and the shared "other".
+#[derive(Debug)]
+pub(crate) struct TableSet {
+    /// Oldest first; searched newest first.
+    pub(crate) chunks: Vec<std::sync::Arc<Table>>,
+    /// Samples whose pc lies outside every segment of every chunk.
+    pub(crate) other: std::sync::Arc<AtomicU64>,
+}
+
+impl TableSet {
+    /// Counts one sample at `pc`. Async-signal-safe: see [`Table::try_hit`]; iterating the
+    /// chunk slice allocates nothing.
+    #[inline]
+    pub(crate) fn hit(&self, pc: u64) {
+        for chunk in self.chunks.iter().rev() {
+            if chunk.try_hit(pc) {
+                return;
+            }
+        }
+        // Relaxed: an independent tally, like the buckets (see `Table::try_hit`).
+        self.other.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// How many objects the dynamic loader has added and removed so far (`dlpi_adds`,
+/// `dlpi_subs`): a cheap test for "something was `dlopen`ed or `dlclose`d".
+pub(crate) fn loader_generation() -> (u64, u64) {
+    unsafe extern "C" fn first(
+        info: *mut libc::dl_phdr_info,
+        _size: libc::size_t,
+        data: *mut libc::c_void,
+    ) -> libc::c_int {
+        // SAFETY: dl_iterate_phdr passes our `data` (a live `&mut (u64, u64)`) and a valid
+        // `dl_phdr_info`; the adds/subs fields exist since glibc 2.4 (checked by `size`
+        // being large enough on every glibc this crate supports).
+        unsafe {
+            let out = &mut *(data as *mut (u64, u64));
+            *out = ((*info).dlpi_adds as u64, (*info).dlpi_subs as u64);
+        }
+        1 // stop after the first object: the counters are global
+    }
+    let mut out = (0u64, 0u64);
+    // SAFETY: the callback writes only `out`, which outlives the call.
+    unsafe {
+        libc::dl_iterate_phdr(
+            Some(first),
+            &mut out as *mut (u64, u64) as *mut libc::c_void,
+        )
+    };
+    out
 }
 
 impl Table {
-    /// Allocates zeroed counters for `segments` (sorted by start) at `1 << shift` bytes each.
-    pub(crate) fn new(segments: &[SegmentRange], shift: u32) -> Table {
+    /// Allocates zeroed counters for `segments` (sorted by start, indexing `objects`) at
+    /// `1 << shift` bytes each.
+    pub(crate) fn new(objects: Vec<ObjectFile>, segments: Vec<SegmentRange>, shift: u32) -> Table {
         let mut slots = Vec::with_capacity(segments.len());
         let mut first = 0usize;
-        for s in segments {
+        for s in &segments {
             let base = s.start & !((1u64 << shift) - 1);
             let len = (s.end - base).div_ceil(1u64 << shift) as usize;
             slots.push(Slot {
@@ -245,14 +308,16 @@ impl Table {
             shift,
             slots: slots.into_boxed_slice(),
             counts,
-            other: AtomicU64::new(0),
+            objects,
+            segments,
         }
     }
 
-    /// Counts one sample at `pc`. Async-signal-safe: no allocation, no lock, no call into libc;
-    /// reads only `self` (immutable after construction apart from the atomics).
+    /// Counts one sample at `pc` if it lies in one of this chunk's segments; returns whether
+    /// it did. Async-signal-safe: no allocation, no lock, no call into libc; reads only `self`
+    /// (immutable after construction apart from the atomics).
     #[inline]
-    pub(crate) fn hit(&self, pc: u64) {
+    pub(crate) fn try_hit(&self, pc: u64) -> bool {
         // The slots are sorted and non-overlapping: the candidate is the last slot whose base
         // is <= pc. `partition_point` is a plain binary search over a slice (no allocation).
         let i = self.slots.partition_point(|s| s.base <= pc);
@@ -265,12 +330,11 @@ impl Table {
                     // increment eventually, and `stop` synchronises through the drain in
                     // `signal.rs` (SeqCst) before the final read.
                     c.fetch_add(1, Ordering::Relaxed);
-                    return;
+                    return true;
                 }
             }
         }
-        // Relaxed: as above, an independent tally.
-        self.other.fetch_add(1, Ordering::Relaxed);
+        false
     }
 
     /// The counters of slot `i`, read now (relaxed: a snapshot may miss in-flight samples).
@@ -314,7 +378,7 @@ mod tests {
     }
 
     #[test]
-    fn hit_counts_exactly_and_sends_outsiders_to_other() {
+    fn hit_counts_exactly_newest_chunk_first_and_sends_outsiders_to_other() {
         let segs = [
             SegmentRange {
                 object: 0,
@@ -327,19 +391,37 @@ mod tests {
                 end: 0x5010,
             },
         ];
-        let t = Table::new(&segs, 4);
+        let t = std::sync::Arc::new(Table::new(Vec::new(), segs.to_vec(), 4));
         // 0x1000..0x1040 is 4 buckets, 0x5000..0x5010 is 1.
         assert_eq!(t.counts.len(), 5);
-        for pc in [0x1003, 0x100f, 0x1010, 0x103f, 0x5000, 0x500f] {
-            t.hit(pc);
+        // A later chunk overlapping the second segment (a library loaded at a freed address)
+        // takes precedence there.
+        let later = std::sync::Arc::new(Table::new(
+            Vec::new(),
+            vec![SegmentRange {
+                object: 0,
+                start: 0x5008,
+                end: 0x5100,
+            }],
+            4,
+        ));
+        let set = TableSet {
+            chunks: vec![t.clone(), later.clone()],
+            other: Default::default(),
+        };
+        for pc in [0x1003, 0x100f, 0x1010, 0x103f, 0x5000, 0x500f, 0x50ff] {
+            set.hit(pc);
         }
-        for pc in [0x0, 0x1002, 0x1040, 0x4fff, 0x5010, u64::MAX] {
-            t.hit(pc);
+        for pc in [0x0, 0x1002, 0x1040, 0x4fff, 0x5100, u64::MAX] {
+            set.hit(pc);
         }
         assert_eq!(t.read_slot(0), vec![(0, 2), (1, 1), (3, 1)]);
-        assert_eq!(t.read_slot(1), vec![(0, 2)]);
+        assert_eq!(t.read_slot(1), vec![(0, 1)]);
+        assert_eq!(later.read_slot(0), vec![(0, 1), (15, 1)]);
         // 0x1002 is below the segment but inside bucket 0's range; it is not code of ours.
-        assert_eq!(t.other.load(Ordering::Relaxed), 6);
+        assert_eq!(set.other.load(Ordering::Relaxed), 6);
+        let (adds, _) = loader_generation();
+        assert!(adds >= 1);
     }
 
     #[test]

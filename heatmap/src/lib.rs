@@ -42,7 +42,9 @@
 //! - One sampler per process at a time ([`StartError::AlreadyRunning`]); a program that already
 //!   handles `SIGPROF` gets [`StartError::SignalInUse`].
 //! - With `perf_event_paranoid` 2 only user-space time is sampled (kernel time is not seen).
-//! - Libraries `dlopen`ed after start count as "other" (the report names them).
+//! - Libraries `dlopen`ed after start get buckets within one scan interval (20 ms); samples
+//!   before that count as "other", and a library loaded after the last scan is named in the
+//!   warnings.
 //! - Symbols come from the files on disk after the run: a file rebuilt in between is detected
 //!   by its build id and reported.
 //! - Each sample costs ~40 us of kernel time on the project's VM (perf's software timer, not

@@ -17,7 +17,9 @@
 //! A perf event is per thread, and threads come and go without telling us. A small thread
 //! (`heatmap-watcher`, with `SIGPROF` blocked so it never samples itself nor gets `EINTR`)
 //! lists `/proc/self/task` every `scan_interval` (20 ms): a new tid gets an event, a vanished
-//! tid's event is closed. A new thread is thus sampled within one scan interval plus the
+//! tid's event is closed. At the same pace it checks the dynamic loader's `dlpi_adds` counter
+//! and gives libraries `dlopen`ed since a chunk of buckets of their own (`buckets.rs`), with
+//! either source. A new thread is thus sampled within one scan interval plus the
 //! scan's own time, well inside 100 ms; a thread's exit loses nothing because its samples are
 //! already in the shared buckets. `start` returns only after the first scan, so every thread
 //! existing at that point is sampled from then on.
@@ -39,13 +41,13 @@
 use std::collections::HashMap;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::buckets::{self, ObjectFile, SegmentRange, Table};
+use crate::buckets::{self, Table, TableSet};
 use crate::config::{Config, MAX_HZ, MAX_SHIFT, Mode, Source};
 use crate::error::StartError;
 use crate::profile::{Profile, Segment, SourceUsed};
@@ -65,7 +67,10 @@ struct Shared {
     /// Threads whose event could not be opened (other than because they had just exited).
     failed_threads: AtomicU64,
     /// The first error listing `/proc/self/task` (no /proc: no thread gets an event).
-    scan_error: std::sync::Mutex<Option<String>>,
+    scan_error: Mutex<Option<String>>,
+    /// Every table set published, the current one last. Kept until stop: a handler may still
+    /// be reading an older one.
+    sets: Mutex<Vec<Arc<TableSet>>>,
     /// Wall-mode ticks done.
     ticks: AtomicU64,
     /// The watcher's own user CPU time, in ns, written when it exits.
@@ -85,9 +90,6 @@ pub struct Sampler {
 struct Inner {
     config: Config,
     source: SourceUsed,
-    table: Arc<Table>,
-    objects: Vec<ObjectFile>,
-    segments: Vec<SegmentRange>,
     previous: signal::Previous,
     watcher: Option<(mpsc::Sender<()>, JoinHandle<()>)>,
     shared: Arc<Shared>,
@@ -126,7 +128,11 @@ fn start_claimed(config: Config) -> Result<Sampler, StartError> {
     if segments.is_empty() {
         return Err(StartError::NoExecutableSegments);
     }
-    let table = Arc::new(Table::new(&segments, config.shift));
+    let chunk = Arc::new(Table::new(objects, segments, config.shift));
+    let set = Arc::new(TableSet {
+        chunks: vec![chunk],
+        other: Arc::default(),
+    });
     let mut warnings = Vec::new();
     let period_ns = 1_000_000_000u64 / u64::from(config.hz);
 
@@ -161,17 +167,15 @@ fn start_claimed(config: Config) -> Result<Sampler, StartError> {
     }
 
     let previous = signal::install()?;
-    signal::publish(Arc::as_ptr(&table));
     let shared = Arc::new(Shared::default());
+    lock(&shared.sets).push(Arc::clone(&set));
+    signal::publish(Arc::as_ptr(&set));
     let (user_ns_at_start, sys_ns_at_start) = rusage_ns(libc::RUSAGE_SELF);
     let started = Instant::now();
 
     let mut inner = Inner {
         config: config.clone(),
         source,
-        table: Arc::clone(&table),
-        objects,
-        segments,
         previous,
         watcher: None,
         shared: Arc::clone(&shared),
@@ -199,30 +203,32 @@ fn start_claimed(config: Config) -> Result<Sampler, StartError> {
         }
     }
 
-    if source == SourceUsed::PerfTaskClock || config.mode == Mode::Wall {
-        let (stop_tx, stop_rx) = mpsc::channel::<()>();
-        let (ready_tx, ready_rx) = mpsc::channel::<()>();
-        let watcher = Watcher {
-            table: Arc::clone(&table),
-            shared: Arc::clone(&shared),
-            perf: source == SourceUsed::PerfTaskClock,
-            wall: config.mode == Mode::Wall,
-            period_ns,
-            scan_interval: config.scan_interval,
-        };
-        let spawned = std::thread::Builder::new()
-            .name("heatmap-watcher".to_owned())
-            .spawn(move || watcher.run(stop_rx, ready_tx));
-        match spawned {
-            Ok(handle) => {
-                inner.watcher = Some((stop_tx, handle));
-                // The watcher signals after its first scan; if it died, recv fails: go on.
-                let _ = ready_rx.recv();
-            }
-            Err(e) => {
-                inner.teardown();
-                return Err(StartError::Spawn(e));
-            }
+    // The watcher runs in every configuration: it finds new threads (perf source), reads
+    // blocked threads (wall mode), and gives libraries loaded later their own buckets.
+    let (stop_tx, stop_rx) = mpsc::channel::<()>();
+    let (ready_tx, ready_rx) = mpsc::channel::<()>();
+    let watcher = Watcher {
+        set,
+        shared: Arc::clone(&shared),
+        perf: source == SourceUsed::PerfTaskClock,
+        wall: config.mode == Mode::Wall,
+        period_ns,
+        shift: config.shift,
+        scan_interval: config.scan_interval,
+        generation: buckets::loader_generation(),
+    };
+    let spawned = std::thread::Builder::new()
+        .name("heatmap-watcher".to_owned())
+        .spawn(move || watcher.run(stop_rx, ready_tx));
+    match spawned {
+        Ok(handle) => {
+            inner.watcher = Some((stop_tx, handle));
+            // The watcher signals after its first scan; if it died, recv fails: go on.
+            let _ = ready_rx.recv();
+        }
+        Err(e) => {
+            inner.teardown();
+            return Err(StartError::Spawn(e));
         }
     }
     Ok(Sampler { inner: Some(inner) })
@@ -284,16 +290,20 @@ impl Inner {
     fn finish(mut self) -> Profile {
         self.teardown();
         let mut extra = Vec::new();
-        // Libraries loaded after start had no buckets: their samples are in "other".
+        // Libraries loaded after the watcher's last scan had no buckets: their samples are in
+        // "other".
+        let current = self.current();
         let (now, _) = buckets::discover();
         for o in now {
-            if !self
-                .objects
+            let known = current
+                .chunks
                 .iter()
-                .any(|s| s.path == o.path && s.bias == o.bias)
-            {
+                .flat_map(|c| c.objects.iter())
+                .any(|s| s.path == o.path && s.bias == o.bias);
+            if !known {
                 extra.push(format!(
-                    "{} was loaded after sampling started: its samples are counted in \"other\"",
+                    "{} was loaded too late to get buckets (after the last scan): its samples \
+                     are counted in \"other\"",
                     o.path
                 ));
             }
@@ -304,18 +314,31 @@ impl Inner {
         profile
     }
 
+    /// The table set in use now (the last one published).
+    fn current(&self) -> Arc<TableSet> {
+        Arc::clone(
+            lock(&self.shared.sets)
+                .last()
+                .expect("start publishes a first set"),
+        )
+    }
+
     fn profile(&self, extra_warnings: Vec<String>) -> Profile {
-        let segments = self
-            .segments
-            .iter()
-            .enumerate()
-            .map(|(i, s)| Segment {
-                object: s.object,
-                start: s.start,
-                end: s.end,
-                counts: self.table.read_slot(i),
-            })
-            .collect();
+        let current = self.current();
+        let mut objects = Vec::new();
+        let mut segments = Vec::new();
+        for chunk in &current.chunks {
+            let offset = objects.len();
+            objects.extend(chunk.objects.iter().cloned());
+            for (i, s) in chunk.segments.iter().enumerate() {
+                segments.push(Segment {
+                    object: offset + s.object,
+                    start: s.start,
+                    end: s.end,
+                    counts: chunk.read_slot(i),
+                });
+            }
+        }
         // Relaxed: plain tallies; `finish` reads them after joining the watcher.
         let watcher_user = self.shared.watcher_user_ns.load(Ordering::Relaxed);
         // Relaxed: as above.
@@ -333,10 +356,10 @@ impl Inner {
             source: self.source,
             requested_hz: self.config.hz,
             shift: self.config.shift,
-            objects: self.objects.clone(),
+            objects,
             segments,
-            // Relaxed: a tally (see `Table::hit`).
-            other: self.table.other.load(Ordering::Relaxed),
+            // Relaxed: a tally (see `Table::try_hit`).
+            other: current.other.load(Ordering::Relaxed),
             // Relaxed: a tally written by the watcher only.
             proc_samples: self.shared.proc_samples.load(Ordering::Relaxed),
             user_cpu_ns,
@@ -353,13 +376,7 @@ impl Inner {
                 "{failed} thread(s) could not be given a perf event and were not sampled"
             ));
         }
-        if let Some(e) = self
-            .shared
-            .scan_error
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
-        {
+        if let Some(e) = lock(&self.shared.scan_error).clone() {
             p.warnings.push(e);
         }
         if let Some(achieved) = p.achieved_hz() {
@@ -415,12 +432,16 @@ fn rusage_ns(who: libc::c_int) -> (u64, u64) {
 // === the watcher thread ===
 
 struct Watcher {
-    table: Arc<Table>,
+    /// The set published last (by `start` or by this watcher).
+    set: Arc<TableSet>,
     shared: Arc<Shared>,
     perf: bool,
     wall: bool,
     period_ns: u64,
+    shift: u32,
     scan_interval: Duration,
+    /// The loader's (adds, subs) when `set` was built.
+    generation: (u64, u64),
 }
 
 /// What the watcher holds per thread.
@@ -432,7 +453,7 @@ struct Tracked {
 }
 
 impl Watcher {
-    fn run(self, stop: mpsc::Receiver<()>, ready: mpsc::Sender<()>) {
+    fn run(mut self, stop: mpsc::Receiver<()>, ready: mpsc::Sender<()>) {
         block_sigprof_here();
         let me = sys::gettid();
         let mut threads: HashMap<libc::pid_t, Tracked> = HashMap::new();
@@ -482,8 +503,55 @@ impl Watcher {
         self.shared.watcher_sys_ns.store(sys, Ordering::Relaxed);
     }
 
+    /// Gives objects the loader added since the last look a chunk of buckets of their own.
+    fn new_libraries(&mut self) {
+        let generation = buckets::loader_generation();
+        if generation == self.generation {
+            return;
+        }
+        self.generation = generation;
+        let (objects, segments) = buckets::discover();
+        let known = |o: &buckets::ObjectFile| {
+            self.set
+                .chunks
+                .iter()
+                .flat_map(|c| c.objects.iter())
+                .any(|k| k.path == o.path && k.bias == o.bias)
+        };
+        let mut new_objects = Vec::new();
+        let mut index = vec![usize::MAX; objects.len()];
+        for (i, o) in objects.iter().enumerate() {
+            if !known(o) {
+                index[i] = new_objects.len();
+                new_objects.push(o.clone());
+            }
+        }
+        if new_objects.is_empty() {
+            return;
+        }
+        let new_segments: Vec<buckets::SegmentRange> = segments
+            .into_iter()
+            .filter(|s| index[s.object] != usize::MAX)
+            .map(|s| buckets::SegmentRange {
+                object: index[s.object],
+                ..s
+            })
+            .collect();
+        let mut chunks = self.set.chunks.clone();
+        chunks.push(Arc::new(Table::new(new_objects, new_segments, self.shift)));
+        let set = Arc::new(TableSet {
+            chunks,
+            other: Arc::clone(&self.set.other),
+        });
+        // Keep every set alive until stop, then publish: a handler may hold the old pointer.
+        lock(&self.shared.sets).push(Arc::clone(&set));
+        signal::publish(Arc::as_ptr(&set));
+        self.set = set;
+    }
+
     /// Lists `/proc/self/task`: opens events for new threads, closes those of exited ones.
-    fn scan(&self, me: libc::pid_t, threads: &mut HashMap<libc::pid_t, Tracked>) {
+    fn scan(&mut self, me: libc::pid_t, threads: &mut HashMap<libc::pid_t, Tracked>) {
+        self.new_libraries();
         let dir = match std::fs::read_dir("/proc/self/task") {
             Ok(dir) => dir,
             Err(e) => {
@@ -558,12 +626,17 @@ impl Watcher {
             let Some(f) = &t.syscall else { continue };
             let Ok(n) = f.read_at(buf, 0) else { continue };
             if let Some(pc) = blocked_pc(&buf[..n]) {
-                self.table.hit(pc);
+                self.set.hit(pc);
                 // Relaxed: a tally.
                 self.shared.proc_samples.fetch_add(1, Ordering::Relaxed);
             }
         }
     }
+}
+
+/// Locks a mutex, ignoring poisoning (the data behind it stays consistent: pushes and reads).
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Parses `/proc/PID/task/TID/syscall`: `running` (None), or fields whose last is the user pc

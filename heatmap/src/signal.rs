@@ -6,7 +6,8 @@
 //! or `setitimer(ITIMER_PROF)`), a sample is a `SIGPROF` delivered to the thread that was
 //! running. [`handler`] reads the interrupted instruction pointer from the `ucontext_t`
 //! (`uc_mcontext.gregs[REG_RIP]` on x86_64, `uc_mcontext.pc` on aarch64) and hands it to
-//! [`Table::hit`], which bounds-checks it and increments one preallocated atomic counter.
+//! [`TableSet::hit`], which bounds-checks it against each chunk's segments and increments one
+//! preallocated atomic counter.
 //!
 //! The table is published through the [`TABLE`] pointer. Stopping must not free it while a
 //! handler on another CPU is still inside it, so every handler brackets its use with
@@ -23,7 +24,8 @@
 //!   though nothing in between can change it;
 //! - the `ucontext_t` the kernel passed (read only);
 //! - [`ACTIVE`] and [`TABLE`] (atomics in static memory);
-//! - the published [`Table`]: its slot array (read only) and one of its `AtomicU64` counters.
+//! - the published [`TableSet`]: its chunk list and each chunk's slot array (read only), and
+//!   one `AtomicU64` counter (a bucket or "other").
 //!
 //! It calls no function that allocates, locks, blocks or touches TLS that might need lazy
 //! initialisation; `partition_point` is an inlined binary search. `tests/async_signal_safety.rs`
@@ -44,14 +46,14 @@
 
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 
-use crate::buckets::Table;
+use crate::buckets::TableSet;
 use crate::error::StartError;
 
 /// The signal every source delivers.
 pub(crate) const SIGNAL: libc::c_int = libc::SIGPROF;
 
 /// The table the handler counts into; null when no sampler runs.
-pub(crate) static TABLE: AtomicPtr<Table> = AtomicPtr::new(std::ptr::null_mut());
+pub(crate) static TABLE: AtomicPtr<TableSet> = AtomicPtr::new(std::ptr::null_mut());
 
 /// Number of handlers currently between their `TABLE` load and their last use of it.
 pub(crate) static ACTIVE: AtomicUsize = AtomicUsize::new(0);
@@ -88,7 +90,7 @@ extern "C" fn handler(_sig: libc::c_int, _info: *mut libc::siginfo_t, uc: *mut l
     if !table.is_null() && !uc.is_null() {
         // SAFETY: the kernel passes a valid ucontext_t to an SA_SIGINFO handler.
         let pc = unsafe { interrupted_pc(uc) };
-        // SAFETY: a non-null TABLE points to a Table kept alive by the running Sampler until
+        // SAFETY: a non-null TABLE points to a TableSet kept alive by the running Sampler until
         // `unpublish_and_drain` has seen ACTIVE reach 0, which cannot happen before our
         // decrement below.
         unsafe { &*table }.hit(pc);
@@ -155,9 +157,9 @@ pub(crate) fn restore(previous: Previous) {
 }
 
 /// Publishes `table` to the handler.
-pub(crate) fn publish(table: *const Table) {
+pub(crate) fn publish(table: *const TableSet) {
     // SeqCst: see the module docs; also releases the table's initialised contents.
-    TABLE.store(table as *mut Table, Ordering::SeqCst);
+    TABLE.store(table as *mut TableSet, Ordering::SeqCst);
 }
 
 /// Withdraws the table from the handler and waits until no handler still uses it. Afterwards
