@@ -262,15 +262,20 @@ impl TableSet {
 pub(crate) fn loader_generation() -> (u64, u64) {
     unsafe extern "C" fn first(
         info: *mut libc::dl_phdr_info,
-        _size: libc::size_t,
+        size: libc::size_t,
         data: *mut libc::c_void,
     ) -> libc::c_int {
-        // SAFETY: dl_iterate_phdr passes our `data` (a live `&mut (u64, u64)`) and a valid
-        // `dl_phdr_info`; the adds/subs fields exist since glibc 2.4 (checked by `size`
-        // being large enough on every glibc this crate supports).
-        unsafe {
-            let out = &mut *(data as *mut (u64, u64));
-            *out = ((*info).dlpi_adds as u64, (*info).dlpi_subs as u64);
+        // `size` says how much of `dl_phdr_info` this glibc fills: the counters exist since
+        // glibc 2.4; if they are missing, report (0, 0) and libraries are never re-scanned.
+        let needed = std::mem::offset_of!(libc::dl_phdr_info, dlpi_subs)
+            + std::mem::size_of::<libc::c_ulonglong>();
+        if size >= needed {
+            // SAFETY: dl_iterate_phdr passes our `data` (a live `&mut (u64, u64)`) and a
+            // valid `dl_phdr_info` whose first `size` bytes, counters included, are filled.
+            unsafe {
+                let out = &mut *(data as *mut (u64, u64));
+                *out = ((*info).dlpi_adds, (*info).dlpi_subs);
+            }
         }
         1 // stop after the first object: the counters are global
     }
