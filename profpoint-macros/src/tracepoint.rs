@@ -115,6 +115,72 @@ pub(crate) fn expand(input: TokenStream) -> syn::Result<TokenStream> {
     let copy_checks = types.iter().map(|ty| {
         quote_spanned! {ty.span()=> __profpoint_assert_copy::<#ty>(); }
     });
+    let thunk = format_ident!("__tracepoint_thunk_{}", name);
+    let atomic_site = quote! {
+        if #stat.is_enabled() {
+            #hook(#(#names),*);
+        }
+    };
+    // Static keys (x86_64 Linux): the site is a 5-byte nop plus a record of (site, enabled
+    // block, tracepoint) in `__profpoint_sites`; the enabled block hands a tuple of the
+    // arguments to the trampoline, which calls the thunk, which calls the hook.
+    let (site_body, thunk_item) = if cfg!(feature = "tracepoint-atomic") {
+        (atomic_site, quote!())
+    } else {
+        let linux_x86 = quote!(all(target_arch = "x86_64", target_os = "linux"));
+        (
+            quote! {
+                #[cfg(#linux_x86)]
+                // SAFETY: the asm is a nop that only profpoint's patcher rewrites, into a jmp to
+                // the label block; the block passes a pointer to a tuple of this tracepoint's
+                // argument types to the thunk generated for exactly that tuple.
+                unsafe {
+                    ::core::arch::asm!(
+                        "2: .byte 0x0f, 0x1f, 0x44, 0x00, 0x00",
+                        ".pushsection __profpoint_sites,\"aR\",@progbits",
+                        ".balign 8",
+                        ".long 2b - .",
+                        ".long {yes} - .",
+                        ".quad {key} - .",
+                        ".popsection",
+                        key = sym #stat,
+                        yes = label {
+                            let __profpoint_args = (#(#names,)*);
+                            // SAFETY: the thunk reads exactly this tuple type.
+                            unsafe {
+                                #private::call_hook(
+                                    &raw const __profpoint_args as *const u8,
+                                    #thunk,
+                                );
+                            }
+                        },
+                        options(nostack, preserves_flags),
+                    );
+                }
+                #[cfg(not(#linux_x86))]
+                {
+                    #atomic_site
+                }
+            },
+            quote! {
+                #[doc(hidden)]
+                #[cfg(#linux_x86)]
+                #vis unsafe extern "C" fn #thunk(args: *const u8) {
+                    // SAFETY: the site's enabled block passes a pointer to a live tuple of
+                    // exactly these (Copy) argument types.
+                    let (#(#names,)*) = unsafe { *(args as *const (#(#types,)*)) };
+                    // A panicking condition must not unwind through the trampoline.
+                    if ::std::panic::catch_unwind(::std::panic::AssertUnwindSafe(|| {
+                        #hook(#(#names),*)
+                    }))
+                    .is_err()
+                    {
+                        #private::probe_panicked(#stat.name());
+                    }
+                }
+            },
+        )
+    };
     let doc_site = format!("Fires tracepoint `{name}`: calls its probes when it is enabled.");
     let doc_enabled = format!("Whether tracepoint `{name}` is enabled (has probes or counts).");
     let doc_register = format!(
@@ -135,10 +201,10 @@ pub(crate) fn expand(input: TokenStream) -> syn::Result<TokenStream> {
         #[doc = #doc_site]
         #[inline(always)]
         #vis fn #site(#params) {
-            if #stat.is_enabled() {
-                #hook(#(#names),*);
-            }
+            #site_body
         }
+
+        #thunk_item
 
         #[doc = #doc_enabled]
         #[inline(always)]

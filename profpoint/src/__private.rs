@@ -2,4 +2,11 @@
 
 pub use crate::point::{Kind, Name, OffPoint, POINTS, Point, Timed};
 pub use crate::tracepoint::TRACEPOINTS;
+#[cfg(all(
+    target_arch = "x86_64",
+    target_os = "linux",
+    not(feature = "tracepoint-atomic")
+))]
+pub use crate::tracepoint::patch::call_hook;
+pub use crate::tracepoint::probe_panicked;
 pub use linkme;

@@ -90,6 +90,31 @@ fn a_bad_heatmap_variable_is_one_line_and_the_program_runs() {
     assert!(e.contains("exit_report::work"), "{e}");
 }
 
+profpoint::tracepoint!(fn refused(x: u64));
+
+/// Where W^X is enforced, enabling a static-key tracepoint fails with a clear error.
+fn a_w_xor_x_policy_refuses_patching_with_a_clear_error() {
+    if !profpoint::tracepoint::key::STATIC_KEYS {
+        println!("SKIPPED: this build uses the atomic tracepoint backend (nothing to patch)");
+        return;
+    }
+    let o = run_child("child_mdwe", &[]);
+    if o.status.code() == Some(77) {
+        println!("SKIPPED: prctl(PR_SET_MDWE) is not supported by this kernel (needs 6.3+)");
+        return;
+    }
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("enabled=false"), "{out}");
+    let e = stderr(&o);
+    assert!(
+        e.contains("tracepoint exit_report::refused cannot be enabled"),
+        "{e}"
+    );
+    assert!(e.contains("MemoryDenyWriteExecute"), "{e}");
+    assert!(e.contains("`tracepoint-atomic` feature"), "{e}");
+}
+
 /// Stands in for `main` (the attribute works on any function; `main` is the one to mark).
 #[profpoint::main]
 fn entry() {
@@ -113,6 +138,22 @@ fn child(scenario: &str) {
         }
         "child_silent" => work(),
         "child_main_attribute" => entry(),
+        "child_mdwe" => {
+            // PR_SET_MDWE = 65, PR_MDWE_REFUSE_EXEC_GAIN = 1 (include/uapi/linux/prctl.h).
+            // SAFETY: prctl with integer arguments only.
+            if unsafe { libc::prctl(65, 1, 0, 0, 0) } != 0 {
+                std::process::exit(77);
+            }
+            assert_eq!(profpoint::trace_count("*::refused"), 1);
+            let info = profpoint::tracepoints()
+                .into_iter()
+                .find(|t| t.name.ends_with("::refused"))
+                .unwrap();
+            println!("enabled={} error={:?}", info.enabled, info.error);
+            for i in 0..10 {
+                trace_refused(i); // the program keeps running; the site stays off
+            }
+        }
         "child_busy" => {
             let t = std::time::Instant::now();
             let mut x = 0u64;
@@ -284,7 +325,15 @@ fn main() {
         return;
     }
     let args = libtest_mimic::Arguments::from_args();
+    #[cfg_attr(not(feature = "heatmap"), allow(unused_mut))]
     let mut tests = vec![
+        libtest_mimic::Trial::test(
+            "a_w_xor_x_policy_refuses_patching_with_a_clear_error",
+            || {
+                a_w_xor_x_policy_refuses_patching_with_a_clear_error();
+                Ok(())
+            },
+        ),
         libtest_mimic::Trial::test(
             "a_bad_heatmap_variable_is_one_line_and_the_program_runs",
             || {

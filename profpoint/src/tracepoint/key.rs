@@ -1,13 +1,21 @@
 //! The key a tracepoint site tests.
 //!
-//! # Backends
-//! This build uses the portable backend: an `AtomicBool` read relaxed at the site (a load, a
-//! test and a predictable branch). The static-key backend (a patched 5-byte nop on x86_64, so
-//! a disabled site costs one instruction) is issue 3's next step; it will live here behind the
-//! same [`Key`] interface, selected at build time, with this backend kept as the fallback for
-//! other architectures and for systems that forbid code patching.
+//! # Backends (chosen at build time; the whole program uses one)
+//! - **Static keys** (x86_64 Linux, the default there): the site is a 5-byte nop that
+//!   [`super::patch`] rewrites into a `jmp` to the site's out-of-line block; a disabled site
+//!   costs that one instruction. The `AtomicBool` below still holds the state, for
+//!   `trace_*_enabled()`, `trace!` and reports.
+//! - **Atomic** (other targets, or the `tracepoint-atomic` feature, e.g. where W^X forbids
+//!   patching): the site loads the `AtomicBool` and branches. Same semantics, same tests.
 
 use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Whether this build patches code (static keys) rather than testing a flag at each site.
+pub const STATIC_KEYS: bool = cfg!(all(
+    target_arch = "x86_64",
+    target_os = "linux",
+    not(feature = "tracepoint-atomic")
+));
 
 /// A tracepoint's on/off switch.
 #[derive(Debug)]
@@ -15,7 +23,7 @@ pub struct Key {
     on: AtomicBool,
 }
 
-/// Why a key could not be switched (the static-key backend can fail; this one cannot).
+/// Why a key could not be switched on (only the static-key backend can fail).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeyError(pub String);
 
@@ -35,7 +43,7 @@ impl Key {
         }
     }
 
-    /// Whether the key is on (the site's test).
+    /// Whether the key is on.
     #[inline(always)]
     pub fn is_enabled(&self) -> bool {
         // Relaxed: a site racing with a switch may go either way; the probe list it then
@@ -43,11 +51,51 @@ impl Key {
         self.on.load(Ordering::Relaxed)
     }
 
-    /// Switches the key (callers serialise switches under the tracepoint writers' lock).
-    pub fn set(&self, on: bool) -> Result<(), KeyError> {
-        // Relaxed: see `is_enabled`.
-        self.on.store(on, Ordering::Relaxed);
-        Ok(())
+    /// Switches the key of the tracepoint at address `owner` (the static its sites name).
+    /// Callers serialise switches under the tracepoint writers' lock. On error the key stays
+    /// off and the program keeps running.
+    pub fn set(&self, owner: usize, on: bool) -> Result<(), KeyError> {
+        #[cfg(all(
+            target_arch = "x86_64",
+            target_os = "linux",
+            not(feature = "tracepoint-atomic")
+        ))]
+        {
+            if on {
+                if !std::arch::is_x86_feature_detected!("xsave") {
+                    return Err(KeyError(
+                        "static-key tracepoints need XSAVE, which this CPU or kernel does not \
+                         offer: build profpoint with the `tracepoint-atomic` feature"
+                            .into(),
+                    ));
+                }
+                // Relaxed: see `is_enabled`.
+                self.on.store(true, Ordering::Relaxed);
+                if let Err(e) = super::patch::set(owner, true) {
+                    self.on.store(false, Ordering::Relaxed);
+                    // Sites already patched go back to the nop (best effort: the same
+                    // mechanism just failed, and the hook re-checks the probe list anyway).
+                    let _ = super::patch::set(owner, false);
+                    return Err(e);
+                }
+            } else {
+                let r = super::patch::set(owner, false);
+                self.on.store(false, Ordering::Relaxed);
+                r?;
+            }
+            Ok(())
+        }
+        #[cfg(not(all(
+            target_arch = "x86_64",
+            target_os = "linux",
+            not(feature = "tracepoint-atomic")
+        )))]
+        {
+            let _ = owner;
+            // Relaxed: see `is_enabled`.
+            self.on.store(on, Ordering::Relaxed);
+            Ok(())
+        }
     }
 }
 

@@ -39,6 +39,12 @@
 //! (per-thread counters); `info()` reports them.
 
 pub mod key;
+#[cfg(all(
+    target_arch = "x86_64",
+    target_os = "linux",
+    not(feature = "tracepoint-atomic")
+))]
+pub(crate) mod patch;
 pub(crate) mod rcu;
 
 use crate::glob;
@@ -83,6 +89,8 @@ pub struct Tracepoint {
     counting: AtomicBool,
     /// Dense index in `TRACEPOINTS`, `u32::MAX` until first use.
     index: AtomicU32,
+    /// The last error switching the key on (static keys can be refused by the system).
+    error: Mutex<Option<String>>,
 }
 
 /// Writers (register, unregister, counting) of every tracepoint take this lock.
@@ -112,6 +120,8 @@ pub struct TracepointInfo {
     pub counting: bool,
     /// Times the hook ran (the site executed while enabled, its condition true).
     pub hits: u64,
+    /// Why the key could not be switched on, if it could not.
+    pub error: Option<String>,
     /// Where it is declared.
     pub file: &'static str,
     /// Line of the declaration.
@@ -130,6 +140,7 @@ impl Tracepoint {
             nprobes: AtomicU32::new(0),
             counting: AtomicBool::new(false),
             index: AtomicU32::new(u32::MAX),
+            error: Mutex::new(None),
         }
     }
 
@@ -161,6 +172,24 @@ impl Tracepoint {
         i
     }
 
+    /// The sites of this tracepoint in the code, as (site address, enabled-block address), for
+    /// tests and tools that inspect the patched code (static-key builds; empty otherwise).
+    #[doc(hidden)]
+    pub fn __sites(&'static self) -> Vec<(usize, usize)> {
+        #[cfg(all(
+            target_arch = "x86_64",
+            target_os = "linux",
+            not(feature = "tracepoint-atomic")
+        ))]
+        return patch::sites_of(self as *const Tracepoint as usize);
+        #[cfg(not(all(
+            target_arch = "x86_64",
+            target_os = "linux",
+            not(feature = "tracepoint-atomic")
+        )))]
+        Vec::new()
+    }
+
     /// Runs the probes (the generated hook's body): `call` gets each live probe's closure.
     #[doc(hidden)]
     #[inline]
@@ -179,7 +208,14 @@ impl Tracepoint {
                 // Relaxed: see `Probe::removed`; program order covers the same-thread case,
                 // the grace period the others.
                 if !probe.removed.load(Ordering::Relaxed) {
-                    call(&*probe.func);
+                    // A probe's panic must not unwind into the traced program (and cannot
+                    // cross the static-key trampoline): it is reported and the others run.
+                    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        call(&*probe.func)
+                    }));
+                    if r.is_err() {
+                        probe_panicked(self.name);
+                    }
                 }
             }
         }
@@ -240,8 +276,17 @@ impl Tracepoint {
     fn refresh_key(&'static self) {
         // Relaxed: both are only written under the writers' lock, which we hold.
         let on = self.nprobes.load(Ordering::Relaxed) > 0 || self.counting.load(Ordering::Relaxed);
-        if let Err(e) = self.key.set(on) {
-            eprintln!("profpoint: tracepoint {}: {e}", self.name);
+        let r = self.key.set(self as *const Tracepoint as usize, on);
+        let mut err = self.error.lock().unwrap_or_else(|e| e.into_inner());
+        match r {
+            Ok(()) => *err = None,
+            Err(e) => {
+                // One line per distinct failure; the program keeps running, the site stays off.
+                if err.as_deref() != Some(e.0.as_str()) {
+                    eprintln!("profpoint: tracepoint {} cannot be enabled: {e}", self.name);
+                }
+                *err = Some(e.0);
+            }
         }
     }
 
@@ -295,6 +340,7 @@ impl Tracepoint {
             probes: self.nprobes.load(Ordering::Relaxed),
             counting: self.counting.load(Ordering::Relaxed),
             hits,
+            error: self.error.lock().unwrap_or_else(|e| e.into_inner()).clone(),
             file: self.file,
             line: self.line,
         }
@@ -360,6 +406,19 @@ fn reclaim() {
         // below `done`; the grace period up to `done` waited for every read section that
         // could have loaded it, and no section of this thread is open.
         drop(unsafe { Box::from_raw(p as *mut ProbeArray) });
+    }
+}
+
+/// Reports a probe (or a tracepoint condition) that panicked: one line on stderr per
+/// tracepoint, the first time.
+#[doc(hidden)]
+#[cold]
+pub fn probe_panicked(name: &'static str) {
+    static SEEN: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
+    let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
+    if !seen.contains(&name) {
+        seen.push(name);
+        eprintln!("profpoint: a probe of tracepoint {name} panicked; the program goes on");
     }
 }
 

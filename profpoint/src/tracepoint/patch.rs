@@ -1,0 +1,366 @@
+//! Static keys on x86_64 Linux: a tracepoint site is a 5-byte nop, patched to a `jmp` into its
+//! out-of-line block when the key turns on.
+//!
+//! # Concept
+//! The kernel's jump labels (`include/linux/jump_label.h`): the disabled site costs one
+//! instruction that does nothing; enabling rewrites it. Each site records, from inside its
+//! `asm!` block, where it is, where its enabled block is and which tracepoint it belongs to, in
+//! the `__profpoint_sites` section (linkme cannot take a code address).
+//!
+//! # Mechanism: patching without a writable-executable page
+//! To rewrite code that other threads may be running, we never make the live page writable:
+//! 1. find the live page's mapping in `/proc/self/maps` (file and offset);
+//! 2. map the same file pages privately, read-write, at a scratch address; copy the live bytes
+//!    in (they carry earlier patches); write the new instruction(s);
+//! 3. `mprotect` the scratch pages read+exec, then `mremap(MREMAP_FIXED)` them over the live
+//!    ones: one atomic page-table switch. A thread executing the page takes a minor fault and
+//!    continues in the new page; no instruction is ever seen half-written.
+//! The mapping still names the executable and its offset afterwards, so perf, debuggers and our
+//! own symboliser keep resolving it (copying the page to an anonymous mapping would not). All
+//! patching runs under one process-wide lock: two keys whose sites share a page cannot lose
+//! each other's update (a known failure of patching without it). A site that straddles a page
+//! boundary is patched by swapping both pages in one `mremap`. Where W^X is enforced
+//! (`MemoryDenyWriteExecute`, `PR_SET_MDWE`), `mprotect` refuses and enabling returns an error
+//! naming the cause and the `tracepoint-atomic` feature.
+//!
+//! # The call from the site
+//! An ordinary call in the site's enabled block would make the compiler treat every
+//! caller-saved register as clobbered and push a prologue into the whole hot function. Instead
+//! the block stores the arguments in a tuple and calls [`trampoline`] from `asm!` with no
+//! clobbers: the trampoline skips the red zone, saves every caller-saved register and the whole
+//! extended state (`xsave`), aligns the stack and calls the tracepoint's thunk.
+
+use super::key::KeyError;
+use std::sync::Mutex;
+
+/// One site, as the site's `asm!` block writes it: each field is relative to its own address.
+#[repr(C)]
+struct SiteRecord {
+    site: i32,
+    target: i32,
+    key: i64,
+}
+
+impl SiteRecord {
+    fn site(&self) -> usize {
+        (&self.site as *const i32 as isize).wrapping_add(self.site as isize) as usize
+    }
+    fn target(&self) -> usize {
+        (&self.target as *const i32 as isize).wrapping_add(self.target as isize) as usize
+    }
+    fn key(&self) -> usize {
+        (&self.key as *const i64 as isize).wrapping_add(self.key as isize) as usize
+    }
+}
+
+// One record that always exists (its key matches nothing), so the section and its
+// `__start_`/`__stop_` symbols exist even in a program without tracepoints. "aR": allocated
+// and retained (lld would otherwise drop the unreferenced section).
+core::arch::global_asm!(
+    ".pushsection .text.__profpoint_dummy_site,\"ax\",@progbits",
+    ".globl __profpoint_dummy_site",
+    ".hidden __profpoint_dummy_site",
+    "__profpoint_dummy_site:",
+    ".byte 0x0f, 0x1f, 0x44, 0x00, 0x00",
+    "ret",
+    ".popsection",
+    ".pushsection __profpoint_sites,\"aR\",@progbits",
+    ".balign 8",
+    ".long __profpoint_dummy_site - .",
+    ".long __profpoint_dummy_site - .",
+    ".quad 0",
+    ".popsection",
+);
+
+unsafe extern "C" {
+    #[link_name = "__start___profpoint_sites"]
+    static SITES_START: SiteRecord;
+    #[link_name = "__stop___profpoint_sites"]
+    static SITES_STOP: SiteRecord;
+}
+
+/// Every site record of the program.
+fn records() -> &'static [SiteRecord] {
+    // SAFETY: the linker defines both symbols around the `__profpoint_sites` section, which
+    // holds only 16-byte `SiteRecord`s written by the site `asm!` blocks and the dummy above.
+    unsafe {
+        let start = &raw const SITES_START;
+        let stop = &raw const SITES_STOP;
+        let n = (stop as usize - start as usize) / std::mem::size_of::<SiteRecord>();
+        std::slice::from_raw_parts(start, n)
+    }
+}
+
+/// The sites of the tracepoint at `key`: (site address, enabled-block address).
+pub(crate) fn sites_of(key: usize) -> Vec<(usize, usize)> {
+    records()
+        .iter()
+        .filter(|r| r.key() == key)
+        .map(|r| (r.site(), r.target()))
+        .collect()
+}
+
+/// The 5-byte nop of a disabled site (`nopl 0x0(%rax,%rax,1)`).
+pub(crate) const NOP5: [u8; 5] = [0x0f, 0x1f, 0x44, 0x00, 0x00];
+
+/// The `jmp rel32` from `site` to `target`.
+fn jmp5(site: usize, target: usize) -> [u8; 5] {
+    let rel = (target as i64 - (site as i64 + 5)) as i32;
+    let r = rel.to_le_bytes();
+    [0xe9, r[0], r[1], r[2], r[3]]
+}
+
+/// Serialises all patching in the process.
+static PATCH: Mutex<()> = Mutex::new(());
+
+/// Points every site of the tracepoint at `key` at its enabled block (`on`) or at the nop.
+pub(crate) fn set(key: usize, on: bool) -> Result<(), KeyError> {
+    let _lock = PATCH.lock().unwrap_or_else(|e| e.into_inner());
+    let sites = sites_of(key);
+    for &(site, target) in &sites {
+        let want = if on { jmp5(site, target) } else { NOP5 };
+        // SAFETY: `site` is the address of a 5-byte instruction in our own text (its record
+        // was assembled from the site's label); reading it is reading mapped code.
+        let have = unsafe { std::ptr::read_unaligned(site as *const [u8; 5]) };
+        if have == want {
+            continue;
+        }
+        if have != NOP5 && have[0] != 0xe9 {
+            return Err(KeyError(format!(
+                "tracepoint site at {site:#x} holds {have:02x?}, neither the nop nor a jmp we wrote: refusing to patch"
+            )));
+        }
+        patch(site, &want)?;
+    }
+    Ok(())
+}
+
+const PAGE: usize = 4096;
+
+/// A mapping line of `/proc/self/maps`.
+struct Mapping {
+    start: usize,
+    end: usize,
+    offset: usize,
+    path: String,
+}
+
+fn mapping_of(addr: usize) -> Result<Mapping, KeyError> {
+    let maps = std::fs::read_to_string("/proc/self/maps").map_err(|e| {
+        KeyError(format!(
+            "cannot read /proc/self/maps to patch a tracepoint: {e}"
+        ))
+    })?;
+    for line in maps.lines() {
+        let mut f = line.split_whitespace();
+        let (Some(range), Some(perms), Some(offset)) = (f.next(), f.next(), f.next()) else {
+            continue;
+        };
+        let Some((a, b)) = range.split_once('-') else {
+            continue;
+        };
+        let (Ok(start), Ok(end)) = (usize::from_str_radix(a, 16), usize::from_str_radix(b, 16))
+        else {
+            continue;
+        };
+        if addr < start || addr >= end {
+            continue;
+        }
+        let path = f.nth(2).unwrap_or("").to_string();
+        if !perms.contains('x') || !path.starts_with('/') {
+            return Err(KeyError(format!(
+                "tracepoint site {addr:#x} is not in a file-backed executable mapping ({line})"
+            )));
+        }
+        let offset = usize::from_str_radix(offset, 16).unwrap_or(0);
+        return Ok(Mapping {
+            start,
+            end,
+            offset,
+            path,
+        });
+    }
+    Err(KeyError(format!(
+        "tracepoint site {addr:#x} is in no mapping"
+    )))
+}
+
+/// Writes `bytes` at `site` by swapping in a patched copy of its page(s).
+fn patch(site: usize, bytes: &[u8; 5]) -> Result<(), KeyError> {
+    let lo = site & !(PAGE - 1);
+    let hi = (site + bytes.len() - 1) & !(PAGE - 1);
+    let len = hi + PAGE - lo;
+    let m = mapping_of(site)?;
+    if lo < m.start || lo + len > m.end {
+        return Err(KeyError(format!(
+            "tracepoint site {site:#x} straddles two mappings: cannot patch it atomically"
+        )));
+    }
+    // The exact file that is mapped, even if the path was replaced since.
+    let file = std::fs::File::open(format!("/proc/self/map_files/{:x}-{:x}", m.start, m.end))
+        .or_else(|_| std::fs::File::open(&m.path))
+        .map_err(|e| KeyError(format!("cannot open {} to patch a tracepoint: {e}", m.path)))?;
+    use std::os::fd::AsRawFd;
+    let file_off = m.offset + (lo - m.start);
+    // SAFETY: a fresh private mapping of `len` bytes of a file we hold open; the kernel picks
+    // the address. Nothing else refers to it until the mremap below.
+    let scratch = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE,
+            file.as_raw_fd(),
+            file_off as libc::off_t,
+        )
+    };
+    if scratch == libc::MAP_FAILED {
+        return Err(KeyError(format!(
+            "mmap of {} for patching failed: {}",
+            m.path,
+            std::io::Error::last_os_error()
+        )));
+    }
+    let fail = |what: &str, err: std::io::Error| {
+        // SAFETY: `scratch` is our mapping of `len` bytes, unused by anything else.
+        unsafe { libc::munmap(scratch, len) };
+        let hint = if err.raw_os_error() == Some(libc::EACCES)
+            || err.raw_os_error() == Some(libc::EPERM)
+        {
+            " (the system forbids making written memory executable: a W^X policy such as \
+             systemd's MemoryDenyWriteExecute or prctl PR_SET_MDWE, or SELinux execmod). \
+             Build profpoint with the `tracepoint-atomic` feature to use the portable backend"
+        } else {
+            ""
+        };
+        KeyError(format!(
+            "{what} failed while patching a tracepoint: {err}{hint}"
+        ))
+    };
+    // SAFETY: `lo..lo+len` is mapped readable (it is our executable mapping, checked above),
+    // `scratch` is a fresh writable mapping of the same length; they do not overlap.
+    unsafe {
+        std::ptr::copy_nonoverlapping(lo as *const u8, scratch as *mut u8, len);
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), (scratch as *mut u8).add(site - lo), 5);
+    }
+    // SAFETY: `scratch` is our mapping of `len` bytes.
+    if unsafe { libc::mprotect(scratch, len, libc::PROT_READ | libc::PROT_EXEC) } != 0 {
+        return Err(fail(
+            "mprotect(PROT_READ|PROT_EXEC)",
+            std::io::Error::last_os_error(),
+        ));
+    }
+    // SAFETY: moves our scratch pages over the live text pages `lo..lo+len`, which hold the
+    // same bytes except the patched instruction; the page-table switch is atomic for other
+    // threads, which fault and continue in the new pages.
+    let r = unsafe {
+        libc::mremap(
+            scratch,
+            len,
+            len,
+            libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED,
+            lo as *mut libc::c_void,
+        )
+    };
+    if r == libc::MAP_FAILED {
+        return Err(fail("mremap", std::io::Error::last_os_error()));
+    }
+    Ok(())
+}
+
+/// The enabled block of a site calls this with the arguments' tuple and the tracepoint's thunk.
+///
+/// Saves nothing itself: the naked [`trampoline`] preserves every register, so the `asm!`
+/// declares no clobbers and the hot function's register allocation does not see the call.
+///
+/// # Safety
+/// `thunk` must read `args` as the tuple type it was generated for.
+#[doc(hidden)]
+#[inline(always)]
+pub unsafe fn call_hook(args: *const u8, thunk: unsafe extern "C" fn(*const u8)) {
+    // SAFETY: the trampoline preserves all general-purpose and extended registers (flags are
+    // not promised: no `preserves_flags`), returns with rsp restored, and does not use the
+    // 128-byte red zone below our stack pointer, which the `lea` skips.
+    unsafe {
+        core::arch::asm!(
+            "lea rsp, [rsp - 128]",
+            "call {tramp}",
+            "lea rsp, [rsp + 128]",
+            tramp = sym trampoline,
+            in("rdi") args,
+            in("rsi") thunk,
+            options(nostack),
+        );
+    }
+}
+
+/// Saves every caller-saved register and the extended state, aligns the stack, calls
+/// `thunk(args)` (rsi, rdi), restores. Entered from [`call_hook`] only.
+///
+/// The XSAVE area is 4 KiB on the stack, 64-byte aligned (AVX-512 state is ~2.7 KiB); its
+/// header (bytes 512..576) is zeroed first, as the standard (non-compacted) XRSTOR requires.
+#[unsafe(naked)]
+unsafe extern "C" fn trampoline() {
+    core::arch::naked_asm!(
+        "push rbp",
+        "mov rbp, rsp",
+        "push rax",
+        "push rcx",
+        "push rdx",
+        "push rsi",
+        "push rdi",
+        "push r8",
+        "push r9",
+        "push r10",
+        "push r11",
+        "and rsp, -64",
+        "sub rsp, 4096",
+        "xor eax, eax",
+        "mov [rsp + 512], rax",
+        "mov [rsp + 520], rax",
+        "mov [rsp + 528], rax",
+        "mov [rsp + 536], rax",
+        "mov [rsp + 544], rax",
+        "mov [rsp + 552], rax",
+        "mov [rsp + 560], rax",
+        "mov [rsp + 568], rax",
+        "mov eax, -1",
+        "mov edx, -1",
+        "xsave64 [rsp]",
+        "call rsi",
+        "mov eax, -1",
+        "mov edx, -1",
+        "xrstor64 [rsp]",
+        "lea rsp, [rbp - 72]",
+        "pop r11",
+        "pop r10",
+        "pop r9",
+        "pop r8",
+        "pop rdi",
+        "pop rsi",
+        "pop rdx",
+        "pop rcx",
+        "pop rax",
+        "pop rbp",
+        "ret",
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_dummy_record_is_found_and_relative_fields_resolve() {
+        let r = records();
+        assert!(!r.is_empty());
+        // The dummy: site == target, key matches nothing real.
+        assert!(r.iter().any(|r| r.site() == r.target()));
+    }
+
+    #[test]
+    fn jmp_encoding() {
+        assert_eq!(jmp5(0x1000, 0x1005), [0xe9, 0, 0, 0, 0]);
+        assert_eq!(jmp5(0x1000, 0x1000), [0xe9, 0xfb, 0xff, 0xff, 0xff]);
+    }
+}
