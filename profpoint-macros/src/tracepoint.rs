@@ -101,6 +101,9 @@ pub(crate) fn expand(input: TokenStream) -> syn::Result<TokenStream> {
     let krate = quote!(::profpoint);
     let private = quote!(#krate::__private);
     let stat = format_ident!("__tracepoint_{}", name);
+    if cfg!(feature = "off") {
+        return Ok(expand_off(&krate, attrs, vis, &name, &args));
+    }
     let site = format_ident!("trace_{}", name);
     let enabled = format_ident!("trace_{}_enabled", name);
     let register = format_ident!("register_trace_{}", name);
@@ -244,6 +247,39 @@ pub(crate) fn expand(input: TokenStream) -> syn::Result<TokenStream> {
     })
 }
 
+/// The `off` feature: the same functions, doing nothing; no static, no section entry.
+fn expand_off(
+    krate: &TokenStream,
+    attrs: Vec<Attribute>,
+    vis: Visibility,
+    name: &Ident,
+    args: &[Arg],
+) -> TokenStream {
+    let site = format_ident!("trace_{}", name);
+    let enabled = format_ident!("trace_{}_enabled", name);
+    let register = format_ident!("register_trace_{}", name);
+    let names: Vec<&Ident> = args.iter().map(|a| &a.name).collect();
+    let types: Vec<&Type> = args.iter().map(|a| &a.ty).collect();
+    quote! {
+        #(#attrs)*
+        #[inline(always)]
+        #[allow(unused_variables)]
+        #vis fn #site(#(#names: #types),*) {}
+
+        #[inline(always)]
+        #vis fn #enabled() -> bool {
+            false
+        }
+
+        #vis fn #register(
+            probe: impl ::core::ops::Fn(#(#types),*) + ::core::marker::Send + ::core::marker::Sync + 'static,
+        ) -> #krate::tracepoint::ProbeHandle {
+            ::core::mem::drop(probe);
+            #krate::tracepoint::ProbeHandle::__inert()
+        }
+    }
+}
+
 /// `trace!(path::name(args...))`: the site, with argument expressions evaluated only when the
 /// tracepoint is enabled.
 pub(crate) fn expand_trace(input: TokenStream) -> syn::Result<TokenStream> {
@@ -272,6 +308,10 @@ pub(crate) fn expand_trace(input: TokenStream) -> syn::Result<TokenStream> {
         l.ident = format_ident!("__tracepoint_hook_{}", name, span = name.span());
     }
     let args = &call.args;
+    if cfg!(feature = "off") {
+        // Compiled out: the arguments are not evaluated, as when the tracepoint is disabled.
+        return Ok(quote!({}));
+    }
     Ok(quote! {
         if #stat_path.is_enabled() {
             #path(#args);

@@ -14,6 +14,8 @@ async fn later() -> u32 {
 
 profpoint::define_profile_point!(EXPLICIT);
 
+profpoint::tracepoint!(fn event(n: u64));
+
 #[test]
 fn macros_expand_to_the_bare_code() {
     assert_eq!(add(2, 3), 5);
@@ -22,5 +24,19 @@ fn macros_expand_to_the_bare_code() {
     EXPLICIT.leave(t);
     drop(later());
     assert_eq!(profpoint::points().count(), 0, "no point is compiled in");
+    let h = register_trace_event(|_| panic!("never called"));
+    trace_event(1);
+    assert!(!trace_event_enabled());
+    let mut evaluated = false;
+    profpoint::trace!(event({
+        evaluated = true;
+        2
+    }));
+    assert!(!evaluated, "compiled out: arguments not evaluated");
+    h.unregister();
+    assert!(
+        profpoint::tracepoints().is_empty(),
+        "no tracepoint is compiled in"
+    );
     assert!(profpoint::snapshot().points.is_empty());
 }

@@ -238,7 +238,7 @@ impl Tracepoint {
             old.iter().cloned().chain([probe.clone()]).collect()
         });
         ProbeHandle {
-            tracepoint: self,
+            tracepoint: Some(self),
             id: Some(id),
         }
     }
@@ -352,16 +352,25 @@ impl Tracepoint {
 #[derive(Debug)]
 #[must_use = "dropping the handle unregisters the probe at once; keep it while the probe should run"]
 pub struct ProbeHandle {
-    tracepoint: &'static Tracepoint,
+    tracepoint: Option<&'static Tracepoint>,
     id: Option<u64>,
 }
 
 impl ProbeHandle {
+    /// A handle of nothing (what `register_trace_*` returns under the `off` feature).
+    #[doc(hidden)]
+    pub fn __inert() -> ProbeHandle {
+        ProbeHandle {
+            tracepoint: None,
+            id: None,
+        }
+    }
+
     /// Unregisters the probe now. When this returns, no new call of the probe starts; calls
     /// already running on other threads may still finish (see [`synchronize_unregister`]).
     pub fn unregister(mut self) {
-        if let Some(id) = self.id.take() {
-            self.tracepoint.unregister(id);
+        if let (Some(t), Some(id)) = (self.tracepoint, self.id.take()) {
+            t.unregister(id);
         }
     }
 
@@ -373,8 +382,8 @@ impl ProbeHandle {
 
 impl Drop for ProbeHandle {
     fn drop(&mut self) {
-        if let Some(id) = self.id.take() {
-            self.tracepoint.unregister(id);
+        if let (Some(t), Some(id)) = (self.tracepoint, self.id.take()) {
+            t.unregister(id);
         }
     }
 }
