@@ -3,8 +3,11 @@
 # cpu-clock:u` + `perf report` on the same run (both sample the same process at once).
 #
 # Usage: heatmap/scripts/compare_with_perf.sh [PROGRAM [ARGS...]]
+#        heatmap/scripts/compare_with_perf.sh --profpoint PROGRAM [ARGS...]
 #   PROGRAM must start the heatmap itself and write its dump to $HEATMAP_DUMP (the default,
-#   the heatmap_demo example, does: it takes the dump path as its first argument).
+#   the heatmap_demo example, does: it takes the dump path as its first argument). With
+#   --profpoint, PROGRAM is a profpoint program: it runs with PROFPOINT_HEATMAP=1 and its JSON
+#   exit report (PROFPOINT_REPORT=json:...) supplies the heatmap section.
 # Env: HZ (default 1000), TOLERANCE in percentage points (default 3).
 # Exit status 0 when every one of our top 5 is within TOLERANCE of perf's share.
 set -euo pipefail
@@ -15,13 +18,27 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export HEATMAP_DUMP="$work/run.hm"
 cargo build -q -p heatmap --release --bin heatmap --example heatmap_demo
+mode=dump
+if [ "${1:-}" = "--profpoint" ]; then
+  mode=profpoint
+  shift
+fi
 if [ $# -eq 0 ]; then
   set -- target/release/examples/heatmap_demo "$HEATMAP_DUMP"
 fi
-PROFPOINT_HZ=$HZ perf record -q -e cpu-clock:u -F "$HZ" -o "$work/perf.data" -- "$@" 2>"$work/run.err" \
-  || { cat "$work/run.err"; exit 1; }
+if [ $mode = profpoint ]; then
+  PROFPOINT_HEATMAP=1 PROFPOINT_HZ=$HZ PROFPOINT_HEATMAP_TOP=5 \
+    PROFPOINT_REPORT="json:$work/report.json" \
+    perf record -q -e cpu-clock:u -F "$HZ" -o "$work/perf.data" -- "$@" >"$work/run.out" 2>"$work/run.err" \
+    || { cat "$work/run.err"; exit 1; }
+  python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))["heatmap"]))' \
+    "$work/report.json" >"$work/heatmap.json"
+else
+  PROFPOINT_HZ=$HZ perf record -q -e cpu-clock:u -F "$HZ" -o "$work/perf.data" -- "$@" 2>"$work/run.err" \
+    || { cat "$work/run.err"; exit 1; }
+  target/release/heatmap --json --top 5 "$HEATMAP_DUMP" >"$work/heatmap.json"
+fi
 perf report -i "$work/perf.data" --stdio --sort sym --no-children -q 2>/dev/null >"$work/perf.txt"
-target/release/heatmap --json --top 5 "$HEATMAP_DUMP" >"$work/heatmap.json"
 python3 - "$work/perf.txt" "$work/heatmap.json" "$TOL" <<'PY'
 import json, re, sys
 perf_txt, hm_json, tol = sys.argv[1], sys.argv[2], float(sys.argv[3])
