@@ -244,12 +244,15 @@ impl Report {
             self.wall_seconds,
         )?;
         let rule = format!(
-            "{:-<16}  {:-<fw$}  {:-<10}  {:-<9}",
+            "{:-<16}  {:-<fw$}  {:-<10}  {:-<9}  {:-<ow$}  {:-<8}",
             "",
             "",
             "",
             "",
-            fw = fn_width
+            "",
+            "",
+            fw = fn_width,
+            ow = obj_width
         );
         writeln!(
             w,
