@@ -212,3 +212,43 @@ fn the_disassembled_site_is_one_nop_and_the_hook_is_out_of_line() {
         "{insns:?}"
     );
 }
+
+profpoint::tracepoint!(pub fn tp_regs(x: u64, f: f64));
+
+/// Many integer and float values live across the site: the trampoline must preserve them all.
+#[inline(never)]
+pub fn many_live_values(x: u64, f: f64) -> (u64, f64) {
+    let (a, b, c, d) = (
+        x.wrapping_mul(3),
+        x ^ 0x55,
+        x.rotate_left(7),
+        x.wrapping_add(11),
+    );
+    let (e, g, h, k) = (f * 1.5, f + 2.25, f - 0.5, f * f);
+    trace_tp_regs(a ^ c, e + h);
+    let ints = a.wrapping_add(b).wrapping_mul(c | 1).wrapping_sub(d);
+    (ints, e * g - h / (k + 1.0))
+}
+
+#[test]
+fn an_enabled_site_preserves_every_live_register() {
+    let expected: Vec<(u64, f64)> = (0..100)
+        .map(|i| many_live_values(i, i as f64 * 0.37))
+        .collect();
+    let seen = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let s = seen.clone();
+    // A probe that clobbers integer and vector registers and allocates.
+    let h = register_trace_tp_regs(move |x, f| {
+        let v: Vec<f64> = (0..64).map(|i| (i as f64 * f).sin()).collect();
+        s.fetch_add(
+            x.wrapping_add(v.iter().sum::<f64>() as u64),
+            Ordering::Relaxed,
+        );
+    });
+    let got: Vec<(u64, f64)> = (0..100)
+        .map(|i| many_live_values(i, i as f64 * 0.37))
+        .collect();
+    h.unregister();
+    assert_eq!(got, expected);
+    assert_ne!(seen.load(Ordering::Relaxed), 0, "the probe ran");
+}

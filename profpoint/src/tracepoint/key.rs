@@ -62,7 +62,7 @@ impl Key {
         ))]
         {
             if on {
-                if !std::arch::is_x86_feature_detected!("xsave") {
+                if cfg!(target_feature = "avx") && !std::arch::is_x86_feature_detected!("xsave") {
                     return Err(KeyError(
                         "static-key tracepoints need XSAVE, which this CPU or kernel does not \
                          offer: build profpoint with the `tracepoint-atomic` feature"
