@@ -36,7 +36,9 @@
 //!
 //! `stop` (or drop) tells the watcher to close every event, disarms `setitimer`, withdraws the
 //! table from the handler and waits for in-flight handlers (`signal::unpublish_and_drain`),
-//! restores the previous `SIGPROF` disposition, and only then reads the final counts.
+//! restores the previous `SIGPROF` disposition, and only then reads the final counts. In a
+//! `fork`ed child (which inherits the sampler's memory but not its watcher thread, and whose
+//! threads have no perf events), stop skips the join and just restores the disposition.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -94,6 +96,8 @@ struct Inner {
     watcher: Option<(mpsc::Sender<()>, JoinHandle<()>)>,
     shared: Arc<Shared>,
     started: Instant,
+    /// The process that started sampling: a `fork`ed child has no watcher thread to join.
+    pid: u32,
     user_ns_at_start: u64,
     sys_ns_at_start: u64,
     warnings: Vec<String>,
@@ -180,6 +184,7 @@ fn start_claimed(config: Config) -> Result<Sampler, StartError> {
         watcher: None,
         shared: Arc::clone(&shared),
         started,
+        pid: std::process::id(),
         user_ns_at_start,
         sys_ns_at_start,
         warnings,
@@ -273,8 +278,14 @@ impl Inner {
     /// Stops every source, drains the handler, restores the signal disposition.
     fn teardown(&mut self) {
         if let Some((stop_tx, handle)) = self.watcher.take() {
-            let _ = stop_tx.send(());
-            let _ = handle.join();
+            if std::process::id() == self.pid {
+                let _ = stop_tx.send(());
+                let _ = handle.join();
+            } else {
+                // A forked child: the watcher thread was not copied, and joining its handle
+                // would wait forever. Its perf events belong to the parent's threads.
+                std::mem::forget(handle);
+            }
         }
         if self.source == SourceUsed::Setitimer {
             // SAFETY: an all-zero itimerval disarms the timer.
