@@ -40,6 +40,12 @@ pub struct ReportOptions {
     /// Globs (`*` any run of characters, `?` one character) matched against whole demangled
     /// function names; matching rows are left out of the rows and of the total.
     pub exclude: Vec<String>,
+    /// Globs of *wrapper* functions (by-function rows only): a sample in a matching function
+    /// is credited to the outermost closure inlined into it that does not match, from DWARF
+    /// inline frames, named after the closure's enclosing function. Libraries that compile
+    /// their users' code into generic wrappers (profpoint's `Point::__call_on`) name theirs
+    /// here. Samples in the wrapper's own code, or without debug information, stay with it.
+    pub transparent: Vec<String>,
 }
 
 impl Default for ReportOptions {
@@ -48,6 +54,7 @@ impl Default for ReportOptions {
             top: 20,
             by: By::Function,
             exclude: Vec::new(),
+            transparent: Vec::new(),
         }
     }
 }
@@ -121,14 +128,35 @@ impl Profile {
         let mut excluded = 0u64;
         for (si, addr, n) in self.buckets() {
             let object = self.segments[si].object;
-            let r = sym.lookup_bucket(object, addr, size);
+            let mut r = sym.lookup_bucket(object, addr, size);
+            let mut credited = false;
+            if opts.by == By::Function
+                && opts.transparent.iter().any(|g| glob_match(g, &r.function))
+            {
+                // Wrappers run their callers' code as closures: credit the outermost inlined
+                // closure frame outside the wrappers, named after its enclosing function.
+                // Samples in the wrapper's own code (no such frame) stay with the wrapper.
+                let inner = sym.source_info(object, addr).inlined.into_iter().find(|f| {
+                    f.ends_with("::{{closure}}")
+                        && !opts.transparent.iter().any(|g| glob_match(g, f))
+                });
+                if let Some(mut name) = inner {
+                    while let Some(head) = name.strip_suffix("::{{closure}}") {
+                        name.truncate(head.len());
+                    }
+                    r.function = name;
+                    credited = true;
+                }
+            }
             if opts.exclude.iter().any(|g| glob_match(g, &r.function)) {
                 excluded += n;
                 continue;
             }
             let key_addr = match opts.by {
-                // All [unknown] buckets of one object share a row, at the lowest address.
+                // All [unknown] buckets of one object share a row, at the lowest address, and
+                // so do all buckets credited through a wrapper to one function.
                 By::Function if r.function == "[unknown]" => u64::MAX,
+                By::Function if credited => name_key(&r.function),
                 By::Function => r.start,
                 By::Bucket => addr,
             };
@@ -136,7 +164,11 @@ impl Profile {
                 (
                     object,
                     Row {
-                        address: if key_addr == u64::MAX { addr } else { key_addr },
+                        address: if key_addr == u64::MAX || credited {
+                            addr
+                        } else {
+                            key_addr
+                        },
                         function: r.function,
                         library: r.library,
                         nr: 0,
@@ -147,7 +179,7 @@ impl Profile {
                 )
             });
             row.nr += n;
-            if key_addr == u64::MAX {
+            if key_addr == u64::MAX || credited {
                 row.address = row.address.min(addr);
             }
         }
@@ -200,6 +232,17 @@ impl Profile {
             rows,
         }
     }
+}
+
+/// A row key for a function known by name only (credited through a wrapper): FNV-1a of the
+/// name, with the top bit set so it never equals a real code address (user space is below
+/// 2^47 on x86_64 and aarch64).
+fn name_key(name: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in name.bytes() {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    (h | (1 << 63)) & !1
 }
 
 impl Report {
@@ -477,6 +520,7 @@ mod tests {
             top: 1,
             by: By::Function,
             exclude: vec!["heatmap::symbolize::*".to_owned()],
+            ..ReportOptions::default()
         });
         assert_eq!(r.excluded, 70);
         assert_eq!(r.base, 30);

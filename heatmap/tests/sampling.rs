@@ -207,6 +207,7 @@ fn by_bucket_rows_sum_to_the_function_row() {
             top: usize::MAX,
             by: heatmap::By::Bucket,
             exclude: vec![],
+            ..heatmap::ReportOptions::default()
         }),
         "burn_cpu_alpha",
     );

@@ -49,7 +49,15 @@ pub(crate) fn start(config: heatmap::Config) -> Result<(), heatmap::StartError> 
 
 /// How the heatmap section is shaped, from the environment.
 fn options() -> heatmap::ReportOptions {
-    let mut opts = heatmap::ReportOptions::default();
+    let mut opts = heatmap::ReportOptions {
+        // `#[profile_point]` compiles an enabled function's body into an instance of
+        // `Point::__call_on`: credit its samples to the annotated function (needs debuginfo).
+        transparent: vec![
+            "profpoint::point::*".to_owned(),
+            "core::ops::function::*".to_owned(),
+        ],
+        ..heatmap::ReportOptions::default()
+    };
     if let Some(v) = env::var("PROFPOINT_HEATMAP_TOP") {
         match v.trim().parse::<usize>() {
             Ok(n) if (1..=100_000).contains(&n) => opts.top = n,
