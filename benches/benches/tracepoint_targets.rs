@@ -22,7 +22,9 @@ use std::time::Instant;
 fn work(x: u64) -> u64 {
     let mut h = x;
     for i in 0..3 {
-        h = (h ^ (h >> 29)).wrapping_mul(0xBF58_476D_1CE4_E5B9).wrapping_add(i);
+        h = (h ^ (h >> 29))
+            .wrapping_mul(0xBF58_476D_1CE4_E5B9)
+            .wrapping_add(i);
     }
     h
 }
@@ -259,7 +261,10 @@ fn callgrind(name: &str, enabled: bool) -> Result<f64, String> {
     let _ = std::fs::remove_file(&file);
     let total: u64 = text
         .lines()
-        .find_map(|l| l.strip_prefix("totals:").or_else(|| l.strip_prefix("summary:")))
+        .find_map(|l| {
+            l.strip_prefix("totals:")
+                .or_else(|| l.strip_prefix("summary:"))
+        })
         .and_then(|v| v.split_whitespace().next()?.parse().ok())
         .ok_or("no totals in callgrind output")?;
     Ok(total as f64 / CALLS as f64)
@@ -279,7 +284,10 @@ fn text_sizes() -> Result<Vec<(String, u64)>, String> {
         let f: Vec<&str> = line.splitn(4, ' ').collect();
         if f.len() == 4 && f[3].starts_with("tracepoint_targets::") {
             if let Ok(size) = u64::from_str_radix(f[1], 16) {
-                v.push((f[3].trim_start_matches("tracepoint_targets::").to_string(), size));
+                v.push((
+                    f[3].trim_start_matches("tracepoint_targets::").to_string(),
+                    size,
+                ));
             }
         }
     }
@@ -318,10 +326,14 @@ fn main() {
             }
             let hooks: u64 = sizes
                 .iter()
-                .filter(|(n, _)| n.starts_with("__tracepoint_hook_tp") || n.starts_with("__tracepoint_thunk_tp"))
+                .filter(|(n, _)| {
+                    n.starts_with("__tracepoint_hook_tp") || n.starts_with("__tracepoint_thunk_tp")
+                })
                 .map(|(_, s)| s)
                 .sum();
-            println!("      ours: out-of-line hooks and thunks, all five tracepoints: {hooks} bytes");
+            println!(
+                "      ours: out-of-line hooks and thunks, all five tracepoints: {hooks} bytes"
+            );
         }
         Err(e) => println!("SKIP  text sizes: {e}"),
     }
@@ -346,8 +358,18 @@ fn main() {
         instr.get("tiny_base"),
         instr.get("tiny_ours"),
     ) {
-        target("disabled sites, typical fn: extra instructions per site", (o - b) / 4.0, 1.0, "instr");
-        target("disabled site, tiny fn: extra instructions", to - tb, 2.0, "instr");
+        target(
+            "disabled sites, typical fn: extra instructions per site",
+            (o - b) / 4.0,
+            1.0,
+            "instr",
+        );
+        target(
+            "disabled site, tiny fn: extra instructions",
+            to - tb,
+            2.0,
+            "instr",
+        );
     }
     if quick {
         println!("(quick mode: timings and enabled costs are measured only under `cargo bench`)");
@@ -362,13 +384,19 @@ fn main() {
     }
 
     println!("== ns per call, disabled (min of {ROUNDS} rounds of {CALLS})");
-    let disabled: Vec<(&str, f64)> = VARIANTS.iter().map(|(n, f)| (*n, ns_per_call(*f))).collect();
+    let disabled: Vec<(&str, f64)> = VARIANTS
+        .iter()
+        .map(|(n, f)| (*n, ns_per_call(*f)))
+        .collect();
     for (n, t) in &disabled {
         println!("      {n:<26} {t:>8.2}");
     }
     set_all(true);
     println!("== ns per call, enabled with one empty probe per site");
-    let enabled: Vec<(&str, f64)> = VARIANTS.iter().map(|(n, f)| (*n, ns_per_call(*f))).collect();
+    let enabled: Vec<(&str, f64)> = VARIANTS
+        .iter()
+        .map(|(n, f)| (*n, ns_per_call(*f)))
+        .collect();
     for (n, t) in &enabled {
         println!("      {n:<26} {t:>8.2}");
     }

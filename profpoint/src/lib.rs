@@ -26,6 +26,10 @@
 //! - [`enable`], [`disable`], [`set_sampling`] change points at run time by glob; the
 //!   `PROFPOINT_ENABLE`, `PROFPOINT_DISABLE` and `PROFPOINT_SAMPLE` variables do it at start.
 //! - [`print_profile_points`], [`write_profile_points`], [`snapshot`], [`reset`] read them.
+//! - [`tracepoint!`] declares a tracepoint: a site that costs one instruction until a probe
+//!   is attached at run time (see the [`mod@tracepoint`] module); [`trace!`] fires one with lazily
+//!   evaluated arguments.
+//! - [`start_heatmap`] (or `PROFPOINT_HEATMAP=1`) adds the sampling heatmap to the report.
 //!
 //! Every point is a `static` gathered by the linker into one section, so the table lists every
 //! point compiled into the program, hit or not. Counters live in per-thread shards written with
@@ -38,6 +42,8 @@
 //! ## Features
 //! - `heatmap` (default): link the `heatmap` sampler.
 //! - `off`: every macro expands to the bare code; the functions stay and report nothing.
+//! - `tracepoint-atomic`: tracepoint sites test an atomic flag instead of being patched
+//!   (static keys are the default on x86_64 Linux); for systems that forbid code patching.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 

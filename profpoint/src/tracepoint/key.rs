@@ -2,7 +2,7 @@
 //!
 //! # Backends (chosen at build time; the whole program uses one)
 //! - **Static keys** (x86_64 Linux, the default there): the site is a 5-byte nop that
-//!   [`super::patch`] rewrites into a `jmp` to the site's out-of-line block; a disabled site
+//!   `patch.rs` rewrites into a `jmp` to the site's out-of-line block; a disabled site
 //!   costs that one instruction. The `AtomicBool` below still holds the state, for
 //!   `trace_*_enabled()`, `trace!` and reports.
 //! - **Atomic** (other targets, or the `tracepoint-atomic` feature, e.g. where W^X forbids

@@ -28,7 +28,7 @@
 //! - The key ([`key`]): the site tests it; it is on while the tracepoint has probes or its
 //!   built-in counting probe is on.
 //! - Probe lists are immutable arrays swapped by writers under one lock and read under RCU
-//!   ([`rcu`]): firing never blocks; after `unregister` returns no new call of the removed
+//!   (`rcu.rs`): firing never blocks; after `unregister` returns no new call of the removed
 //!   probe starts (a grace period passed, and a per-probe `removed` flag covers the writer's
 //!   own thread); after [`synchronize_unregister`] none is running; a probe's closure is
 //!   dropped only after a grace period (or at a later one, if retired from inside a probe).
