@@ -170,3 +170,8 @@ pub fn trace_uncount(glob: &str) -> usize {
 pub fn write_report(report: &Report, to: &env::Destination) -> std::io::Result<()> {
     exit::write_to(report, to)
 }
+
+/// README.md's examples, compiled and run as doctests (`cargo test --doc`).
+#[doc = include_str!("../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
