@@ -282,13 +282,14 @@ fn text_sizes() -> Result<Vec<(String, u64)>, String> {
     let mut v = Vec::new();
     for line in text.lines() {
         let f: Vec<&str> = line.splitn(4, ' ').collect();
-        if f.len() == 4 && f[3].starts_with("tracepoint_targets::") {
-            if let Ok(size) = u64::from_str_radix(f[1], 16) {
-                v.push((
-                    f[3].trim_start_matches("tracepoint_targets::").to_string(),
-                    size,
-                ));
-            }
+        if f.len() == 4
+            && f[3].starts_with("tracepoint_targets::")
+            && let Ok(size) = u64::from_str_radix(f[1], 16)
+        {
+            v.push((
+                f[3].trim_start_matches("tracepoint_targets::").to_string(),
+                size,
+            ));
         }
     }
     Ok(v)

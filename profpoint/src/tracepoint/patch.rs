@@ -15,6 +15,7 @@
 //! 3. `mprotect` the scratch pages read+exec, then `mremap(MREMAP_FIXED)` them over the live
 //!    ones: one atomic page-table switch. A thread executing the page takes a minor fault and
 //!    continues in the new page; no instruction is ever seen half-written.
+//!
 //! The mapping still names the executable and its offset afterwards, so perf, debuggers and our
 //! own symboliser keep resolving it (copying the page to an anonymous mapping would not). All
 //! patching runs under one process-wide lock: two keys whose sites share a page cannot lose
