@@ -230,7 +230,7 @@ pub(crate) fn expand(input: TokenStream) -> syn::Result<TokenStream> {
             #cond_check
             #stat.__fire(|__profpoint_probe| {
                 if let ::core::option::Option::Some(__profpoint_f) =
-                    __profpoint_probe.downcast_ref::<#probe_ty>()
+                    __profpoint_probe.downcast::<#probe_ty>()
                 {
                     __profpoint_f(#(#names),*);
                 }

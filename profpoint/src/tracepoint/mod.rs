@@ -68,7 +68,42 @@ struct Probe {
     /// Set by `unregister` before its grace period: the writer's own thread (a probe removing
     /// itself or another probe) skips it from then on.
     removed: AtomicBool,
+    /// `TypeId` of `*func`, taken once at registration: the hook compares it with a constant
+    /// instead of asking the `dyn Any` (a virtual call per probe per firing).
+    type_id: std::any::TypeId,
     func: Box<dyn Any + Send + Sync>,
+}
+
+/// A registered probe as the generated hook sees it.
+#[doc(hidden)]
+#[derive(Clone, Copy)]
+pub struct ProbeRef<'a> {
+    type_id: std::any::TypeId,
+    func: &'a (dyn Any + Send + Sync),
+}
+
+impl std::fmt::Debug for ProbeRef<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProbeRef")
+            .field("type_id", &self.type_id)
+            .finish()
+    }
+}
+
+impl<'a> ProbeRef<'a> {
+    /// The probe's closure, if it is a `T` (the tracepoint's boxed `dyn Fn`).
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn downcast<T: Any>(self) -> Option<&'a T> {
+        if self.type_id == std::any::TypeId::of::<T>() {
+            // SAFETY: `type_id` is the `TypeId` of the value behind `func` (taken from it at
+            // registration, and `func` is never replaced), so that value is a `T`; casting
+            // the fat pointer to a thin `*const T` keeps its data address.
+            Some(unsafe { &*(self.func as *const (dyn Any + Send + Sync) as *const T) })
+        } else {
+            None
+        }
+    }
 }
 
 /// An immutable probe list; the tracepoint points at the current one.
@@ -155,12 +190,19 @@ impl Tracepoint {
         self.key.is_enabled()
     }
 
+    #[inline]
     fn index(&self) -> usize {
         // Relaxed: a pure function of the address; racing initialisers store the same value.
         let i = self.index.load(Ordering::Relaxed);
         if i != u32::MAX {
             return i as usize;
         }
+        self.index_slow()
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn index_slow(&self) -> usize {
         let base = TRACEPOINTS.as_ptr() as usize;
         let i = (self as *const Tracepoint as usize - base) / std::mem::size_of::<Tracepoint>();
         assert!(
@@ -193,7 +235,7 @@ impl Tracepoint {
     /// Runs the probes (the generated hook's body): `call` gets each live probe's closure.
     #[doc(hidden)]
     #[inline]
-    pub fn __fire(&self, mut call: impl FnMut(&(dyn Any + Send + Sync))) {
+    pub fn __fire(&self, mut call: impl FnMut(ProbeRef<'_>)) {
         let index = self.index();
         let guard = rcu::read();
         if let Some(hits) = guard.shard().tp_hits.get(index) {
@@ -211,7 +253,10 @@ impl Tracepoint {
                     // A probe's panic must not unwind into the traced program (and cannot
                     // cross the static-key trampoline): it is reported and the others run.
                     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        call(&*probe.func)
+                        call(ProbeRef {
+                            type_id: probe.type_id,
+                            func: &*probe.func,
+                        })
                     }));
                     if r.is_err() {
                         probe_panicked(self.name);
@@ -229,6 +274,7 @@ impl Tracepoint {
         let probe = Arc::new(Probe {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             removed: AtomicBool::new(false),
+            type_id: (*func).type_id(),
             func,
         });
         let id = probe.id;

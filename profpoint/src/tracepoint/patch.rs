@@ -279,9 +279,31 @@ fn patch(site: usize, bytes: &[u8; 5]) -> Result<(), KeyError> {
 #[doc(hidden)]
 #[inline(always)]
 pub unsafe fn call_hook(args: *const u8, thunk: unsafe extern "C" fn(*const u8)) {
-    // SAFETY: the trampoline preserves all general-purpose and extended registers (flags are
-    // not promised: no `preserves_flags`), returns with rsp restored, and does not use the
-    // 128-byte red zone below our stack pointer, which the `lea` skips.
+    // Without AVX the vector registers are declared clobbered: the compiler saves a live one
+    // here, in the cold block, if there is any (SysV has no callee-saved vector registers, so
+    // this never reaches the hot path's prologue), and integer code pays nothing.
+    #[cfg(not(target_feature = "avx"))]
+    // SAFETY: the trampoline preserves every general-purpose register (flags are not
+    // promised: no `preserves_flags`; xmm0-15 are declared clobbered), returns with rsp
+    // restored, and does not touch the 128-byte red zone below our stack pointer, which the
+    // `lea` skips.
+    unsafe {
+        core::arch::asm!(
+            "lea rsp, [rsp - 128]",
+            "call {tramp}",
+            "lea rsp, [rsp + 128]",
+            tramp = sym trampoline,
+            in("rdi") args,
+            in("rsi") thunk,
+            out("xmm0") _, out("xmm1") _, out("xmm2") _, out("xmm3") _,
+            out("xmm4") _, out("xmm5") _, out("xmm6") _, out("xmm7") _,
+            out("xmm8") _, out("xmm9") _, out("xmm10") _, out("xmm11") _,
+            out("xmm12") _, out("xmm13") _, out("xmm14") _, out("xmm15") _,
+            options(nostack),
+        );
+    }
+    // SAFETY: as above; this trampoline also preserves the whole extended state (xsave).
+    #[cfg(target_feature = "avx")]
     unsafe {
         core::arch::asm!(
             "lea rsp, [rsp - 128]",
@@ -295,13 +317,14 @@ pub unsafe fn call_hook(args: *const u8, thunk: unsafe extern "C" fn(*const u8))
     }
 }
 
-/// Saves every caller-saved register, aligns the stack, calls `thunk(args)` (rsi, rdi),
-/// restores. Entered from [`call_hook`] only.
+/// Saves every caller-saved general-purpose register, aligns the stack, calls `thunk(args)`
+/// (rsi, rdi), restores. Entered from [`call_hook`] only.
 ///
-/// Builds without AVX (the default x86_64 target) keep only `xmm0-15` live in compiled code,
-/// so those are saved with 16 SSE stores (~10 cycles). Builds with AVX save the whole
-/// extended state with `xsave64` into a 4 KiB, 64-byte aligned area (AVX-512 state is
-/// ~2.7 KiB) whose header (bytes 512..576) is zeroed first, as standard XRSTOR requires.
+/// In builds without AVX the vector registers are declared clobbered by [`call_hook`]'s
+/// `asm!` (the compiler saves what is live, in the cold block), so this saves only the
+/// integer registers. Builds with AVX use the variant below, which saves the whole extended
+/// state with `xsave64` into a 4 KiB, 64-byte aligned area (AVX-512 state is ~2.7 KiB) whose
+/// header (bytes 512..576) is zeroed first, as standard XRSTOR requires.
 #[cfg(not(target_feature = "avx"))]
 #[unsafe(naked)]
 unsafe extern "C" fn trampoline() {
@@ -318,40 +341,7 @@ unsafe extern "C" fn trampoline() {
         "push r10",
         "push r11",
         "and rsp, -16",
-        "sub rsp, 256",
-        "movdqa [rsp + 0], xmm0",
-        "movdqa [rsp + 16], xmm1",
-        "movdqa [rsp + 32], xmm2",
-        "movdqa [rsp + 48], xmm3",
-        "movdqa [rsp + 64], xmm4",
-        "movdqa [rsp + 80], xmm5",
-        "movdqa [rsp + 96], xmm6",
-        "movdqa [rsp + 112], xmm7",
-        "movdqa [rsp + 128], xmm8",
-        "movdqa [rsp + 144], xmm9",
-        "movdqa [rsp + 160], xmm10",
-        "movdqa [rsp + 176], xmm11",
-        "movdqa [rsp + 192], xmm12",
-        "movdqa [rsp + 208], xmm13",
-        "movdqa [rsp + 224], xmm14",
-        "movdqa [rsp + 240], xmm15",
         "call rsi",
-        "movdqa xmm0, [rsp + 0]",
-        "movdqa xmm1, [rsp + 16]",
-        "movdqa xmm2, [rsp + 32]",
-        "movdqa xmm3, [rsp + 48]",
-        "movdqa xmm4, [rsp + 64]",
-        "movdqa xmm5, [rsp + 80]",
-        "movdqa xmm6, [rsp + 96]",
-        "movdqa xmm7, [rsp + 112]",
-        "movdqa xmm8, [rsp + 128]",
-        "movdqa xmm9, [rsp + 144]",
-        "movdqa xmm10, [rsp + 160]",
-        "movdqa xmm11, [rsp + 176]",
-        "movdqa xmm12, [rsp + 192]",
-        "movdqa xmm13, [rsp + 208]",
-        "movdqa xmm14, [rsp + 224]",
-        "movdqa xmm15, [rsp + 240]",
         "lea rsp, [rbp - 72]",
         "pop r11",
         "pop r10",
@@ -367,7 +357,7 @@ unsafe extern "C" fn trampoline() {
     );
 }
 
-/// See the SSE variant above; this one saves the whole extended state.
+/// See the variant above; this one also saves the whole extended state.
 #[cfg(target_feature = "avx")]
 #[unsafe(naked)]
 unsafe extern "C" fn trampoline() {
