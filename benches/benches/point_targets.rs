@@ -77,77 +77,34 @@ fn arg_after(flag: &str) -> Option<String> {
     it.next()
 }
 
-// One named, never-inlined function per loop, so callgrind can count each on its own.
+/// The loop callgrind counts (`--toggle-collect=*point_targets::run*`): every variant runs
+/// through it, so their differences are the points' own instructions.
 #[inline(never)]
-fn count_loop_bare(n: u64) {
+fn run(work: fn(u64) -> u64, n: u64) {
     for i in 0..n {
-        black_box(bare(i));
-    }
-}
-#[inline(never)]
-fn count_loop_off(n: u64) {
-    for i in 0..n {
-        black_box(pp_off(i));
-    }
-}
-#[inline(never)]
-fn count_loop_on(n: u64) {
-    for i in 0..n {
-        black_box(pp_on(i));
-    }
-}
-#[inline(never)]
-fn count_loop_sampled(n: u64) {
-    for i in 0..n {
-        black_box(pp_sampled(i));
+        black_box(work(black_box(i)));
     }
 }
 
-fn counted_loop(name: &str) -> Option<fn(u64)> {
-    Some(match name {
-        "bare" => count_loop_bare,
-        "off" => count_loop_off,
-        "on" => count_loop_on,
-        "sampled" => count_loop_sampled,
-        _ => return None,
-    })
-}
+/// A named variant of the measured function.
+type Variant = (&'static str, fn(u64) -> u64);
 
-/// Instructions per call of each loop (bare, off, on, sampled), counted by callgrind in a
-/// child process of this binary: exact and repeatable where no PMU is reachable.
+const COUNTED: [Variant; 4] = [
+    ("bare", bare),
+    ("off", pp_off),
+    ("on", pp_on),
+    ("sampled", pp_sampled),
+];
+
+/// Instructions per call of each counted variant (bare, off, on, sampled), by callgrind in a
+/// child process of this binary.
 fn callgrind_counts() -> Result<[f64; 4], String> {
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let mut out = [0.0; 4];
-    for (slot, name) in out.iter_mut().zip(["bare", "off", "on", "sampled"]) {
-        let file = std::env::temp_dir().join(format!("pp-callgrind-{}-{name}", std::process::id()));
-        let status = std::process::Command::new("valgrind")
-            .args([
-                "--tool=callgrind",
-                "--collect-atstart=no",
-                &format!("--toggle-collect=*count_loop_{name}*"),
-                &format!("--callgrind-out-file={}", file.display()),
-            ])
-            .arg(&exe)
-            .args(["--count-loop", name])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status()
-            .map_err(|e| {
-                format!("valgrind could not be run ({e}): install it (apt-get install valgrind)")
-            })?;
-        if !status.success() {
-            return Err(format!("valgrind failed on loop {name}: {status}"));
-        }
-        let text = std::fs::read_to_string(&file).map_err(|e| e.to_string())?;
-        let _ = std::fs::remove_file(&file);
-        let total: u64 = text
-            .lines()
-            .find_map(|l| {
-                l.strip_prefix("totals:")
-                    .or_else(|| l.strip_prefix("summary:"))
-            })
-            .and_then(|v| v.split_whitespace().next()?.parse().ok())
-            .ok_or_else(|| format!("no totals in callgrind output for {name}"))?;
+    for (slot, (name, _)) in out.iter_mut().zip(COUNTED) {
+        let total = profpoint_benches::callgrind_instructions(
+            "*point_targets::run*",
+            &["--count-loop", name],
+        )?;
         *slot = total as f64 / CALLS as f64;
     }
     Ok(out)
@@ -182,8 +139,11 @@ fn main() {
 
     if let Some(name) = arg_after("--count-loop") {
         // Child mode for the valgrind fallback: run one loop, counted by callgrind.
-        let f = counted_loop(&name).unwrap_or_else(|| panic!("no loop named {name:?}"));
-        f(CALLS);
+        let (_, work) = COUNTED
+            .into_iter()
+            .find(|(n, _)| *n == name)
+            .unwrap_or_else(|| panic!("no loop named {name:?}"));
+        run(work, CALLS);
         return;
     }
 

@@ -235,38 +235,11 @@ fn set_all(on: bool) {
 
 /// Instructions per call of variant `name`, counted in a child process by callgrind.
 fn callgrind(name: &str, enabled: bool) -> Result<f64, String> {
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let file = std::env::temp_dir().join(format!("tp-callgrind-{}-{name}", std::process::id()));
-    let mut cmd = std::process::Command::new("valgrind");
-    cmd.args([
-        "--tool=callgrind",
-        "--collect-atstart=no",
-        "--toggle-collect=*tracepoint_targets::run*",
-        &format!("--callgrind-out-file={}", file.display()),
-    ])
-    .arg(&exe)
-    .args(["--count", name]);
+    let mut args = vec!["--count", name];
     if enabled {
-        cmd.arg("--enabled");
+        args.push("--enabled");
     }
-    let status = cmd
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .map_err(|e| format!("valgrind could not run ({e}): apt-get install valgrind"))?;
-    if !status.success() {
-        return Err(format!("valgrind failed on {name}: {status}"));
-    }
-    let text = std::fs::read_to_string(&file).map_err(|e| e.to_string())?;
-    let _ = std::fs::remove_file(&file);
-    let total: u64 = text
-        .lines()
-        .find_map(|l| {
-            l.strip_prefix("totals:")
-                .or_else(|| l.strip_prefix("summary:"))
-        })
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .ok_or("no totals in callgrind output")?;
+    let total = profpoint_benches::callgrind_instructions("*tracepoint_targets::run*", &args)?;
     Ok(total as f64 / CALLS as f64)
 }
 

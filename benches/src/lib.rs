@@ -91,3 +91,40 @@ impl Drop for Instructions {
         unsafe { libc::close(self.fd) };
     }
 }
+
+/// Instructions retired inside the functions matching `toggle` (a callgrind
+/// `--toggle-collect` pattern) when this executable is re-run with `args`, counted exactly
+/// by valgrind's callgrind: the instruction counter for machines without a reachable PMU.
+pub fn callgrind_instructions(toggle: &str, args: &[&str]) -> Result<u64, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let file = std::env::temp_dir().join(format!(
+        "profpoint-callgrind-{}-{}",
+        std::process::id(),
+        args.join("-").replace('/', "_")
+    ));
+    let status = std::process::Command::new("valgrind")
+        .args([
+            "--tool=callgrind",
+            "--collect-atstart=no",
+            &format!("--toggle-collect={toggle}"),
+            &format!("--callgrind-out-file={}", file.display()),
+        ])
+        .arg(&exe)
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .map_err(|e| format!("valgrind could not be run ({e}): apt-get install valgrind"))?;
+    if !status.success() {
+        return Err(format!("valgrind failed on {args:?}: {status}"));
+    }
+    let text = std::fs::read_to_string(&file).map_err(|e| e.to_string())?;
+    let _ = std::fs::remove_file(&file);
+    text.lines()
+        .find_map(|l| {
+            l.strip_prefix("totals:")
+                .or_else(|| l.strip_prefix("summary:"))
+        })
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .ok_or_else(|| format!("no totals in callgrind's output for {args:?}"))
+}
