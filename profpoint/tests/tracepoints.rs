@@ -232,3 +232,39 @@ fn probes_come_and_go_thousands_of_times_while_threads_fire() {
     );
     assert_eq!(info("sched_switch").hits, fired);
 }
+
+profpoint::tracepoint!(fn self_removing(n: u64));
+
+#[test]
+fn probes_on_two_threads_dropping_their_own_handles_at_once_do_not_deadlock() {
+    for _round in 0..50 {
+        let barrier = Arc::new(std::sync::Barrier::new(2));
+        let handles: Vec<Arc<Mutex<Option<profpoint::tracepoint::ProbeHandle>>>> =
+            (0..2).map(|_| Arc::new(Mutex::new(None))).collect();
+        for (i, slot) in handles.iter().enumerate() {
+            let (s, b) = (slot.clone(), barrier.clone());
+            let h = register_trace_self_removing(move |n| {
+                if n == i as u64 {
+                    // Both threads get here together, then both unregister from inside.
+                    b.wait();
+                    drop(s.lock().unwrap().take());
+                }
+            });
+            *slot.lock().unwrap() = Some(h);
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        for i in 0..2u64 {
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                trace_self_removing(i);
+                tx.send(()).unwrap();
+            });
+        }
+        for _ in 0..2 {
+            rx.recv_timeout(Duration::from_secs(10))
+                .expect("a probe unregistering itself deadlocked");
+        }
+        assert!(!trace_self_removing_enabled());
+    }
+    profpoint::tracepoint::synchronize_unregister();
+}

@@ -414,6 +414,11 @@ impl ProbeHandle {
 
     /// Unregisters the probe now. When this returns, no new call of the probe starts; calls
     /// already running on other threads may still finish (see [`synchronize_unregister`]).
+    ///
+    /// Called from inside a probe (a probe dropping its own handle, or another's), it does not
+    /// wait for other threads (two probes doing so on two threads would wait for each other):
+    /// the removal is immediate on this thread, and another thread that had already checked the
+    /// probe just before may still call it once. Outside probes, the guarantee is exact.
     pub fn unregister(mut self) {
         if let (Some(t), Some(id)) = (self.tracepoint, self.id.take()) {
             t.unregister(id);

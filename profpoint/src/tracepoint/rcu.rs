@@ -18,8 +18,9 @@
 //!   every running thread of the process execute a full barrier: a reader that loaded the old
 //!   pointer has, by then, made its epoch store visible. Where `membarrier` is unavailable
 //!   (old kernels, seccomp), readers fall back to a `SeqCst` fence.
-//! - A writer inside a read section on its own thread (a probe that unregisters itself) does
-//!   not wait for itself; what it retires is freed by a later grace period.
+//! - A writer inside a read section (a probe that unregisters itself or another probe) does
+//!   not wait at all: two such writers on two threads would wait for each other forever.
+//!   What it retires is freed by a later grace period taken outside any section.
 //!
 //! # Extending
 //! Anything else that needs readers without locks (a dynamic point table, say) can use
@@ -162,6 +163,13 @@ pub(crate) fn epoch() -> u64 {
 /// Sections on the calling thread are not waited for: a probe may unregister itself.
 pub(crate) fn synchronize() -> u64 {
     init();
+    if in_read_section() {
+        // Called from a probe. Waiting here could deadlock: another thread's probe may be
+        // waiting for this section while we wait for its. So no grace period: the caller
+        // frees nothing now (its retirees wait for a grace period taken outside a section).
+        heavy_barrier();
+        return 0;
+    }
     let _gp = GP.lock().unwrap_or_else(|e| e.into_inner());
     let me = shard::current().map(|s| s as *const Shard);
     // SeqCst: orders the caller's earlier publication of a new array before the bump.
@@ -208,7 +216,7 @@ mod tests {
         let outer = read();
         let inner = read();
         assert!(in_read_section());
-        synchronize(); // would deadlock if it waited for this thread
+        assert_eq!(synchronize(), 0, "no grace period from inside a section");
         drop(inner);
         assert!(in_read_section());
         drop(outer);
