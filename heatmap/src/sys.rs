@@ -138,6 +138,21 @@ pub(crate) fn route_and_enable(
     tid: libc::pid_t,
     signal: libc::c_int,
 ) -> io::Result<()> {
+    route_signal(fd, tid, signal)?;
+    // SAFETY: PERF_EVENT_IOC_ENABLE takes no argument beyond the descriptor we own.
+    if unsafe { libc::ioctl(fd, PERF_EVENT_IOC_ENABLE as _, 0) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Routes readiness notifications of `fd` (a perf event's overflows) as `signal`, carrying
+/// `si_fd`, to thread `tid`; the signal number and owner are set before `O_ASYNC`.
+pub(crate) fn route_signal(
+    fd: libc::c_int,
+    tid: libc::pid_t,
+    signal: libc::c_int,
+) -> io::Result<()> {
     let owner = FOwnerEx {
         kind: F_OWNER_TID,
         pid: tid,
@@ -158,10 +173,6 @@ pub(crate) fn route_and_enable(
     }
     // SAFETY: as above.
     if unsafe { libc::fcntl(fd, libc::F_SETFL, fl | libc::O_ASYNC) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: PERF_EVENT_IOC_ENABLE takes no argument beyond the descriptor we own.
-    if unsafe { libc::ioctl(fd, PERF_EVENT_IOC_ENABLE as _, 0) } < 0 {
         return Err(io::Error::last_os_error());
     }
     Ok(())

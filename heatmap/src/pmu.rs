@@ -1,0 +1,1255 @@
+//! Per-function hardware metrics by alternating sample periods, in process, without root.
+//!
+//! # Concept
+//! The seed (`perf-alternating-sample-period.txt`, a kernel patch never merged): sample on
+//! cycles, alternating a *long* period (which only picks a moment, cheaply) and a *short
+//! window* (whose counter deltas are the measurement), and credit a window's deltas to a
+//! function only when the window began and ended in that function. A long period alone
+//! smears every function's metrics towards the average; short periods alone cost 25-62x the
+//! data and get throttled. Alternating gives per-function CPI, branch and cache misses at a
+//! small multiple of plain sampling's cost.
+//!
+//! # Mechanism
+//! - Per thread (a watcher finds threads as the heatmap's does), a `perf_event_open` group:
+//!   cycles as the sampling leader, plus counting members (instructions, branch-misses,
+//!   cache-references, cache-misses by default), user space only. The leader's overflow is
+//!   routed as a signal to its own thread (`F_SETOWN_EX`/`F_SETSIG`) and re-armed with
+//!   `PERF_EVENT_IOC_REFRESH(1)`, which freezes the group at each overflow: the counts read in
+//!   the handler are exact at that moment.
+//! - The handler's state machine per thread: at the end of a long period it records the pc
+//!   (the window's start) and reads the group; it sets the period to the window
+//!   (`PERF_EVENT_IOC_PERIOD` takes a *pointer*) and re-arms. At the end of the window it reads
+//!   the group again and appends (start pc, end pc, deltas) to a preallocated record buffer,
+//!   then sets a long period and re-arms. Both periods carry random jitter (xorshift, per
+//!   thread) so sampling cannot lock onto a loop's harmonic.
+//! - After the fact: start and end pcs are symbolised; a window counts for a function only if
+//!   both name it; the rest are counted as discarded. The fixed cost every window carries (the
+//!   signal path's own cycles, instructions and misses) is measured at start on a known loop
+//!   and subtracted from every window.
+//! - Its own rate is capped (the long period has a floor) so the kernel never throttles it:
+//!   slow overflow interrupts make the kernel lower `perf_event_max_sample_rate` for everyone.
+//!   The rate is read at start and stop and a drop is reported; multiplexing (time running <
+//!   time enabled) is detected per thread and reported.
+//!
+//! # Async-signal safety
+//! The handler touches: errno (saved and restored), the siginfo (`si_fd`) and ucontext (pc),
+//! the static slot table (atomics), `read`/`ioctl` on the overflowing descriptor (both
+//! async-signal-safe system calls), and one preallocated record (index by `fetch_add`). No
+//! allocation, lock or lazy TLS.
+//!
+//! # Without a PMU
+//! Many VMs and containers expose no hardware events (`perf_event_open` of cycles fails with
+//! ENOENT or EOPNOTSUPP), `perf_event_paranoid` may forbid them, seccomp may deny the system
+//! call. [`start`] then fails with a [`PmuError`] naming the cause and the fix; callers
+//! (profpoint's report) go on without this section.
+
+use crate::symbolize::Symbolizer;
+use crate::sys;
+use serde::Serialize;
+use std::io::{self, Write};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+// === Kernel constants (include/uapi/linux/perf_event.h) ===
+
+/// `PERF_TYPE_HARDWARE`.
+const PERF_TYPE_HARDWARE: u32 = 0;
+/// `PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING | PERF_FORMAT_GROUP`.
+const READ_FORMAT: u64 = (1 << 0) | (1 << 1) | (1 << 3);
+/// `PERF_EVENT_IOC_REFRESH`: `_IO('$', 2)`.
+const IOC_REFRESH: libc::c_ulong = 0x2402;
+/// `PERF_EVENT_IOC_PERIOD`: `_IOW('$', 4, __u64)`; its argument is a *pointer* to the period.
+const IOC_PERIOD: libc::c_ulong = 0x4008_2404;
+
+/// A generic hardware event (`PERF_COUNT_HW_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HwEvent {
+    /// CPU cycles (always the group leader).
+    Cycles,
+    /// Instructions retired.
+    Instructions,
+    /// Cache references (on AMD and many Intel parts: last-level or L2 accesses, not L1D).
+    CacheReferences,
+    /// Cache misses (same level as the references).
+    CacheMisses,
+    /// Branch instructions retired.
+    BranchInstructions,
+    /// Mispredicted branches.
+    BranchMisses,
+}
+
+impl HwEvent {
+    fn config(self) -> u64 {
+        match self {
+            HwEvent::Cycles => 0,
+            HwEvent::Instructions => 1,
+            HwEvent::CacheReferences => 2,
+            HwEvent::CacheMisses => 3,
+            HwEvent::BranchInstructions => 4,
+            HwEvent::BranchMisses => 5,
+        }
+    }
+}
+
+/// Most counters in a group: the leader and up to this many members.
+const MAX_MEMBERS: usize = 6;
+
+/// How the mode samples.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PmuConfig {
+    /// Cycles between windows (default 1e7: a window costs ~140 us in this VM, so shorter long
+    /// periods cost too much).
+    pub long_period: u64,
+    /// Cycles in a window (default 3,000: a ~300-cycle window is mostly the signal path's own
+    /// fixed cost, ~1,100 cycles measured here).
+    pub window: u64,
+    /// Random jitter on both periods, as a fraction (default 0.1: +-10%).
+    pub jitter: f64,
+    /// Counting members beside cycles.
+    pub events: Vec<HwEvent>,
+}
+
+impl Default for PmuConfig {
+    fn default() -> Self {
+        PmuConfig {
+            long_period: 10_000_000,
+            window: 3_000,
+            jitter: 0.1,
+            events: vec![
+                HwEvent::Instructions,
+                HwEvent::BranchMisses,
+                HwEvent::CacheReferences,
+                HwEvent::CacheMisses,
+            ],
+        }
+    }
+}
+
+/// The shortest long period accepted: 1e6 cycles keeps a thread under ~2,500 windows a second
+/// at 2.5 GHz, far below the kernel's default `perf_event_max_sample_rate` (100,000).
+pub const MIN_LONG_PERIOD: u64 = 1_000_000;
+
+impl PmuConfig {
+    /// Reads `PROFPOINT_PMU` (`1` on, `0`/unset off), `PROFPOINT_PMU_LONG` and
+    /// `PROFPOINT_PMU_WINDOW` (cycles) through `get`. `Ok(None)` when not requested.
+    pub fn from_env_vars(
+        get: impl Fn(&str) -> Option<String>,
+    ) -> Result<Option<PmuConfig>, crate::EnvError> {
+        let mut c = PmuConfig::default();
+        let num = |var: &'static str,
+                   lo: u64,
+                   hi: u64,
+                   what: &'static str|
+         -> Result<Option<u64>, crate::EnvError> {
+            match get(var) {
+                None => Ok(None),
+                Some(v) => match v.trim().parse::<u64>() {
+                    Ok(n) if (lo..=hi).contains(&n) => Ok(Some(n)),
+                    _ => Err(crate::EnvError {
+                        variable: var,
+                        value: v,
+                        expected: what,
+                    }),
+                },
+            }
+        };
+        if let Some(n) = num(
+            "PROFPOINT_PMU_LONG",
+            MIN_LONG_PERIOD,
+            1 << 40,
+            "a long period in cycles between 1000000 and 2^40",
+        )? {
+            c.long_period = n;
+        }
+        if let Some(n) = num(
+            "PROFPOINT_PMU_WINDOW",
+            100,
+            1_000_000,
+            "a window in cycles between 100 and 1000000",
+        )? {
+            c.window = n;
+        }
+        match get("PROFPOINT_PMU").as_deref().map(str::trim) {
+            None | Some("") | Some("0") => Ok(None),
+            Some("1") => Ok(Some(c)),
+            Some(other) => Err(crate::EnvError {
+                variable: "PROFPOINT_PMU",
+                value: other.to_owned(),
+                expected: "1 (per-function hardware metrics) or 0",
+            }),
+        }
+    }
+}
+
+/// Why the hardware-metrics mode cannot run. Each variant says the cause and the fix.
+#[derive(Debug)]
+pub enum PmuError {
+    /// The kernel exposes no hardware events (a VM without PMU passthrough, a container).
+    /// Fix: run on bare metal or enable the virtual PMU (e.g. QEMU `-cpu host,pmu=on`).
+    NoPmu(io::Error),
+    /// `perf_event_paranoid` forbids user-space hardware events. Fix:
+    /// `sysctl kernel.perf_event_paranoid=2` (or lower), or CAP_PERFMON.
+    Paranoid(i32, io::Error),
+    /// The system call is denied (seccomp, or an LSM). Fix: allow `perf_event_open`.
+    Denied(io::Error),
+    /// The chosen signal already has a handler. Fix: stop whatever installed it.
+    SignalInUse(libc::c_int),
+    /// Another hardware-metrics sampler runs in this process.
+    AlreadyRunning,
+    /// A configuration value is out of range.
+    Config(String),
+    /// Another system error.
+    Io(io::Error),
+}
+
+impl std::fmt::Display for PmuError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PmuError::NoPmu(e) => write!(
+                f,
+                "no hardware performance counters here (perf_event_open of cycles: {e}): this \
+                 looks like a VM or container without PMU access; run on bare metal or enable \
+                 the virtual PMU"
+            ),
+            PmuError::Paranoid(level, e) => write!(
+                f,
+                "perf_event_paranoid is {level}, which forbids hardware events to this process \
+                 ({e}): set `sysctl kernel.perf_event_paranoid=2` (or lower) or grant CAP_PERFMON"
+            ),
+            PmuError::Denied(e) => write!(
+                f,
+                "perf_event_open is denied ({e}): a seccomp filter or security module blocks it; \
+                 allow the system call"
+            ),
+            PmuError::SignalInUse(s) => write!(
+                f,
+                "signal {s} already has a handler: the hardware-metrics sampler needs it"
+            ),
+            PmuError::AlreadyRunning => {
+                write!(f, "a hardware-metrics sampler already runs in this process")
+            }
+            PmuError::Config(s) => write!(f, "{s}"),
+            PmuError::Io(e) => write!(f, "hardware-metrics sampler: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for PmuError {}
+
+fn paranoid_level() -> Option<i32> {
+    std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+fn max_sample_rate() -> Option<u64> {
+    std::fs::read_to_string("/proc/sys/kernel/perf_event_max_sample_rate")
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// Turns a failed `perf_event_open` of a hardware event into the error that names its cause.
+fn diagnose(e: io::Error) -> PmuError {
+    match e.raw_os_error() {
+        Some(libc::ENOENT) | Some(libc::EOPNOTSUPP) | Some(libc::ENODEV) => PmuError::NoPmu(e),
+        Some(libc::EACCES) | Some(libc::EPERM) => match paranoid_level() {
+            Some(l) if l > 2 => PmuError::Paranoid(l, e),
+            _ => PmuError::Denied(e),
+        },
+        Some(libc::ENOSYS) => PmuError::Denied(e),
+        _ => PmuError::Io(e),
+    }
+}
+
+/// Opens one hardware counter of thread `tid` (a sampling leader when `period > 0`).
+fn open_hw(
+    tid: libc::pid_t,
+    ev: HwEvent,
+    period: u64,
+    group: libc::c_int,
+) -> io::Result<libc::c_int> {
+    let leader = group < 0;
+    let attr = sys::PerfEventAttr {
+        kind: PERF_TYPE_HARDWARE,
+        size: sys::PERF_ATTR_SIZE_VER0,
+        config: ev.config(),
+        sample_period: period,
+        read_format: if leader { READ_FORMAT } else { 0 },
+        flags: (if leader { sys::ATTR_DISABLED } else { 0 })
+            | sys::ATTR_EXCLUDE_KERNEL
+            | sys::ATTR_EXCLUDE_HV,
+        wakeup_events: if leader { 1 } else { 0 },
+        ..sys::PerfEventAttr::default()
+    };
+    // SAFETY: `attr` is a live `perf_event_attr` prefix whose `size` says how many bytes the
+    // kernel may read; the other arguments are integers (tid, any cpu, group fd, flags).
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_perf_event_open,
+            &attr as *const sys::PerfEventAttr,
+            tid,
+            -1 as libc::c_int,
+            group,
+            sys::PERF_FLAG_FD_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(fd as libc::c_int)
+    }
+}
+
+/// Checks that this process may count hardware events (opens and closes a cycles counter).
+pub fn available() -> Result<(), PmuError> {
+    let fd = open_hw(0, HwEvent::Cycles, 0, -1).map_err(diagnose)?;
+    // SAFETY: a descriptor we just opened and own.
+    unsafe { libc::close(fd) };
+    Ok(())
+}
+
+// === The handler's state ===
+
+/// Per-thread state, found by the leader's descriptor (the signal's `si_fd`).
+struct ThreadSlot {
+    /// Leader descriptor, or -1 when free.
+    fd: AtomicI32,
+    /// 0: in a long period; 1: in a window.
+    phase: AtomicU8,
+    /// pc at the window's start.
+    start_pc: AtomicU64,
+    /// Group values at the window's start (cycles first).
+    base: [AtomicU64; MAX_MEMBERS + 1],
+    /// Group values at the last window's end (for the long period's deltas).
+    last_end: [AtomicU64; MAX_MEMBERS + 1],
+    /// xorshift state for jitter.
+    rng: AtomicU64,
+}
+
+/// One measured window.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Window {
+    /// pc where the window began.
+    pub start_pc: u64,
+    /// pc where it ended.
+    pub end_pc: u64,
+    /// Counter deltas over the window, in the group's order (cycles first).
+    pub deltas: [u64; MAX_MEMBERS + 1],
+    /// Cycles and instructions over the long period before it (for the calibration).
+    pub long_cycles: u64,
+    /// See `long_cycles`.
+    pub long_instructions: u64,
+}
+
+const SLOTS: usize = 1024;
+/// Windows kept: 2^18 x 80 bytes = 20 MiB, about 17 minutes of one busy thread at defaults.
+const RECORDS: usize = 1 << 18;
+
+struct Shared {
+    slots: Vec<ThreadSlot>,
+    records: Vec<[AtomicU64; 4 + MAX_MEMBERS + 1]>,
+    next: AtomicUsize,
+    dropped: AtomicU64,
+    nmembers: usize,
+    long: u64,
+    window: u64,
+    jitter_permille: u64,
+}
+
+static SHARED: std::sync::atomic::AtomicPtr<Shared> =
+    std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
+static ACTIVE: AtomicUsize = AtomicUsize::new(0);
+static RUNNING: AtomicBool = AtomicBool::new(false);
+
+/// The signal the mode uses: a real-time signal (they queue instead of coalescing), picked at
+/// start above the ones glibc reserves.
+fn signal() -> libc::c_int {
+    libc::SIGRTMIN() + 6
+}
+
+/// `si_fd` of a `SIGPOLL`-style siginfo (the overflowing descriptor, set because of `F_SETSIG`):
+/// the union starts at byte 16 on 64-bit Linux, `si_band` (a long) then `si_fd` (an int).
+const SI_FD_OFFSET: usize = 24;
+
+#[inline]
+fn jittered(s: &Shared, slot: &ThreadSlot, period: u64) -> u64 {
+    // Relaxed: the slot belongs to the thread whose handler runs.
+    let mut x = slot.rng.load(Ordering::Relaxed);
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    slot.rng.store(x, Ordering::Relaxed);
+    let span = period * s.jitter_permille / 1000;
+    if span == 0 {
+        return period;
+    }
+    period - span + x % (2 * span + 1)
+}
+
+/// Reads the group into `out` (cycles first); returns how many values were read.
+fn read_group(fd: libc::c_int, out: &mut [u64; MAX_MEMBERS + 1]) -> usize {
+    // nr, time_enabled, time_running, values...
+    let mut buf = [0u64; 3 + MAX_MEMBERS + 1];
+    // SAFETY: `read` into a buffer of the stated size; async-signal-safe.
+    let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), std::mem::size_of_val(&buf)) };
+    if n < 24 {
+        return 0;
+    }
+    let nr = (buf[0] as usize).min(MAX_MEMBERS + 1);
+    out[..nr].copy_from_slice(&buf[3..3 + nr]);
+    nr
+}
+
+extern "C" fn handler(_sig: libc::c_int, info: *mut libc::siginfo_t, uc: *mut libc::c_void) {
+    // SAFETY: this thread's errno slot, valid for its life.
+    let errno_slot = unsafe { libc::__errno_location() };
+    // SAFETY: as above.
+    let saved = unsafe { *errno_slot };
+    // SeqCst: Dekker pairing with `stop`, as the heatmap's handler does.
+    ACTIVE.fetch_add(1, Ordering::SeqCst);
+    let shared = SHARED.load(Ordering::SeqCst);
+    if !shared.is_null() && !info.is_null() && !uc.is_null() {
+        // SAFETY: a non-null SHARED is kept alive until ACTIVE drains to 0 after unpublishing.
+        let s = unsafe { &*shared };
+        // SAFETY: the kernel passes a valid siginfo; F_SETSIG makes it carry si_fd.
+        let fd = unsafe { *((info as *const u8).add(SI_FD_OFFSET) as *const libc::c_int) };
+        // SAFETY: a valid ucontext_t from the kernel.
+        let pc = unsafe { pc_of(uc) };
+        on_overflow(s, fd, pc);
+    }
+    ACTIVE.fetch_sub(1, Ordering::SeqCst);
+    // SAFETY: restoring the value read above.
+    unsafe { *errno_slot = saved };
+}
+
+/// # Safety
+/// `uc` must be the ucontext_t the kernel passed to an SA_SIGINFO handler.
+unsafe fn pc_of(uc: *mut libc::c_void) -> u64 {
+    let uc = uc as *const libc::ucontext_t;
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: see the function's contract.
+    return unsafe { (*uc).uc_mcontext.gregs[libc::REG_RIP as usize] as u64 };
+    #[cfg(target_arch = "aarch64")]
+    // SAFETY: see the function's contract.
+    return unsafe { (*uc).uc_mcontext.pc };
+}
+
+fn slot_of(s: &Shared, fd: libc::c_int) -> Option<&ThreadSlot> {
+    let n = s.slots.len();
+    let h = (fd as usize).wrapping_mul(0x9E37_79B9) % n;
+    (0..n)
+        .map(|i| &s.slots[(h + i) % n])
+        // Relaxed: slots are filled before their event is armed (the arming ioctl orders it).
+        .find(|slot| slot.fd.load(Ordering::Relaxed) == fd)
+}
+
+fn on_overflow(s: &Shared, fd: libc::c_int, pc: u64) {
+    let Some(slot) = slot_of(s, fd) else { return };
+    let mut now = [0u64; MAX_MEMBERS + 1];
+    if read_group(fd, &mut now) == 0 {
+        return;
+    }
+    // Relaxed throughout: the slot is only touched by its own thread's handler.
+    if slot.phase.load(Ordering::Relaxed) == 0 {
+        slot.start_pc.store(pc, Ordering::Relaxed);
+        for (b, v) in slot.base.iter().zip(now) {
+            b.store(v, Ordering::Relaxed);
+        }
+        slot.phase.store(1, Ordering::Relaxed);
+        arm(fd, jittered(s, slot, s.window));
+    } else {
+        let i = s.next.fetch_add(1, Ordering::Relaxed);
+        if let Some(rec) = s.records.get(i) {
+            rec[0].store(slot.start_pc.load(Ordering::Relaxed), Ordering::Relaxed);
+            rec[1].store(pc, Ordering::Relaxed);
+            let lc = slot.base[0]
+                .load(Ordering::Relaxed)
+                .wrapping_sub(slot.last_end[0].load(Ordering::Relaxed));
+            let li = slot.base[1]
+                .load(Ordering::Relaxed)
+                .wrapping_sub(slot.last_end[1].load(Ordering::Relaxed));
+            rec[2].store(lc, Ordering::Relaxed);
+            rec[3].store(li, Ordering::Relaxed);
+            for k in 0..=s.nmembers {
+                rec[4 + k].store(
+                    now[k].wrapping_sub(slot.base[k].load(Ordering::Relaxed)),
+                    Ordering::Relaxed,
+                );
+            }
+        } else {
+            s.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+        for (e, v) in slot.last_end.iter().zip(now) {
+            e.store(v, Ordering::Relaxed);
+        }
+        slot.phase.store(0, Ordering::Relaxed);
+        arm(fd, jittered(s, slot, s.long));
+    }
+}
+
+/// Sets the next period and re-arms the group for one more overflow.
+fn arm(fd: libc::c_int, period: u64) {
+    let p = period;
+    // SAFETY: PERF_EVENT_IOC_PERIOD reads a u64 through the pointer; REFRESH takes an integer.
+    unsafe {
+        libc::ioctl(fd, IOC_PERIOD as _, &p as *const u64);
+        libc::ioctl(fd, IOC_REFRESH as _, 1);
+    }
+}
+
+// === Starting and stopping ===
+
+/// The threads sampled: each thread id with its group's descriptors (leader first).
+type Threads = Arc<Mutex<Vec<(libc::pid_t, Vec<libc::c_int>)>>>;
+
+/// A running hardware-metrics sampler. [`PmuSampler::stop`] ends it and gives the profile.
+#[derive(Debug)]
+pub struct PmuSampler {
+    config: PmuConfig,
+    threads: Threads,
+    stop_watcher: Arc<AtomicBool>,
+    watcher: Option<std::thread::JoinHandle<()>>,
+    previous: libc::sigaction,
+    shared: *mut Shared,
+    rate_at_start: Option<u64>,
+    calibration: Calibration,
+    started: std::time::Instant,
+}
+
+// SAFETY: `shared` is a heap allocation owned by the sampler and only read through atomics by
+// handlers; the sampler may move between threads.
+unsafe impl Send for PmuSampler {}
+
+/// The fixed cost every window carries, measured at start on a known loop.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Calibration {
+    /// Windows measured on the calibration loop.
+    pub windows: u64,
+    /// Extra counts per window (group order: cycles first), subtracted from every window.
+    pub fixed: [f64; MAX_MEMBERS + 1],
+}
+
+/// Starts sampling every thread of the process.
+pub fn start(config: PmuConfig) -> Result<PmuSampler, PmuError> {
+    if config.long_period < MIN_LONG_PERIOD
+        || config.window == 0
+        || config.window >= config.long_period
+    {
+        return Err(PmuError::Config(format!(
+            "long period {} and window {}: expected a long period of at least {MIN_LONG_PERIOD} cycles and a shorter, non-zero window",
+            config.long_period, config.window
+        )));
+    }
+    if config.events.len() > MAX_MEMBERS {
+        return Err(PmuError::Config(format!(
+            "{} events: at most {MAX_MEMBERS} beside cycles",
+            config.events.len()
+        )));
+    }
+    available()?;
+    if RUNNING.swap(true, Ordering::SeqCst) {
+        return Err(PmuError::AlreadyRunning);
+    }
+    let shared = Box::into_raw(Box::new(Shared {
+        slots: (0..SLOTS)
+            .map(|i| ThreadSlot {
+                fd: AtomicI32::new(-1),
+                phase: AtomicU8::new(0),
+                start_pc: AtomicU64::new(0),
+                base: Default::default(),
+                last_end: Default::default(),
+                rng: AtomicU64::new(0x9E37_79B9_7F4A_7C15 ^ (i as u64 + 1)),
+            })
+            .collect(),
+        records: (0..RECORDS).map(|_| Default::default()).collect(),
+        next: AtomicUsize::new(0),
+        dropped: AtomicU64::new(0),
+        nmembers: config.events.len(),
+        long: config.long_period,
+        window: config.window,
+        jitter_permille: (config.jitter.clamp(0.0, 0.5) * 1000.0) as u64,
+    }));
+    // Install the handler (refusing a foreign one).
+    // SAFETY: an all-zero sigaction is valid; we fill handler, flags and an empty mask.
+    let mut act: libc::sigaction = unsafe { std::mem::zeroed() };
+    act.sa_sigaction =
+        handler as extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) as usize;
+    act.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART | libc::SA_ONSTACK;
+    // SAFETY: `act.sa_mask` is a valid sigset to initialise.
+    unsafe { libc::sigemptyset(&mut act.sa_mask) };
+    // SAFETY: as above.
+    let mut previous: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pointers to sigaction values.
+    if unsafe { libc::sigaction(signal(), &act, &mut previous) } != 0 {
+        RUNNING.store(false, Ordering::SeqCst);
+        // SAFETY: never published.
+        drop(unsafe { Box::from_raw(shared) });
+        return Err(PmuError::Io(io::Error::last_os_error()));
+    }
+    if previous.sa_sigaction != libc::SIG_DFL && previous.sa_sigaction != libc::SIG_IGN {
+        // SAFETY: putting the foreign handler back.
+        unsafe { libc::sigaction(signal(), &previous, std::ptr::null_mut()) };
+        RUNNING.store(false, Ordering::SeqCst);
+        // SAFETY: never published.
+        drop(unsafe { Box::from_raw(shared) });
+        return Err(PmuError::SignalInUse(signal()));
+    }
+    SHARED.store(shared, Ordering::SeqCst);
+    let threads: Threads = Arc::default();
+    let stop_watcher = Arc::new(AtomicBool::new(false));
+    let mut sampler = PmuSampler {
+        config: config.clone(),
+        threads: threads.clone(),
+        stop_watcher: stop_watcher.clone(),
+        watcher: None,
+        previous,
+        shared,
+        rate_at_start: max_sample_rate(),
+        calibration: Calibration::default(),
+        started: std::time::Instant::now(),
+    };
+    scan(&config, shared, &threads);
+    let cfg = config.clone();
+    let shared_addr = shared as usize;
+    sampler.watcher = Some(
+        std::thread::Builder::new()
+            .name("pmu-watcher".into())
+            .spawn(move || {
+                // Relaxed: a stop flag.
+                while !stop_watcher.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(20));
+                    scan(&cfg, shared_addr as *mut Shared, &threads);
+                }
+            })
+            .map_err(PmuError::Io)?,
+    );
+    sampler.calibration = calibrate(shared);
+    Ok(sampler)
+}
+
+/// Opens groups for threads not seen yet and forgets threads that are gone.
+fn scan(
+    config: &PmuConfig,
+    shared: *mut Shared,
+    threads: &Mutex<Vec<(libc::pid_t, Vec<libc::c_int>)>>,
+) {
+    // SAFETY: the sampler keeps `shared` alive while the watcher runs (it joins it first).
+    let s = unsafe { &*shared };
+    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
+        return;
+    };
+    let live: Vec<libc::pid_t> = dir
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    let mut t = threads.lock().unwrap_or_else(|e| e.into_inner());
+    t.retain(|(tid, fds)| {
+        if live.contains(tid) {
+            return true;
+        }
+        for &fd in fds.iter().rev() {
+            sys::disable_and_close(fd);
+        }
+        if let Some(&leader) = fds.first() {
+            release_slot(s, leader);
+        }
+        false
+    });
+    for &tid in &live {
+        if t.iter().any(|(x, _)| *x == tid) {
+            continue;
+        }
+        if let Some(fds) = open_group(config, s, tid) {
+            t.push((tid, fds));
+        }
+    }
+}
+
+fn release_slot(s: &Shared, fd: libc::c_int) {
+    if let Some(slot) = s.slots.iter().find(|x| x.fd.load(Ordering::Relaxed) == fd) {
+        // Relaxed: the event was closed, so no handler for it runs any more.
+        slot.fd.store(-1, Ordering::Relaxed);
+    }
+}
+
+fn open_group(config: &PmuConfig, s: &Shared, tid: libc::pid_t) -> Option<Vec<libc::c_int>> {
+    let leader = open_hw(tid, HwEvent::Cycles, config.long_period, -1).ok()?;
+    let mut fds = vec![leader];
+    for &ev in &config.events {
+        match open_hw(tid, ev, 0, leader) {
+            Ok(fd) => fds.push(fd),
+            Err(_) => {
+                for &fd in fds.iter().rev() {
+                    sys::disable_and_close(fd);
+                }
+                return None;
+            }
+        }
+    }
+    // A free slot, by hashing the descriptor as the handler does.
+    let n = s.slots.len();
+    let h = (leader as usize).wrapping_mul(0x9E37_79B9) % n;
+    let slot = (0..n).map(|i| &s.slots[(h + i) % n]).find(|x| {
+        x.fd.compare_exchange(-1, leader, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+    });
+    if slot.is_none() {
+        for &fd in fds.iter().rev() {
+            sys::disable_and_close(fd);
+        }
+        return None;
+    }
+    // Route the overflow to the thread, then arm for the first long period.
+    if sys::route_signal(leader, tid, signal()).is_err() {
+        for &fd in fds.iter().rev() {
+            sys::disable_and_close(fd);
+        }
+        release_slot(s, leader);
+        return None;
+    }
+    // SAFETY: REFRESH enables the group for one overflow; an integer argument.
+    unsafe { libc::ioctl(leader, IOC_REFRESH as _, 1) };
+    Some(fds)
+}
+
+/// A loop of independent integer adds: no branch misses to speak of, no memory.
+#[inline(never)]
+fn calibration_loop(iters: u64) -> u64 {
+    let (mut a, mut b, mut c, mut d) = (1u64, 2u64, 3u64, 4u64);
+    for i in 0..iters {
+        a = a.wrapping_add(i);
+        b = b.wrapping_add(a);
+        c = c.wrapping_add(b);
+        d = d.wrapping_add(c);
+    }
+    std::hint::black_box(a ^ b ^ c ^ d)
+}
+
+/// Runs the calibration loop on this thread for ~100 ms and measures the fixed extra counts of
+/// windows that began and ended in it.
+fn calibrate(shared: *mut Shared) -> Calibration {
+    // SAFETY: alive while the sampler runs.
+    let s = unsafe { &*shared };
+    let from = s.next.load(Ordering::Relaxed);
+    let t = std::time::Instant::now();
+    while t.elapsed() < Duration::from_millis(100) {
+        calibration_loop(1_000_000);
+    }
+    let to = s.next.load(Ordering::Relaxed).min(RECORDS);
+    let f = calibration_loop as fn(u64) -> u64 as usize as u64;
+    // The loop is small: a window inside it starts and ends within a few hundred bytes.
+    let inside = |pc: u64| pc >= f && pc < f + 512;
+    let windows: Vec<Window> = (from..to)
+        .map(|i| load(s, i))
+        .filter(|w| inside(w.start_pc) && inside(w.end_pc))
+        .collect();
+    let mut c = Calibration {
+        windows: windows.len() as u64,
+        ..Calibration::default()
+    };
+    if windows.is_empty() {
+        return c;
+    }
+    let n = windows.len() as f64;
+    let mean = |k: usize| windows.iter().map(|w| w.deltas[k] as f64).sum::<f64>() / n;
+    // Cycles: observed minus requested (the mean of a symmetric jitter is the window).
+    c.fixed[0] = (mean(0) - s.window as f64).max(0.0);
+    // Instructions: observed minus what the loop's own IPC (from the long periods, where the
+    // fixed cost is negligible) gives for the requested cycles.
+    let lc: f64 = windows.iter().map(|w| w.long_cycles as f64).sum();
+    let li: f64 = windows.iter().map(|w| w.long_instructions as f64).sum();
+    let ipc = if lc > 0.0 { li / lc } else { 0.0 };
+    for k in 1..=s.nmembers {
+        c.fixed[k] = mean(k);
+    }
+    if s.nmembers >= 1 {
+        c.fixed[1] = (mean(1) - ipc * s.window as f64).max(0.0);
+    }
+    c
+}
+
+fn load(s: &Shared, i: usize) -> Window {
+    let r = &s.records[i];
+    // Relaxed: read after the handlers wrote them (stop drains the handlers first), or, during
+    // calibration, records of the calling thread's own handler.
+    let g = |k: usize| r[k].load(Ordering::Relaxed);
+    let mut w = Window {
+        start_pc: g(0),
+        end_pc: g(1),
+        long_cycles: g(2),
+        long_instructions: g(3),
+        ..Window::default()
+    };
+    for k in 0..=MAX_MEMBERS {
+        w.deltas[k] = g(4 + k);
+    }
+    w
+}
+
+impl PmuSampler {
+    /// Stops sampling every thread, restores the signal's disposition, returns the windows.
+    pub fn stop(mut self) -> PmuProfile {
+        self.stop_inner()
+    }
+
+    fn stop_inner(&mut self) -> PmuProfile {
+        self.stop_watcher.store(true, Ordering::Relaxed);
+        if let Some(w) = self.watcher.take() {
+            let _ = w.join();
+        }
+        let mut multiplexed = 0;
+        let threads = std::mem::take(&mut *self.threads.lock().unwrap_or_else(|e| e.into_inner()));
+        let nthreads = threads.len();
+        for (_, fds) in &threads {
+            if let Some(&leader) = fds.first() {
+                let mut buf = [0u64; 3 + MAX_MEMBERS + 1];
+                // SAFETY: reading the group of a descriptor we own.
+                let n = unsafe {
+                    libc::read(leader, buf.as_mut_ptr().cast(), std::mem::size_of_val(&buf))
+                };
+                if n >= 24 && buf[2] < buf[1] {
+                    multiplexed += 1;
+                }
+            }
+            for &fd in fds.iter().rev() {
+                sys::disable_and_close(fd);
+            }
+        }
+        // Unpublish, drain running handlers, ignore pending signals, restore.
+        SHARED.store(std::ptr::null_mut(), Ordering::SeqCst);
+        while ACTIVE.load(Ordering::SeqCst) != 0 {
+            std::hint::spin_loop();
+        }
+        // SAFETY: SIG_IGN discards pending instances; then the previous disposition returns.
+        unsafe {
+            libc::signal(signal(), libc::SIG_IGN);
+            libc::sigaction(signal(), &self.previous, std::ptr::null_mut());
+        }
+        // SAFETY: unpublished and drained: no handler can touch it any more.
+        let s = unsafe { Box::from_raw(self.shared) };
+        self.shared = std::ptr::null_mut();
+        RUNNING.store(false, Ordering::SeqCst);
+        let n = s.next.load(Ordering::Relaxed).min(RECORDS);
+        let windows = (0..n).map(|i| load(&s, i)).collect();
+        let mut warnings = Vec::new();
+        if multiplexed > 0 {
+            warnings.push(format!(
+                "{multiplexed} of {nthreads} threads' counters were multiplexed (time running < time enabled): another user of the PMU shares the counters; ratios stay valid, totals do not"
+            ));
+        }
+        let rate_at_stop = max_sample_rate();
+        if let (Some(a), Some(b)) = (self.rate_at_start, rate_at_stop)
+            && b < a
+        {
+            warnings.push(format!(
+                "the kernel lowered perf_event_max_sample_rate from {a} to {b} during the run (slow sampling interrupts): other samplers, the heatmap included, are throttled"
+            ));
+        }
+        let dropped = s.dropped.load(Ordering::Relaxed);
+        if dropped > 0 {
+            warnings.push(format!("{dropped} windows did not fit the record buffer"));
+        }
+        PmuProfile {
+            config: self.config.clone(),
+            windows,
+            calibration: self.calibration,
+            threads: nthreads as u64,
+            wall_seconds: self.started.elapsed().as_secs_f64(),
+            warnings,
+        }
+    }
+}
+
+impl Drop for PmuSampler {
+    fn drop(&mut self) {
+        if !self.shared.is_null() {
+            let _ = self.stop_inner();
+        }
+    }
+}
+
+// === The report ===
+
+/// The windows of one run.
+#[derive(Debug, Clone)]
+pub struct PmuProfile {
+    /// How it sampled.
+    pub config: PmuConfig,
+    /// Every window recorded.
+    pub windows: Vec<Window>,
+    /// The fixed cost subtracted from every window.
+    pub calibration: Calibration,
+    /// Threads sampled.
+    pub threads: u64,
+    /// Wall seconds sampled.
+    pub wall_seconds: f64,
+    /// Multiplexing, throttling, dropped windows.
+    pub warnings: Vec<String>,
+}
+
+/// One function's metrics.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PmuRow {
+    /// Demangled function name.
+    pub symbol: String,
+    /// Windows credited to it.
+    pub windows: u64,
+    /// Cycles per instruction.
+    pub cpi: Option<f64>,
+    /// Branch misses per 1,000 instructions.
+    pub bm_per_ki: Option<f64>,
+    /// Cache misses per 1,000 instructions.
+    pub cm_per_ki: Option<f64>,
+    /// Cache misses per cache reference, percent.
+    pub cm_percent: Option<f64>,
+    /// Share of all credited cycles, percent.
+    pub cycles_percent: f64,
+    /// Share of all credited instructions, percent.
+    pub instructions_percent: Option<f64>,
+    /// Share of all credited branch misses, percent.
+    pub branch_misses_percent: Option<f64>,
+}
+
+/// Per-function hardware metrics, ranked by share of cycles.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PmuReport {
+    /// Windows recorded.
+    pub windows: u64,
+    /// Windows whose start and end were in different functions (not credited).
+    pub discarded: u64,
+    /// Long period and window, in cycles.
+    pub long_period: u64,
+    /// See `long_period`.
+    pub window: u64,
+    /// The calibration subtracted from every window.
+    pub calibration: Calibration,
+    /// Counters, in group order.
+    pub events: Vec<HwEvent>,
+    /// Warnings (multiplexing, throttling, dropped windows).
+    pub warnings: Vec<String>,
+    /// Rows, most cycles first.
+    pub rows: Vec<PmuRow>,
+}
+
+impl PmuProfile {
+    /// Credits windows to functions (symbolised from this process's mappings) and ranks them.
+    pub fn report(&self, top: usize) -> PmuReport {
+        let (objects, segments) = crate::buckets::discover();
+        let mut sym = Symbolizer::new(&objects);
+        let mut name_of = |pc: u64| -> Option<String> {
+            let seg = segments.iter().find(|s| pc >= s.start && pc < s.end)?;
+            let r = sym.lookup(seg.object, pc);
+            (r.function != "[unknown]").then_some(r.function)
+        };
+        self.report_with(top, &mut name_of)
+    }
+
+    /// [`PmuProfile::report`] with a given symboliser (tests feed their own).
+    pub fn report_with(
+        &self,
+        top: usize,
+        name_of: &mut dyn FnMut(u64) -> Option<String>,
+    ) -> PmuReport {
+        let mut events = vec![HwEvent::Cycles];
+        events.extend(&self.config.events);
+        let pos = |e: HwEvent| events.iter().position(|x| *x == e);
+        let mut per_fn: std::collections::HashMap<String, (u64, [f64; MAX_MEMBERS + 1])> =
+            std::collections::HashMap::new();
+        let mut discarded = 0;
+        for w in &self.windows {
+            let (Some(a), Some(b)) = (name_of(w.start_pc), name_of(w.end_pc)) else {
+                discarded += 1;
+                continue;
+            };
+            if a != b {
+                discarded += 1;
+                continue;
+            }
+            let e = per_fn.entry(a).or_insert((0, [0.0; MAX_MEMBERS + 1]));
+            e.0 += 1;
+            for k in 0..events.len() {
+                e.1[k] += (w.deltas[k] as f64 - self.calibration.fixed[k]).max(0.0);
+            }
+        }
+        let total = |k: usize| per_fn.values().map(|v| v.1[k]).sum::<f64>();
+        let (tc, ti, tb) = (
+            total(0),
+            pos(HwEvent::Instructions).map_or(0.0, total),
+            pos(HwEvent::BranchMisses).map_or(0.0, total),
+        );
+        let pct = |x: f64, t: f64| if t > 0.0 { 100.0 * x / t } else { 0.0 };
+        let mut rows: Vec<PmuRow> = per_fn
+            .into_iter()
+            .map(|(symbol, (n, v))| {
+                let get = |e: HwEvent| pos(e).map(|k| v[k]);
+                let ins = get(HwEvent::Instructions);
+                let per_ki = |x: Option<f64>| match (x, ins) {
+                    (Some(x), Some(i)) if i > 0.0 => Some(1000.0 * x / i),
+                    _ => None,
+                };
+                PmuRow {
+                    symbol,
+                    windows: n,
+                    cpi: ins.filter(|i| *i > 0.0).map(|i| v[0] / i),
+                    bm_per_ki: per_ki(get(HwEvent::BranchMisses)),
+                    cm_per_ki: per_ki(get(HwEvent::CacheMisses)),
+                    cm_percent: match (get(HwEvent::CacheMisses), get(HwEvent::CacheReferences)) {
+                        (Some(m), Some(r)) if r > 0.0 => Some(100.0 * m / r),
+                        _ => None,
+                    },
+                    cycles_percent: pct(v[0], tc),
+                    instructions_percent: ins.map(|i| pct(i, ti)),
+                    branch_misses_percent: get(HwEvent::BranchMisses).map(|b| pct(b, tb)),
+                }
+            })
+            .collect();
+        rows.sort_by(|a, b| {
+            b.cycles_percent
+                .total_cmp(&a.cycles_percent)
+                .then(a.symbol.cmp(&b.symbol))
+        });
+        rows.truncate(top);
+        PmuReport {
+            windows: self.windows.len() as u64,
+            discarded,
+            long_period: self.config.long_period,
+            window: self.config.window,
+            calibration: self.calibration,
+            events,
+            warnings: self.warnings.clone(),
+            rows,
+        }
+    }
+}
+
+impl PmuReport {
+    /// The seed's table: Symbol, #, CPI, BM/KI, CM/KI, %CM, %CY, %I, %BM, with a legend.
+    pub fn write_table(&self, w: &mut dyn Write) -> io::Result<()> {
+        writeln!(
+            w,
+            "Hardware metrics per function ({} windows of ~{} cycles every ~{} cycles; {} discarded: start and end in different functions)",
+            self.windows, self.window, self.long_period, self.discarded
+        )?;
+        writeln!(
+            w,
+            "calibration: {} windows; subtracted per window: {}",
+            self.calibration.windows,
+            self.events
+                .iter()
+                .zip(self.calibration.fixed)
+                .map(|(e, f)| format!(
+                    "{f:.0} {}",
+                    serde_json::to_string(e)
+                        .unwrap_or_default()
+                        .trim_matches('"')
+                ))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )?;
+        let opt = |x: Option<f64>, p: usize| x.map_or("-".to_string(), |v| format!("{v:.p$}"));
+        let sw = self
+            .rows
+            .iter()
+            .map(|r| r.symbol.len())
+            .max()
+            .unwrap_or(6)
+            .clamp(6, 60);
+        writeln!(
+            w,
+            "{:<sw$}  {:>7}  {:>6}  {:>6}  {:>6}  {:>6}  {:>6}  {:>6}  {:>6}",
+            "Symbol", "#", "CPI", "BM/KI", "CM/KI", "%CM", "%CY", "%I", "%BM"
+        )?;
+        for r in &self.rows {
+            let name: String = r.symbol.chars().take(sw).collect();
+            writeln!(
+                w,
+                "{:<sw$}  {:>7}  {:>6}  {:>6}  {:>6}  {:>6}  {:>6.2}  {:>6}  {:>6}",
+                name,
+                r.windows,
+                opt(r.cpi, 2),
+                opt(r.bm_per_ki, 2),
+                opt(r.cm_per_ki, 2),
+                opt(r.cm_percent, 1),
+                r.cycles_percent,
+                opt(r.instructions_percent, 2),
+                opt(r.branch_misses_percent, 2),
+            )?;
+        }
+        writeln!(
+            w,
+            "CPI cycles/instruction; BM/KI branch misses per 1000 instructions; CM/KI cache misses per 1000 instructions;"
+        )?;
+        writeln!(
+            w,
+            "%CM cache misses per cache reference; %CY %I %BM shares of cycles, instructions, branch misses. The generic"
+        )?;
+        writeln!(
+            w,
+            "cache events count the last level (or L2) on most CPUs, not L1D."
+        )?;
+        for warning in &self.warnings {
+            writeln!(w, "warning: {warning}")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ioctl_numbers_match_the_kernel_header() {
+        // _IO('$', 2) and _IOW('$', 4, __u64): dir 1 (write) << 30 | size 8 << 16 | '$' << 8 | nr.
+        assert_eq!(IOC_REFRESH, (b'$' as libc::c_ulong) << 8 | 2);
+        assert_eq!(
+            IOC_PERIOD,
+            1 << 30 | 8 << 16 | (b'$' as libc::c_ulong) << 8 | 4
+        );
+    }
+
+    #[test]
+    fn si_fd_is_where_we_read_it() {
+        // A pipe with F_SETSIG raises our signal with si_fd set: read it back at our offset.
+        use std::sync::atomic::AtomicI64;
+        static SEEN: AtomicI64 = AtomicI64::new(-1);
+        extern "C" fn h(_: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
+            // SAFETY: a valid siginfo from the kernel, carrying si_fd because of F_SETSIG.
+            let fd = unsafe { *((info as *const u8).add(SI_FD_OFFSET) as *const libc::c_int) };
+            SEEN.store(fd as i64, Ordering::SeqCst);
+        }
+        let sig = libc::SIGRTMIN() + 7;
+        // SAFETY: zeroed sigaction, then filled; pipe/fcntl/write on our own descriptors.
+        unsafe {
+            let mut act: libc::sigaction = std::mem::zeroed();
+            act.sa_sigaction =
+                h as extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) as usize;
+            act.sa_flags = libc::SA_SIGINFO;
+            libc::sigaction(sig, &act, std::ptr::null_mut());
+            let mut p = [0; 2];
+            assert_eq!(libc::pipe(p.as_mut_ptr()), 0);
+            sys::route_signal(p[0], sys::gettid(), sig).unwrap();
+            libc::write(p[1], b"x".as_ptr().cast(), 1);
+            for _ in 0..100 {
+                if SEEN.load(Ordering::SeqCst) >= 0 {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            assert_eq!(SEEN.load(Ordering::SeqCst), p[0] as i64);
+            libc::close(p[0]);
+            libc::close(p[1]);
+            libc::signal(sig, libc::SIG_DFL);
+        }
+    }
+
+    fn profile(windows: Vec<Window>) -> PmuProfile {
+        PmuProfile {
+            config: PmuConfig::default(),
+            windows,
+            calibration: Calibration {
+                windows: 10,
+                fixed: [1000.0, 100.0, 1.0, 10.0, 2.0, 0.0, 0.0],
+            },
+            threads: 1,
+            wall_seconds: 1.0,
+            warnings: vec![],
+        }
+    }
+
+    fn win(start: u64, end: u64, d: [u64; 5]) -> Window {
+        let mut deltas = [0; MAX_MEMBERS + 1];
+        deltas[..5].copy_from_slice(&d);
+        Window {
+            start_pc: start,
+            end_pc: end,
+            deltas,
+            ..Window::default()
+        }
+    }
+
+    #[test]
+    fn windows_count_only_when_they_begin_and_end_in_one_function_and_calibration_is_subtracted() {
+        // Functions: f at 0x1000.., g at 0x2000..
+        let mut names = |pc: u64| match pc {
+            0x1000..0x2000 => Some("f".to_string()),
+            0x2000..0x3000 => Some("g".to_string()),
+            _ => None,
+        };
+        let p = profile(vec![
+            // f: 4000 cycles, 2100 instructions, 11 branch misses, 110 refs, 12 misses (raw)
+            win(0x1010, 0x1020, [4000, 2100, 11, 110, 12]),
+            win(0x1010, 0x1030, [4000, 2100, 11, 110, 12]),
+            // g: high CPI
+            win(0x2010, 0x2020, [9000, 1100, 1, 50, 42]),
+            // across f and g: discarded
+            win(0x1010, 0x2020, [4000, 2000, 0, 0, 0]),
+            // unknown: discarded
+            win(0x9000, 0x9000, [4000, 2000, 0, 0, 0]),
+        ]);
+        let r = p.report_with(10, &mut names);
+        assert_eq!((r.windows, r.discarded), (5, 2));
+        let f = r.rows.iter().find(|r| r.symbol == "f").unwrap();
+        let g = r.rows.iter().find(|r| r.symbol == "g").unwrap();
+        assert_eq!((f.windows, g.windows), (2, 1));
+        // After calibration: f 3000 cycles / 2000 instructions per window: CPI 1.5;
+        // branch misses 10 per 2000 instr = 5 per KI; cache misses 10 per 2000 = 5 per KI.
+        assert!((f.cpi.unwrap() - 1.5).abs() < 1e-9);
+        assert!((f.bm_per_ki.unwrap() - 5.0).abs() < 1e-9);
+        assert!((f.cm_per_ki.unwrap() - 5.0).abs() < 1e-9);
+        assert!((f.cm_percent.unwrap() - 10.0).abs() < 1e-9);
+        // g: 8000 / 1000 = CPI 8, so g leads... by share of cycles f has 6000 vs g 8000.
+        assert!((g.cpi.unwrap() - 8.0).abs() < 1e-9);
+        assert_eq!(r.rows[0].symbol, "g");
+        assert!((g.cycles_percent - 100.0 * 8000.0 / 14000.0).abs() < 1e-9);
+        let mut out = Vec::new();
+        r.write_table(&mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        for col in ["Symbol", "CPI", "BM/KI", "CM/KI", "%CM", "%CY", "%I", "%BM"] {
+            assert!(text.contains(col), "{col} in {text}");
+        }
+        assert!(text.contains("2 discarded"), "{text}");
+    }
+
+    #[test]
+    fn env_and_config_errors_name_the_value() {
+        let env = |k: &str| (k == "PROFPOINT_PMU_WINDOW").then(|| "7".to_string());
+        let e = PmuConfig::from_env_vars(env).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            r#"PROFPOINT_PMU_WINDOW="7": expected a window in cycles between 100 and 1000000"#
+        );
+        let on = |k: &str| (k == "PROFPOINT_PMU").then(|| "1".to_string());
+        assert!(PmuConfig::from_env_vars(on).unwrap().is_some());
+        let bad = PmuConfig {
+            long_period: 10,
+            ..PmuConfig::default()
+        };
+        let e = start(bad).unwrap_err();
+        assert!(e.to_string().contains("long period 10"), "{e}");
+    }
+
+    #[test]
+    fn without_a_pmu_start_names_the_cause_and_the_fix() {
+        match available() {
+            Ok(()) => println!(
+                "SKIPPED without_a_pmu_start_names_the_cause_and_the_fix: this machine has a PMU"
+            ),
+            Err(e) => {
+                let msg = start(PmuConfig::default()).unwrap_err().to_string();
+                assert_eq!(msg, e.to_string());
+                assert!(
+                    msg.contains("perf_event_paranoid")
+                        || msg.contains("no hardware performance counters")
+                        || msg.contains("denied"),
+                    "{msg}"
+                );
+            }
+        }
+    }
+}
