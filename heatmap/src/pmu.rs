@@ -314,6 +314,42 @@ pub fn available() -> Result<(), PmuError> {
     Ok(())
 }
 
+/// A counting group on the calling thread (cycles first, then `events`): the ground truth the
+/// sampled metrics are checked against, read around a call.
+#[derive(Debug)]
+pub struct Counters {
+    fds: Vec<libc::c_int>,
+}
+
+impl Counters {
+    /// Opens and enables the group on the calling thread.
+    pub fn open(events: &[HwEvent]) -> Result<Counters, PmuError> {
+        let leader = open_hw(0, HwEvent::Cycles, 0, -1).map_err(diagnose)?;
+        let mut c = Counters { fds: vec![leader] };
+        for &e in events {
+            c.fds.push(open_hw(0, e, 0, leader).map_err(diagnose)?);
+        }
+        // SAFETY: enabling a group we own; an integer argument.
+        unsafe { libc::ioctl(leader, sys::PERF_EVENT_IOC_ENABLE as _, 0) };
+        Ok(c)
+    }
+
+    /// Current values (cycles first, then the events in order).
+    pub fn read(&self) -> Vec<u64> {
+        let mut v = [0u64; MAX_MEMBERS + 1];
+        let n = read_group(self.fds[0], &mut v);
+        v[..n].to_vec()
+    }
+}
+
+impl Drop for Counters {
+    fn drop(&mut self) {
+        for &fd in self.fds.iter().rev() {
+            sys::disable_and_close(fd);
+        }
+    }
+}
+
 // === The handler's state ===
 
 /// Per-thread state, found by the leader's descriptor (the signal's `si_fd`).

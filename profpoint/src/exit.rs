@@ -108,8 +108,9 @@ fn init_inner() {
     }
     drop(p);
     #[cfg(feature = "heatmap")]
-    if crate::sampling::start_from_env() {
-        // Asking for a heatmap asks for a report: stderr unless PROFPOINT_REPORT says where.
+    if crate::sampling::start_from_env() | crate::sampling::start_pmu_from_env() {
+        // Asking for a heatmap or hardware metrics asks for a report: stderr unless
+        // PROFPOINT_REPORT says where.
         plan().opted_in = true;
     }
     let p = plan();

@@ -11,14 +11,50 @@ use crate::env;
 use std::sync::Mutex;
 
 static SAMPLER: Mutex<Option<heatmap::Sampler>> = Mutex::new(None);
+static PMU: Mutex<Option<heatmap::pmu::PmuSampler>> = Mutex::new(None);
+
+/// Starts the hardware-metrics sampler if `PROFPOINT_PMU=1`; returns whether it was asked
+/// for (a report is then due even if it could not start). Errors
+/// (no PMU, `perf_event_paranoid`, seccomp) are one line on stderr naming the cause and the
+/// fix; the program and the rest of the report go on.
+pub(crate) fn start_pmu_from_env() -> bool {
+    let config = match heatmap::pmu::PmuConfig::from_env_vars(|k| std::env::var(k).ok()) {
+        Ok(Some(c)) => c,
+        Ok(None) => return false,
+        Err(e) => {
+            eprintln!("profpoint: {e}; no hardware metrics");
+            return false;
+        }
+    };
+    match heatmap::pmu::start(config) {
+        Ok(s) => {
+            *PMU.lock().unwrap_or_else(|e| e.into_inner()) = Some(s);
+            true
+        }
+        Err(e) => {
+            eprintln!("profpoint: PROFPOINT_PMU: {e}");
+            true
+        }
+    }
+}
+
+/// The hardware-metrics section of the exit report (the sampler is stopped).
+pub(crate) fn pmu_report(stop: bool) -> Option<heatmap::pmu::PmuReport> {
+    if !stop {
+        return None;
+    }
+    let sampler = PMU.lock().unwrap_or_else(|e| e.into_inner()).take()?;
+    Some(sampler.stop().report(30))
+}
 
 fn sampler() -> std::sync::MutexGuard<'static, Option<heatmap::Sampler>> {
     // A panic while holding the lock leaves either a sampler or none: both are consistent.
     SAMPLER.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Starts the sampler if the environment asks; returns whether it runs. Errors are one line on
-/// stderr: the program keeps running without a heatmap.
+/// Starts the sampler if the environment asks; returns whether it was asked for (a report is
+/// then due even if it could not start). Errors are one line on stderr: the program keeps
+/// running without a heatmap.
 pub(crate) fn start_from_env() -> bool {
     let config = match heatmap::Config::from_env_vars(|k| std::env::var(k).ok()) {
         Ok(Some(c)) => c,
@@ -32,7 +68,7 @@ pub(crate) fn start_from_env() -> bool {
         Ok(()) => true,
         Err(e) => {
             eprintln!("profpoint: PROFPOINT_HEATMAP: the sampler could not start: {e}");
-            false
+            true
         }
     }
 }

@@ -109,6 +109,30 @@ fn a_w_xor_x_policy_refuses_patching_with_a_clear_error() {
     assert!(e.contains("`tracepoint-atomic` feature"), "{e}");
 }
 
+/// PROFPOINT_PMU=1: the hardware-metrics section where a PMU exists; elsewhere one clear line
+/// naming the cause, and the program and its report go on.
+#[cfg(feature = "heatmap")]
+fn hardware_metrics_or_a_clear_reason_why_not() {
+    let o = run_child("child_busy", &[("PROFPOINT_PMU", "1")]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("exit_report::spin"),
+        "the points table is there: {e}"
+    );
+    match heatmap::pmu::available() {
+        Ok(()) => {
+            assert!(e.contains("Hardware metrics per function"), "{e}");
+            assert!(e.contains("CPI"), "{e}");
+        }
+        Err(why) => {
+            let line = e.lines().find(|l| l.contains("PROFPOINT_PMU")).expect(&e);
+            assert_eq!(line, format!("profpoint: PROFPOINT_PMU: {why}"));
+            println!("SKIPPED the hardware-metrics section (checked the error instead): {why}");
+        }
+    }
+}
+
 /// Stands in for `main` (the attribute works on any function; `main` is the one to mark).
 #[profpoint::main]
 fn entry() {
@@ -377,6 +401,14 @@ fn main() {
             Ok(())
         }),
     ];
+    #[cfg(feature = "heatmap")]
+    tests.push(libtest_mimic::Trial::test(
+        "hardware_metrics_or_a_clear_reason_why_not",
+        || {
+            hardware_metrics_or_a_clear_reason_why_not();
+            Ok(())
+        },
+    ));
     #[cfg(feature = "heatmap")]
     tests.push(libtest_mimic::Trial::test(
         "heatmap_joins_the_exit_report",

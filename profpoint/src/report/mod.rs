@@ -60,6 +60,9 @@ pub struct Report {
     /// (`PROFPOINT_HEATMAP`, [`crate::start_heatmap`]).
     #[cfg(feature = "heatmap")]
     pub heatmap: Option<heatmap::Report>,
+    /// Per-function hardware metrics (`PROFPOINT_PMU=1`), in the exit report.
+    #[cfg(feature = "heatmap")]
+    pub pmu: Option<heatmap::pmu::PmuReport>,
 }
 
 /// Metadata of the measured run.
@@ -216,6 +219,8 @@ impl Report {
             tracepoints: crate::tracepoint::infos(),
             #[cfg(feature = "heatmap")]
             heatmap: crate::sampling::report(opts.final_report),
+            #[cfg(feature = "heatmap")]
+            pmu: crate::sampling::pmu_report(opts.final_report),
         }
     }
 

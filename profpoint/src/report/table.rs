@@ -111,6 +111,11 @@ pub fn write_table(report: &Report, w: &mut dyn Write) -> io::Result<()> {
         writeln!(w)?;
         h.write_table(w)?;
     }
+    #[cfg(feature = "heatmap")]
+    if let Some(p) = &report.pmu {
+        writeln!(w)?;
+        p.write_table(w)?;
+    }
     Ok(())
 }
 
