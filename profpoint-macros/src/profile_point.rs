@@ -144,11 +144,20 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenS
             })
             .await
         }
+    } else if !closure_safe(&sig, &attrs) {
+        // A return value that may borrow from the arguments (a reference, a lifetime, an
+        // `impl Trait`), or `#[track_caller]`: a closure would not compile (a borrow cannot
+        // escape an `FnMut` closure) or would change `Location::caller()`. A guard times it;
+        // the off path then tests the status at both ends (a few instructions more).
+        quote! {
+            #point
+            let __profpoint_guard = __PROFPOINT_POINT.guard();
+            #block
+        }
     } else {
         // The body becomes a closure called from two branches: off, it is called bare (the
         // whole cost is the status test); on, under a guard. The closure's return type is the
-        // function's, so `?` and `return` keep their meaning; for `impl Trait` returns it is
-        // left to inference.
+        // function's, so `?` and `return` keep their meaning.
         let ret = match &sig.output {
             ReturnType::Type(_, ty) if !mentions_impl(&quote!(#ty)) => quote!(-> #ty),
             ReturnType::Type(..) => quote!(),
@@ -170,6 +179,29 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenS
         #vis #sig {
             #body
         }
+    })
+}
+
+/// Whether the body can become a closure without changing what compiles or what it means: the
+/// return type holds no reference, lifetime or `impl Trait` (which could borrow from a
+/// captured argument), and the function is not `#[track_caller]`.
+fn closure_safe(sig: &syn::Signature, attrs: &[syn::Attribute]) -> bool {
+    if attrs.iter().any(|a| a.path().is_ident("track_caller")) {
+        return false;
+    }
+    match &sig.output {
+        ReturnType::Default => true,
+        ReturnType::Type(_, ty) => !may_borrow(&quote!(#ty)),
+    }
+}
+
+/// Whether a type's tokens hold `&`, a lifetime or `impl`.
+fn may_borrow(ty: &TokenStream) -> bool {
+    ty.clone().into_iter().any(|t| match t {
+        proc_macro2::TokenTree::Punct(p) => p.as_char() == '&' || p.as_char() == '\'',
+        proc_macro2::TokenTree::Ident(i) => i == "impl",
+        proc_macro2::TokenTree::Group(g) => may_borrow(&g.stream()),
+        _ => false,
     })
 }
 

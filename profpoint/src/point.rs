@@ -107,6 +107,11 @@ const T_OFF: u8 = 0;
 const T_TIMED: u8 = 1;
 const T_NESTED: u8 = 2;
 const T_SKIPPED: u8 = 3;
+/// Untimed because an enclosing call of the same point is untimed (sampled mode).
+const T_SKIPPED_NESTED: u8 = 4;
+/// `Slot::depth` values: the point is active on this thread, timed or skipped.
+const ACTIVE_TIMED: u32 = 1;
+const ACTIVE_SKIPPED: u32 = 2;
 /// Flag: the shard was borrowed for this call and goes back to the free list at leave.
 const T_BORROWED: u8 = 0x80;
 /// Flag: `t0` is from the monotonic clock (no invariant TSC); only the general path sets it.
@@ -189,7 +194,9 @@ impl Point {
 
     /// Times one call in about `every` (1 = every call); the point is turned on.
     pub fn set_sampling(&self, every: u32) {
-        let every = every.max(1);
+        // At most 2^30: the countdown arithmetic stays in range (and one in a billion calls is
+        // as sparse as sampling needs to be).
+        let every = every.clamp(1, 1 << 30);
         // Relaxed: the rate is read by the sampling path only after it saw SAMPLED; a call
         // that reads an older rate still draws a valid countdown.
         self.sample_every.store(every, Ordering::Relaxed);
@@ -251,33 +258,50 @@ impl Point {
 
     #[inline(always)]
     fn start_in(&self, status: u8, shard: &Shard, slot: &Slot, flags: u8) -> Token {
+        // Relaxed: owner-only fields (see shard.rs). `depth` says whether the point is active
+        // on this thread: 0 no, ACTIVE_TIMED by a timed outermost call, ACTIVE_SKIPPED by an
+        // outermost call that sampled timing left untimed.
+        let active = slot.depth.load(Ordering::Relaxed);
         if status == SAMPLED {
-            // Relaxed: owner-only counter.
-            let left = slot.countdown.load(Ordering::Relaxed);
-            if left > 1 {
-                slot.countdown.store(left - 1, Ordering::Relaxed);
+            if active != 0 {
+                // Recursion: counted as nested, never timed. Its time is in the outermost
+                // call's interval anyway, and timing it would inflate the timed calls (whose
+                // durations the estimate scales up) by the clock reads.
                 return Token {
-                    mode: T_SKIPPED | flags,
+                    mode: T_SKIPPED_NESTED | flags,
                     slot,
                     shard,
                     ..Token::OFF
                 };
             }
-            let every = u64::from(self.sample_every.load(Ordering::Relaxed).max(1));
-            // Uniform on 1..=2N-1 (mean N, so one call in N is timed on average), by a
-            // multiply-shift of 32 random bits instead of a division.
-            let next = 1 + (((shard.next_random() >> 32) * (2 * every - 1)) >> 32);
-            slot.countdown.store(next as u32, Ordering::Relaxed);
+            if active == 0 {
+                // Sampling picks among outermost calls only.
+                let left = slot.countdown.load(Ordering::Relaxed);
+                if left > 1 {
+                    slot.countdown.store(left - 1, Ordering::Relaxed);
+                    slot.depth.store(ACTIVE_SKIPPED, Ordering::Relaxed);
+                    return Token {
+                        mode: T_SKIPPED | flags,
+                        slot,
+                        shard,
+                        ..Token::OFF
+                    };
+                }
+                let every = u64::from(self.sample_every.load(Ordering::Relaxed).max(1));
+                // Uniform on 1..=2N-1 (mean N, so one call in N is timed on average), by a
+                // multiply-shift of 32 random bits instead of a division (N <= 2^30, see
+                // `set_sampling`, so nothing overflows).
+                let next = 1 + (((shard.next_random() >> 32) * (2 * every - 1)) >> 32);
+                slot.countdown.store(next as u32, Ordering::Relaxed);
+            }
         }
-        // Relaxed: owner-only fields (see shard.rs).
-        let depth = slot.depth.load(Ordering::Relaxed);
-        if depth == 0 {
-            slot.depth.store(1, Ordering::Relaxed);
+        if active == 0 {
+            slot.depth.store(ACTIVE_TIMED, Ordering::Relaxed);
         }
         // The accumulator only grows: the time of points nested in this call is what it
         // gained by the time this call leaves.
         let saved_child = shard.child_acc.load(Ordering::Relaxed);
-        let mode = if depth == 0 { T_TIMED } else { T_NESTED };
+        let mode = if active == 0 { T_TIMED } else { T_NESTED };
         Token {
             t0: clock::now_with(flags & T_MONO == 0),
             saved_child,
@@ -312,7 +336,9 @@ impl Point {
         if token.mode == T_OFF {
             return;
         }
-        self.leave_on(&token)
+        self.leave_on(&token);
+        // Left: its drop (which handles tokens never left) must not run.
+        std::mem::forget(token);
     }
 
     #[inline(always)]
@@ -322,8 +348,14 @@ impl Point {
         let (shard, slot) = unsafe { (&*token.shard, &*token.slot) };
         let mode = token.mode & !(T_BORROWED | T_MONO);
         if mode == T_SKIPPED {
+            // Relaxed: owner-only (see shard.rs).
+            slot.depth.store(0, Ordering::Relaxed);
             slot.write_begin();
             bump(&slot.skipped, 1);
+            slot.write_end();
+        } else if mode == T_SKIPPED_NESTED {
+            slot.write_begin();
+            bump(&slot.nested, 1);
             slot.write_end();
         } else {
             let dur = clock::now_with(token.mode & T_MONO == 0).saturating_sub(token.t0);
@@ -481,6 +513,27 @@ impl Drop for Guard {
     fn drop(&mut self) {
         if self.token.mode != T_OFF {
             self.point.leave_on(&self.token);
+            self.token.mode = T_OFF;
+        }
+    }
+}
+
+impl Drop for Token {
+    /// A token dropped without [`Point::leave`] (an early return between start and leave)
+    /// records nothing, but must not leave its point marked active on this thread: every
+    /// later call would count as recursion and record no time.
+    fn drop(&mut self) {
+        let mode = self.mode & !(T_BORROWED | T_MONO);
+        if mode == T_TIMED || mode == T_SKIPPED {
+            // SAFETY: a token that is not off was made by `start_in` on this thread (it is
+            // not Send) from a slot that is never freed.
+            let slot = unsafe { &*self.slot };
+            // Relaxed: owner-only.
+            slot.depth.store(0, Ordering::Relaxed);
+        }
+        if self.mode & T_BORROWED != 0 {
+            // SAFETY: as above, for the borrowed shard, which goes back to the free list.
+            shard::release(unsafe { &*self.shard });
         }
     }
 }

@@ -71,3 +71,55 @@ fn mutual_recursion_is_folded_too() {
         ping.total_ns
     );
 }
+
+#[profpoint::profile_point]
+fn sampled_rec(n: u32) -> u32 {
+    std::hint::black_box(());
+    if n == 0 { 0 } else { 1 + sampled_rec(n - 1) }
+}
+
+#[test]
+fn sampled_timing_picks_outermost_calls_and_keeps_total_within_wall_time() {
+    assert_eq!(profpoint::set_sampling("recursion::sampled_rec", 10), 1);
+    let t = Instant::now();
+    for _ in 0..2_000 {
+        sampled_rec(9);
+    }
+    let wall = t.elapsed().as_nanos() as u64;
+    let r = profpoint::snapshot();
+    let p = find(&r, "recursion::sampled_rec");
+    assert_eq!(p.nr, 20_000, "every call counted");
+    assert_eq!(
+        p.nested, 18_000,
+        "nine recursive calls under each outermost one"
+    );
+    // One outermost call in ~10 is timed: ~200 of 2,000 (never a nested call on its own).
+    assert!(p.timed > 80 && p.timed < 400, "timed {}", p.timed);
+    assert!(p.estimated);
+    // The estimate scales outermost calls only, so it stays within the wall time.
+    assert!(
+        p.total_ns <= wall * 2,
+        "total {} vs wall {wall}",
+        p.total_ns
+    );
+}
+
+profpoint::define_profile_point!(UNBALANCED);
+
+#[test]
+fn a_token_dropped_without_leave_does_not_wedge_the_point() {
+    {
+        let _forgotten = UNBALANCED.start(); // dropped: never left
+    }
+    let t = UNBALANCED.start();
+    std::thread::sleep(Duration::from_millis(2));
+    UNBALANCED.leave(t);
+    let r = profpoint::snapshot();
+    let p = find(&r, "UNBALANCED");
+    assert_eq!(
+        (p.nr, p.timed, p.nested),
+        (1, 1, 0),
+        "the later call is timed, not 'recursive'"
+    );
+    assert!(p.total_ns >= 2_000_000);
+}

@@ -102,7 +102,7 @@ pub fn write_table(report: &Report, w: &mut dyn Write) -> io::Result<()> {
     if marks.sampled {
         writeln!(
             w,
-            " ~ sampled timing: every call counted, one in N timed; times are estimates"
+            " ~ sampled timing: every call counted, one outermost call in N timed; times are estimates\n   (the self time of points around a sampled one includes its untimed calls)"
         )?;
     }
     write_tracepoints(report, w)?;

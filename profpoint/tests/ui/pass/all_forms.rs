@@ -106,6 +106,38 @@ fn owned(v: Vec<String>) -> Vec<String> {
     v.into_iter().rev().collect()
 }
 
+struct Store {
+    items: Vec<u8>,
+}
+
+impl Store {
+    #[profpoint::profile_point]
+    fn items_mut(&mut self) -> &mut Vec<u8> {
+        &mut self.items
+    }
+
+    #[profpoint::profile_point]
+    fn first_mut(&mut self) -> Option<&mut u8> {
+        self.items.first_mut()
+    }
+
+    #[profpoint::profile_point]
+    fn iter_mut(&mut self) -> impl Iterator<Item = &mut u8> {
+        self.items.iter_mut()
+    }
+}
+
+#[profpoint::profile_point]
+fn slot(v: &mut [u8]) -> &mut u8 {
+    &mut v[0]
+}
+
+#[profpoint::profile_point]
+#[track_caller]
+fn caller_line() -> u32 {
+    std::panic::Location::caller().line()
+}
+
 profpoint::define_profile_point!(pub EXPLICIT);
 
 #[profpoint::main]
@@ -127,6 +159,12 @@ fn main() {
     unsafe { read(&7u8) };
     callback(2);
     owned(vec!["a".into()]);
+    let mut st = Store { items: vec![1, 2] };
+    st.items_mut().push(3);
+    *st.first_mut().unwrap() += 1;
+    st.iter_mut().for_each(|x| *x += 1);
+    *slot(&mut st.items) = 9;
+    assert_eq!(caller_line(), line!());
     if std::env::var_os("NEVER_SET_PROFPOINT").is_some() {
         never_returns();
     }
