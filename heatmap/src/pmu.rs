@@ -393,6 +393,8 @@ struct Shared {
     next: AtomicUsize,
     dropped: AtomicU64,
     nmembers: usize,
+    /// Position of the instructions counter in the group (cycles are at 0), if counted.
+    instructions_at: Option<usize>,
     long: u64,
     window: u64,
     jitter_permille: u64,
@@ -507,9 +509,11 @@ fn on_overflow(s: &Shared, fd: libc::c_int, pc: u64) {
             let lc = slot.base[0]
                 .load(Ordering::Relaxed)
                 .wrapping_sub(slot.last_end[0].load(Ordering::Relaxed));
-            let li = slot.base[1]
-                .load(Ordering::Relaxed)
-                .wrapping_sub(slot.last_end[1].load(Ordering::Relaxed));
+            let li = s.instructions_at.map_or(0, |k| {
+                slot.base[k]
+                    .load(Ordering::Relaxed)
+                    .wrapping_sub(slot.last_end[k].load(Ordering::Relaxed))
+            });
             rec[2].store(lc, Ordering::Relaxed);
             rec[3].store(li, Ordering::Relaxed);
             for k in 0..=s.nmembers {
@@ -607,6 +611,11 @@ pub fn start(config: PmuConfig) -> Result<PmuSampler, PmuError> {
         next: AtomicUsize::new(0),
         dropped: AtomicU64::new(0),
         nmembers: config.events.len(),
+        instructions_at: config
+            .events
+            .iter()
+            .position(|e| *e == HwEvent::Instructions)
+            .map(|i| i + 1),
         long: config.long_period,
         window: config.window,
         jitter_permille: (config.jitter.clamp(0.0, 0.5) * 1000.0) as u64,
@@ -734,11 +743,20 @@ fn open_group(config: &PmuConfig, s: &Shared, tid: libc::pid_t) -> Option<Vec<li
         x.fd.compare_exchange(-1, leader, Ordering::Relaxed, Ordering::Relaxed)
             .is_ok()
     });
-    if slot.is_none() {
+    let Some(slot) = slot else {
         for &fd in fds.iter().rev() {
             sys::disable_and_close(fd);
         }
         return None;
+    };
+    // A reused slot must not carry its previous thread's phase or counts: reset it before
+    // the event is armed (no signal for `leader` can arrive before that).
+    // Relaxed: published to the handler by the arming ioctl below.
+    slot.phase.store(0, Ordering::Relaxed);
+    slot.start_pc.store(0, Ordering::Relaxed);
+    for (b, e) in slot.base.iter().zip(&slot.last_end) {
+        b.store(0, Ordering::Relaxed);
+        e.store(0, Ordering::Relaxed);
     }
     // Route the overflow to the thread, then arm for the first long period.
     if sys::route_signal(leader, tid, signal()).is_err() {
@@ -803,8 +821,10 @@ fn calibrate(shared: *mut Shared) -> Calibration {
     for k in 1..=s.nmembers {
         c.fixed[k] = mean(k);
     }
-    if s.nmembers >= 1 {
-        c.fixed[1] = (mean(1) - ipc * s.window as f64).max(0.0);
+    // The loop itself retires instructions (and nothing else of note): only that counter
+    // gets the loop's own share taken out.
+    if let Some(k) = s.instructions_at {
+        c.fixed[k] = (mean(k) - ipc * s.window as f64).max(0.0);
     }
     c
 }
@@ -841,8 +861,13 @@ impl PmuSampler {
         let mut multiplexed = 0;
         let threads = std::mem::take(&mut *self.threads.lock().unwrap_or_else(|e| e.into_inner()));
         let nthreads = threads.len();
+        // Order matters: stop the counters, unpublish and drain the handlers, discard pending
+        // signals, and only then close the descriptors. Closing first would let a queued
+        // signal's handler `read`/`ioctl` a descriptor number the program has reused.
         for (_, fds) in &threads {
             if let Some(&leader) = fds.first() {
+                // SAFETY: disabling a group we own; no argument.
+                unsafe { libc::ioctl(leader, sys::PERF_EVENT_IOC_DISABLE as _, 0) };
                 let mut buf = [0u64; 3 + MAX_MEMBERS + 1];
                 // SAFETY: reading the group of a descriptor we own.
                 let n = unsafe {
@@ -852,11 +877,7 @@ impl PmuSampler {
                     multiplexed += 1;
                 }
             }
-            for &fd in fds.iter().rev() {
-                sys::disable_and_close(fd);
-            }
         }
-        // Unpublish, drain running handlers, ignore pending signals, restore.
         SHARED.store(std::ptr::null_mut(), Ordering::SeqCst);
         while ACTIVE.load(Ordering::SeqCst) != 0 {
             std::hint::spin_loop();
@@ -865,6 +886,11 @@ impl PmuSampler {
         unsafe {
             libc::signal(signal(), libc::SIG_IGN);
             libc::sigaction(signal(), &self.previous, std::ptr::null_mut());
+        }
+        for (_, fds) in &threads {
+            for &fd in fds.iter().rev() {
+                sys::disable_and_close(fd);
+            }
         }
         // SAFETY: unpublished and drained: no handler can touch it any more.
         let s = unsafe { Box::from_raw(self.shared) };

@@ -359,6 +359,10 @@ impl Tracepoint {
             self.nprobes.store(n, Ordering::Relaxed);
             self.refresh_key();
             if !old.is_null() {
+                // SeqCst fence: the unpublication above (a Release store) must be ordered
+                // before the epoch read, or a concurrent grace period could end before a
+                // reader sees the new pointer (store-load order needs a full fence).
+                std::sync::atomic::fence(Ordering::SeqCst);
                 w.0.push((old as usize, rcu::epoch()));
             }
         }

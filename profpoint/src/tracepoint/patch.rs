@@ -143,6 +143,7 @@ struct Mapping {
     start: usize,
     end: usize,
     offset: usize,
+    inode: u64,
     path: String,
 }
 
@@ -167,7 +168,9 @@ fn mapping_of(addr: usize) -> Result<Mapping, KeyError> {
         if addr < start || addr >= end {
             continue;
         }
-        let path = f.nth(2).unwrap_or("").to_string();
+        let _dev = f.next();
+        let inode = f.next().and_then(|i| i.parse::<u64>().ok()).unwrap_or(0);
+        let path = f.next().unwrap_or("").to_string();
         if !perms.contains('x') || !path.starts_with('/') {
             return Err(KeyError(format!(
                 "tracepoint site {addr:#x} is not in a file-backed executable mapping ({line})"
@@ -178,6 +181,7 @@ fn mapping_of(addr: usize) -> Result<Mapping, KeyError> {
             start,
             end,
             offset,
+            inode,
             path,
         });
     }
@@ -197,10 +201,26 @@ fn patch(site: usize, bytes: &[u8; 5]) -> Result<(), KeyError> {
             "tracepoint site {site:#x} straddles two mappings: cannot patch it atomically"
         )));
     }
-    // The exact file that is mapped, even if the path was replaced since.
-    let file = std::fs::File::open(format!("/proc/self/map_files/{:x}-{:x}", m.start, m.end))
-        .or_else(|_| std::fs::File::open(&m.path))
-        .map_err(|e| KeyError(format!("cannot open {} to patch a tracepoint: {e}", m.path)))?;
+    // The exact file that is mapped, even if the path was replaced since; by path only if
+    // it is the same inode (a rebuilt binary under the same name must not be mapped in).
+    let file = match std::fs::File::open(format!("/proc/self/map_files/{:x}-{:x}", m.start, m.end))
+    {
+        Ok(f) => f,
+        Err(_) => {
+            use std::os::unix::fs::MetadataExt;
+            let f = std::fs::File::open(&m.path).map_err(|e| {
+                KeyError(format!("cannot open {} to patch a tracepoint: {e}", m.path))
+            })?;
+            let ino = f.metadata().map(|md| md.ino()).unwrap_or(0);
+            if ino != m.inode {
+                return Err(KeyError(format!(
+                    "{} was replaced since it was mapped (inode {ino}, mapped {}): cannot patch its tracepoints",
+                    m.path, m.inode
+                )));
+            }
+            f
+        }
+    };
     use std::os::fd::AsRawFd;
     let file_off = m.offset + (lo - m.start);
     // SAFETY: a fresh private mapping of `len` bytes of a file we hold open; the kernel picks
@@ -357,7 +377,10 @@ unsafe extern "C" fn trampoline() {
     );
 }
 
-/// See the variant above; this one also saves the whole extended state.
+/// See the variant above; this one also saves the extended state a compiled Rust function can
+/// hold live: x87/SSE, AVX, AVX-512 opmask and ZMM (XSAVE mask 0xe7, as glibc's lazy binding
+/// trampoline uses). Never AMX tile data: it would not fit the 4 KiB area (TILEDATA alone is
+/// 8 KiB) and restoring it can fault for processes without AMX permission.
 #[cfg(target_feature = "avx")]
 #[unsafe(naked)]
 unsafe extern "C" fn trampoline() {
@@ -384,12 +407,12 @@ unsafe extern "C" fn trampoline() {
         "mov [rsp + 552], rax",
         "mov [rsp + 560], rax",
         "mov [rsp + 568], rax",
-        "mov eax, -1",
-        "mov edx, -1",
+        "mov eax, 0xe7",
+        "xor edx, edx",
         "xsave64 [rsp]",
         "call rsi",
-        "mov eax, -1",
-        "mov edx, -1",
+        "mov eax, 0xe7",
+        "xor edx, edx",
         "xrstor64 [rsp]",
         "lea rsp, [rbp - 72]",
         "pop r11",
