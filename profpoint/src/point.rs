@@ -271,7 +271,9 @@ impl Point {
                     mode: T_SKIPPED_NESTED | flags,
                     slot,
                     shard,
-                    ..Token::OFF
+                    t0: 0,
+                    saved_child: 0,
+                    _not_send: PhantomData,
                 };
             }
             if active == 0 {
@@ -284,7 +286,9 @@ impl Point {
                         mode: T_SKIPPED | flags,
                         slot,
                         shard,
-                        ..Token::OFF
+                        t0: 0,
+                        saved_child: 0,
+                        _not_send: PhantomData,
                     };
                 }
                 let every = u64::from(self.sample_every.load(Ordering::Relaxed).max(1));
@@ -411,7 +415,7 @@ impl Point {
     fn call_on<R>(&'static self, body: impl FnOnce() -> R) -> R {
         // Relaxed: see `is_enabled`. Re-read: the caller's test may be stale, which is fine.
         let status = self.status.load(Ordering::Relaxed);
-        if status != ON {
+        if status == OFF {
             return self.call_general(body);
         }
         // Relaxed: the index is a pure function of the address (see `index`).
@@ -422,9 +426,26 @@ impl Point {
         let Some(slot) = shard.slot(index) else {
             return self.call_general(body);
         };
+        // Two copies of the same path, each with its status a constant: the timed one
+        // carries no sampling code, the sampled one no extra test.
+        if status == ON {
+            self.run_in(ON, shard, slot, body)
+        } else {
+            self.run_in(SAMPLED, shard, slot, body)
+        }
+    }
+
+    #[inline(always)]
+    fn run_in<R>(
+        &'static self,
+        status: u8,
+        shard: &Shard,
+        slot: &Slot,
+        body: impl FnOnce() -> R,
+    ) -> R {
         let guard = Guard {
             point: self,
-            token: self.start_in(ON, shard, slot, 0),
+            token: self.start_in(status, shard, slot, 0),
         };
         let out = body();
         // The normal path leaves explicitly (inlined here); the guard's drop runs only when
