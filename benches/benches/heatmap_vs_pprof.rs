@@ -11,18 +11,9 @@ use std::time::{Duration, Instant};
 
 use profpoint::heatmap;
 
-#[inline(never)]
-fn workload(buf: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for _ in 0..40 {
-        for &b in buf {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-        h = black_box(h);
-    }
-    h
-}
+#[path = "../../heatmap/benches/shared/workload.rs"]
+mod workload;
+use workload::workload;
 
 fn cpu_seconds() -> f64 {
     // SAFETY: an all-zero rusage is a valid out-parameter.

@@ -9,18 +9,9 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-#[inline(never)]
-fn workload(buf: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for _ in 0..40 {
-        for &b in buf {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-        h = black_box(h);
-    }
-    h
-}
+#[path = "shared/workload.rs"]
+mod workload;
+use workload::workload;
 
 /// Runs the workload for about `d`, returns (calls, elapsed).
 fn round(buf: &[u8], d: Duration) -> (u64, Duration) {

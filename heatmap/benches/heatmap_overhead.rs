@@ -14,20 +14,9 @@ use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 
-/// ~5 ms of CPU-bound work that a compiler cannot fold away: FNV-1a over a 64 KiB buffer,
-/// repeated.
-#[inline(never)]
-fn workload(buf: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for _ in 0..40 {
-        for &b in buf {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-        h = black_box(h);
-    }
-    h
-}
+#[path = "shared/workload.rs"]
+mod workload;
+use workload::workload;
 
 fn sampler(hz: u32) -> Option<heatmap::Sampler> {
     match heatmap::start(
