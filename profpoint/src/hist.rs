@@ -72,6 +72,37 @@ pub(crate) fn quantile(counts: &[u64], total: u64, q: f64) -> f64 {
     (lo + hi) as f64 / 2.0
 }
 
+/// The standard deviation of the distribution in `counts` (bucket midpoints, in ticks), or 0
+/// with fewer than two values. Good to the buckets' precision (about 2%).
+pub(crate) fn stddev(counts: &[u64]) -> f64 {
+    let mid = |i: usize| {
+        let (lo, hi) = bounds(i);
+        if hi - lo == 1 {
+            lo as f64
+        } else {
+            (lo + hi) as f64 / 2.0
+        }
+    };
+    let n: u64 = counts.iter().sum();
+    if n < 2 {
+        return 0.0;
+    }
+    let mean = counts
+        .iter()
+        .enumerate()
+        .map(|(i, &c)| c as f64 * mid(i))
+        .sum::<f64>()
+        / n as f64;
+    let var = counts
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| **c > 0)
+        .map(|(i, &c)| c as f64 * (mid(i) - mean).powi(2))
+        .sum::<f64>()
+        / (n - 1) as f64;
+    var.sqrt()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -125,6 +156,17 @@ mod tests {
             let err = (mid - v as f64).abs() / v as f64;
             assert!(err <= 1.0 / 64.0 + 1e-9, "{v}: mid {mid} err {err}");
         }
+    }
+
+    #[test]
+    fn stddev_of_a_known_distribution() {
+        let mut counts = vec![0u64; BUCKETS];
+        // Half at 1000 ticks, half at 3000: mean 2000, sample sd ~1000.
+        counts[index(1000)] += 500;
+        counts[index(3000)] += 500;
+        let sd = stddev(&counts);
+        assert!((sd - 1000.0).abs() / 1000.0 < 0.03, "sd {sd}");
+        assert_eq!(stddev(&vec![0; BUCKETS]), 0.0);
     }
 
     #[test]

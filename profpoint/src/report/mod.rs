@@ -137,6 +137,9 @@ pub struct PointReport {
     pub p99_ns: u64,
     /// 99.9th percentile.
     pub p999_ns: u64,
+    /// Standard deviation of the timed calls (from the distribution, within about 2%): with
+    /// `avg_ns` and `timed`, what a comparison of two runs needs for its noise test.
+    pub stddev_ns: u64,
     /// `total_ns` as a percentage of the process's wall time.
     pub wall_percent: f64,
 }
@@ -300,6 +303,7 @@ fn point_report(
         p90_ns: clamp(q(0.90)),
         p99_ns: clamp(q(0.99)),
         p999_ns: clamp(q(0.999)),
+        stddev_ns: clock.to_ns_f(hist::stddev(&c.hist)).round() as u64,
         wall_percent: if wall_ns == 0 {
             0.0
         } else {

@@ -1,0 +1,325 @@
+//! The `profpoint` command: reads JSON reports (`PROFPOINT_REPORT=json:PATH`).
+//!
+//! ```text
+//! profpoint report RUN.json [--top N]
+//! profpoint compare BASE.json NEW.json [--threshold PCT] [--fail-on-regression]
+//! ```
+//!
+//! `compare` matches points by name and, for each, tests whether the mean time per call moved
+//! by more than the noise: Welch's t statistic on the two runs' means, standard deviations and
+//! call counts (all in the reports). A change counts when |t| exceeds 4 (latency
+//! distributions have heavy tails, so the usual 2 would flag noise) *and* the mean moved by
+//! more than the threshold (default 2%). With `--fail-on-regression` the exit status is 1 when
+//! any point got significantly slower: a benchmark harness can gate on it.
+
+use serde::Deserialize;
+use std::process::ExitCode;
+
+/// The parts of a report this command reads (other fields are ignored).
+#[derive(Debug, Deserialize)]
+struct Run {
+    schema: String,
+    version: u32,
+    wall_ns: u64,
+    points: Vec<Point>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Point {
+    name: String,
+    nr: u64,
+    timed: u64,
+    total_ns: u64,
+    avg_ns: u64,
+    p50_ns: u64,
+    p99_ns: u64,
+    #[serde(default)]
+    stddev_ns: u64,
+    #[serde(default)]
+    estimated: bool,
+}
+
+const USAGE: &str = "usage: profpoint report RUN.json [--top N]\n       profpoint compare BASE.json NEW.json [--threshold PCT] [--fail-on-regression]";
+
+fn load(path: &str) -> Result<Run, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{path}: cannot read it: {e}"))?;
+    let run: Run = serde_json::from_slice(&bytes).map_err(|e| {
+        format!(
+            "{path}: not a profpoint JSON report ({e}); write one with PROFPOINT_REPORT=json:{path}"
+        )
+    })?;
+    if run.schema != "profpoint.report" {
+        return Err(format!(
+            "{path}: schema {:?}, expected \"profpoint.report\"",
+            run.schema
+        ));
+    }
+    if run.version != 1 {
+        return Err(format!(
+            "{path}: report version {}, this command reads version 1",
+            run.version
+        ));
+    }
+    Ok(run)
+}
+
+/// Parses a `--flag VALUE` number.
+fn number<T: std::str::FromStr>(
+    args: &mut impl Iterator<Item = String>,
+    flag: &str,
+    what: &str,
+) -> Result<T, String> {
+    let v = args
+        .next()
+        .ok_or_else(|| format!("{flag}: expected {what} after it"))?;
+    v.parse()
+        .map_err(|_| format!("{flag} {v:?}: expected {what}"))
+}
+
+fn report(args: Vec<String>) -> Result<ExitCode, String> {
+    let mut it = args.into_iter();
+    let mut path = None;
+    let mut top = usize::MAX;
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--top" => top = number(&mut it, "--top", "a number of rows")?,
+            _ if a.starts_with('-') => {
+                return Err(format!("unknown option {a:?}: expected --top N\n{USAGE}"));
+            }
+            _ if path.is_none() => path = Some(a),
+            _ => return Err(format!("unexpected argument {a:?}\n{USAGE}")),
+        }
+    }
+    let path = path.ok_or_else(|| format!("report: expected a JSON report\n{USAGE}"))?;
+    let run = load(&path)?;
+    let w = run
+        .points
+        .iter()
+        .map(|p| p.name.len())
+        .max()
+        .unwrap_or(4)
+        .max(16);
+    println!(
+        "{path}: {} points, wall {:.3} s",
+        run.points.len(),
+        run.wall_ns as f64 / 1e9
+    );
+    println!(
+        "{:<w$}  {:>15}  {:>12}  {:>10}  {:>10}  {:>10}",
+        "name", "total(s)", "nr", "avg.ns", "p50.ns", "p99.ns"
+    );
+    for p in run.points.iter().take(top) {
+        println!(
+            "{:<w$}  {:>15.9}  {:>12}  {:>10}  {:>10}  {:>10}",
+            format!("{}{}", p.name, if p.estimated { " ~" } else { "" }),
+            p.total_ns as f64 / 1e9,
+            p.nr,
+            p.avg_ns,
+            p.p50_ns,
+            p.p99_ns
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The verdict on one point's change of mean time per call.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Verdict {
+    Faster,
+    Slower,
+    Noise,
+    /// Too few timed calls on a side for a test.
+    Unknown,
+}
+
+/// |t| a change must exceed (see the module docs).
+const T_CRITICAL: f64 = 4.0;
+
+/// Welch's t statistic of the change from `a` to `b`, and the verdict.
+fn test(a: &Point, b: &Point, threshold_pct: f64) -> (f64, Verdict) {
+    if a.timed < 2 || b.timed < 2 || a.avg_ns == 0 {
+        return (0.0, Verdict::Unknown);
+    }
+    let (ma, mb) = (a.avg_ns as f64, b.avg_ns as f64);
+    let se = ((a.stddev_ns as f64).powi(2) / a.timed as f64
+        + (b.stddev_ns as f64).powi(2) / b.timed as f64)
+        .sqrt();
+    let t = if se > 0.0 {
+        (mb - ma) / se
+    } else if mb == ma {
+        0.0
+    } else {
+        f64::INFINITY.copysign(mb - ma)
+    };
+    let change = 100.0 * (mb - ma) / ma;
+    let verdict = if t.abs() <= T_CRITICAL || change.abs() <= threshold_pct {
+        Verdict::Noise
+    } else if change > 0.0 {
+        Verdict::Slower
+    } else {
+        Verdict::Faster
+    };
+    (t, verdict)
+}
+
+fn compare(args: Vec<String>) -> Result<ExitCode, String> {
+    let mut it = args.into_iter();
+    let mut paths = Vec::new();
+    let mut threshold = 2.0;
+    let mut gate = false;
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--threshold" => {
+                threshold = number(&mut it, "--threshold", "a percentage such as 2.5")?;
+                if !(0.0..=1000.0).contains(&threshold) {
+                    return Err(format!(
+                        "--threshold {threshold}: expected a percentage from 0 to 1000"
+                    ));
+                }
+            }
+            "--fail-on-regression" => gate = true,
+            _ if a.starts_with('-') => {
+                return Err(format!(
+                    "unknown option {a:?}: expected --threshold PCT or --fail-on-regression\n{USAGE}"
+                ));
+            }
+            _ => paths.push(a),
+        }
+    }
+    let [base, new] = <[String; 2]>::try_from(paths).map_err(|p| {
+        format!(
+            "compare: expected two JSON reports (base, new), got {}\n{USAGE}",
+            p.len()
+        )
+    })?;
+    let (a, b) = (load(&base)?, load(&new)?);
+    let w = a
+        .points
+        .iter()
+        .chain(&b.points)
+        .map(|p| p.name.len())
+        .max()
+        .unwrap_or(4)
+        .max(16);
+    println!(
+        "base {base}, new {new}: mean time per call, Welch's t, change counted when |t| > {T_CRITICAL} and > {threshold}%"
+    );
+    println!(
+        "{:<w$}  {:>12}  {:>12}  {:>9}  {:>9}  verdict",
+        "name", "base avg.ns", "new avg.ns", "change", "t"
+    );
+    let mut regressions = 0;
+    for pb in &b.points {
+        let Some(pa) = a.points.iter().find(|p| p.name == pb.name) else {
+            println!(
+                "{:<w$}  {:>12}  {:>12}  {:>9}  {:>9}  new point",
+                pb.name, "-", pb.avg_ns, "", ""
+            );
+            continue;
+        };
+        let (t, v) = test(pa, pb, threshold);
+        if v == Verdict::Slower {
+            regressions += 1;
+        }
+        let change = if pa.avg_ns == 0 {
+            "-".to_string()
+        } else {
+            format!(
+                "{:+.1}%",
+                100.0 * (pb.avg_ns as f64 - pa.avg_ns as f64) / pa.avg_ns as f64
+            )
+        };
+        println!(
+            "{:<w$}  {:>12}  {:>12}  {:>9}  {:>9.1}  {}",
+            pb.name,
+            pa.avg_ns,
+            pb.avg_ns,
+            change,
+            t,
+            match v {
+                Verdict::Faster => "faster",
+                Verdict::Slower => "SLOWER",
+                Verdict::Noise => "~ (within noise)",
+                Verdict::Unknown => "? (too few timed calls)",
+            }
+        );
+    }
+    for pa in &a.points {
+        if !b.points.iter().any(|p| p.name == pa.name) {
+            println!(
+                "{:<w$}  {:>12}  {:>12}  {:>9}  {:>9}  gone",
+                pa.name, pa.avg_ns, "-", "", ""
+            );
+        }
+    }
+    if gate && regressions > 0 {
+        eprintln!("profpoint: {regressions} point(s) significantly slower");
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn main() -> ExitCode {
+    let mut args = std::env::args().skip(1);
+    let result = match args.next().as_deref() {
+        Some("report") => report(args.collect()),
+        Some("compare") => compare(args.collect()),
+        Some("-h" | "--help") => {
+            println!("{USAGE}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(other) => Err(format!(
+            "unknown command {other:?}: expected report or compare\n{USAGE}"
+        )),
+        None => Err(USAGE.to_string()),
+    };
+    result.unwrap_or_else(|e| {
+        eprintln!("profpoint: {e}");
+        ExitCode::from(2)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(avg: u64, sd: u64, timed: u64) -> Point {
+        Point {
+            name: "p".into(),
+            nr: timed,
+            timed,
+            total_ns: avg * timed,
+            avg_ns: avg,
+            p50_ns: avg,
+            p99_ns: avg,
+            stddev_ns: sd,
+            estimated: false,
+        }
+    }
+
+    #[test]
+    fn a_real_slowdown_is_flagged_and_noise_is_not() {
+        // 10% slower, tight distributions, many calls: t is huge.
+        let (t, v) = test(&point(1000, 50, 10_000), &point(1100, 50, 10_000), 2.0);
+        assert!(t > 100.0, "{t}");
+        assert_eq!(v, Verdict::Slower);
+        // 1% faster, below the 2% threshold.
+        assert_eq!(
+            test(&point(1000, 5, 10_000), &point(990, 5, 10_000), 2.0).1,
+            Verdict::Noise
+        );
+        // 10% slower but wide distributions and few calls: within noise.
+        assert_eq!(
+            test(&point(1000, 2000, 10), &point(1100, 2000, 10), 2.0).1,
+            Verdict::Noise
+        );
+        assert_eq!(
+            test(&point(1000, 50, 10_000), &point(800, 50, 10_000), 2.0).1,
+            Verdict::Faster
+        );
+        assert_eq!(
+            test(&point(1000, 50, 1), &point(800, 50, 1), 2.0).1,
+            Verdict::Unknown
+        );
+    }
+}
