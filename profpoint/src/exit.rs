@@ -186,5 +186,6 @@ pub(crate) fn write_to(report: &Report, d: &Destination) -> std::io::Result<()> 
         Destination::Json(p) => std::fs::write(p, report.to_json()),
         Destination::Csv(p) => std::fs::write(p, report.to_csv()),
         Destination::Table(p) => std::fs::write(p, report.to_table()),
+        Destination::Prometheus(p) => std::fs::write(p, report.to_prometheus()),
     }
 }

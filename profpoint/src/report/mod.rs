@@ -19,6 +19,7 @@
 //! (new fields do not).
 
 mod csv;
+mod prometheus;
 mod table;
 
 pub use table::write_table;
@@ -236,6 +237,12 @@ impl Report {
     /// The points as CSV: a header row, then one row per point.
     pub fn to_csv(&self) -> String {
         csv::points_csv(self)
+    }
+
+    /// The report in the Prometheus text format: calls and time counters, latency summaries,
+    /// tracepoint hits, one series per point (label `point`).
+    pub fn to_prometheus(&self) -> String {
+        prometheus::render(self)
     }
 
     /// The seed's table, with the extra columns; see [`write_table`].
