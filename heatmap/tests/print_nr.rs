@@ -60,7 +60,10 @@ fn print_goes_to_stderr() {
     assert_eq!(fields[0].len(), 16, "{row}");
     let nr: u64 = fields[2].parse().unwrap();
     let pct: f64 = fields[3].parse().unwrap();
-    assert!(nr >= 30 && pct > 50.0, "{row}");
+    // 300 ms of CPU at setitimer's 250 Hz is ~75 samples on a quiet machine; the tick-based
+    // accounting behind ITIMER_PROF delivers fewer when the CPUs are oversubscribed (26 seen
+    // with two busy loops beside the test run), so the bound only proves the rows are counts.
+    assert!(nr >= 10 && pct > 50.0, "{row}");
     assert!(
         String::from_utf8_lossy(&out.stdout)
             .lines()
