@@ -104,7 +104,10 @@ fn child_with_perf_denied() {
         "CHILD-OK fallback: {alpha} samples, warnings {:?}",
         p.warnings()
     );
-    assert!(alpha >= 20, "{alpha}");
+    // setitimer's tick-based ITIMER_PROF accounting delivers well under its 250 Hz when the
+    // CPUs are oversubscribed (a third of it seen under load): the bound proves sampling, not
+    // the rate.
+    assert!(alpha >= 10, "{alpha}");
     assert!(
         p.warnings()
             .iter()
