@@ -882,16 +882,17 @@ impl PmuSampler {
         while ACTIVE.load(Ordering::SeqCst) != 0 {
             std::hint::spin_loop();
         }
-        // SAFETY: SIG_IGN discards pending instances; then the previous disposition returns.
-        unsafe {
-            libc::signal(signal(), libc::SIG_IGN);
-            libc::sigaction(signal(), &self.previous, std::ptr::null_mut());
-        }
+        // SAFETY: SIG_IGN discards pending instances (and any raised by a counter that a
+        // draining handler re-armed after our disable).
+        unsafe { libc::signal(signal(), libc::SIG_IGN) };
+        // Closed while the signal is ignored: after `close` the kernel sends nothing more.
         for (_, fds) in &threads {
             for &fd in fds.iter().rev() {
                 sys::disable_and_close(fd);
             }
         }
+        // SAFETY: the previous disposition returns (a valid sigaction we saved at start).
+        unsafe { libc::sigaction(signal(), &self.previous, std::ptr::null_mut()) };
         // SAFETY: unpublished and drained: no handler can touch it any more.
         let s = unsafe { Box::from_raw(self.shared) };
         self.shared = std::ptr::null_mut();

@@ -144,11 +144,9 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenS
             })
             .await
         }
-    } else if !closure_safe(&sig, &attrs) {
-        // A return value that may borrow from the arguments (a reference, a lifetime, an
-        // `impl Trait`), or `#[track_caller]`: a closure would not compile (a borrow cannot
-        // escape an `FnMut` closure) or would change `Location::caller()`. A guard times it;
-        // the off path then tests the status at both ends (a few instructions more).
+    } else if attrs.iter().any(|a| a.path().is_ident("track_caller")) {
+        // `#[track_caller]`: a closure would change what `Location::caller()` reports. A
+        // guard times it; the off path then tests the status at both ends.
         quote! {
             #point
             let __profpoint_guard = __PROFPOINT_POINT.guard();
@@ -163,10 +161,13 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenS
             ReturnType::Type(..) => quote!(),
             ReturnType::Default => quote!(-> ()),
         };
+        // `__once` makes the closure's expected kind `FnOnce`: a body that returns a borrow
+        // of a `&mut` argument (`&mut self.x`, `self.items.iter_mut()`, a constructor keeping
+        // a `&'a mut`) would otherwise be inferred `FnMut`, from which no borrow may escape.
         quote! {
             #point
             #[allow(unused_mut, clippy::redundant_closure_call)]
-            let mut __profpoint_body = move || #ret #block;
+            let mut __profpoint_body = #private::__once(move || #ret #block);
             if __PROFPOINT_POINT.__status() == 0 {
                 __profpoint_body()
             } else {
@@ -179,29 +180,6 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenS
         #vis #sig {
             #body
         }
-    })
-}
-
-/// Whether the body can become a closure without changing what compiles or what it means: the
-/// return type holds no reference, lifetime or `impl Trait` (which could borrow from a
-/// captured argument), and the function is not `#[track_caller]`.
-fn closure_safe(sig: &syn::Signature, attrs: &[syn::Attribute]) -> bool {
-    if attrs.iter().any(|a| a.path().is_ident("track_caller")) {
-        return false;
-    }
-    match &sig.output {
-        ReturnType::Default => true,
-        ReturnType::Type(_, ty) => !may_borrow(&quote!(#ty)),
-    }
-}
-
-/// Whether a type's tokens hold `&`, a lifetime or `impl`.
-fn may_borrow(ty: &TokenStream) -> bool {
-    ty.clone().into_iter().any(|t| match t {
-        proc_macro2::TokenTree::Punct(p) => p.as_char() == '&' || p.as_char() == '\'',
-        proc_macro2::TokenTree::Ident(i) => i == "impl",
-        proc_macro2::TokenTree::Group(g) => may_borrow(&g.stream()),
-        _ => false,
     })
 }
 

@@ -10,3 +10,10 @@ pub use crate::tracepoint::TRACEPOINTS;
 pub use crate::tracepoint::patch::call_hook;
 pub use crate::tracepoint::probe_panicked;
 pub use linkme;
+
+/// Returns `f` unchanged, typed `FnOnce`: `#[profile_point]` passes the function body's
+/// closure through it so that the closure's kind is inferred as `FnOnce` (see the macro).
+#[inline(always)]
+pub fn __once<R, F: FnOnce() -> R>(f: F) -> F {
+    f
+}

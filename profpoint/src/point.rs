@@ -278,7 +278,12 @@ impl Point {
             }
             if active == 0 {
                 // Sampling picks among outermost calls only.
-                let left = slot.countdown.load(Ordering::Relaxed);
+                let every = self.sample_every.load(Ordering::Relaxed).max(1);
+                // A countdown drawn under a sparser rate is cut to the current one's range.
+                let left = slot
+                    .countdown
+                    .load(Ordering::Relaxed)
+                    .min(2 * every.min(1 << 30) - 1);
                 if left > 1 {
                     slot.countdown.store(left - 1, Ordering::Relaxed);
                     slot.depth.store(ACTIVE_SKIPPED, Ordering::Relaxed);
@@ -291,7 +296,7 @@ impl Point {
                         _not_send: PhantomData,
                     };
                 }
-                let every = u64::from(self.sample_every.load(Ordering::Relaxed).max(1));
+                let every = u64::from(every);
                 // Uniform on 1..=2N-1 (mean N, so one call in N is timed on average), by a
                 // multiply-shift of 32 random bits instead of a division (N <= 2^30, see
                 // `set_sampling`, so nothing overflows).

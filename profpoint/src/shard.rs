@@ -430,8 +430,19 @@ fn take() -> &'static Shard {
     s
 }
 
-/// Returns a shard to the free list.
+/// Returns a shard to the free list. A point left marked active (a guard leaked with
+/// `mem::forget`, a future never dropped) is unmarked, so it does not count every call of the
+/// next thread to take the shard as recursion.
 pub(crate) fn release(shard: &'static Shard) {
+    for cell in shard.slots.iter() {
+        // Acquire: pairs with the Release that published the slot (we may be another thread
+        // than its creator when a borrowed shard is released; the owner has finished with it).
+        // SAFETY: non-null slot pointers come from `slot_or_new` and are never freed.
+        if let Some(slot) = unsafe { cell.load(Ordering::Acquire).as_ref() } {
+            // Relaxed: the owner is done with the shard; the registry lock below publishes it.
+            slot.depth.store(0, Ordering::Relaxed);
+        }
+    }
     registry().free.push(shard);
 }
 

@@ -251,34 +251,38 @@ fn the_table_has_the_seed_columns_a_header_and_a_footer() {
 fn the_prometheus_exposition_has_counters_and_summaries_per_point() {
     sleep_20ms();
     let text = profpoint::snapshot().to_prometheus();
-    let value = |series: &str| -> f64 {
+    // The value of the series `metric{...}` whose labels include all of `has`.
+    let value = |metric: &str, has: &[&str]| -> f64 {
         text.lines()
-            .find(|l| l.starts_with(series))
-            .unwrap_or_else(|| panic!("no {series} in\n{text}"))
+            .find(|l| {
+                l.starts_with(&format!("{metric}{{"))
+                    && l.contains(r#"point="points::sleep_20ms""#)
+                    && has.iter().all(|h| l.contains(h))
+            })
+            .unwrap_or_else(|| panic!("no {metric} {has:?} in\n{text}"))
             .rsplit(' ')
             .next()
             .unwrap()
             .parse()
             .unwrap()
     };
-    assert_eq!(
-        value(r#"profpoint_calls_total{point="points::sleep_20ms"}"#),
-        1.0
-    );
-    let t = value(r#"profpoint_time_seconds_total{point="points::sleep_20ms"}"#);
+    assert_eq!(value("profpoint_calls_total", &[]), 1.0);
+    let t = value("profpoint_time_seconds_total", &[]);
     assert!((0.020..0.2).contains(&t), "{t}");
-    assert_eq!(
-        value(r#"profpoint_latency_seconds_count{point="points::sleep_20ms"}"#),
-        1.0
-    );
-    assert!(
-        value(r#"profpoint_latency_seconds{point="points::sleep_20ms",quantile="0.99"}"#) >= 0.020
-    );
+    assert_eq!(value("profpoint_latency_seconds_count", &[]), 1.0);
+    assert!(value("profpoint_latency_seconds", &[r#"quantile="0.99""#]) >= 0.020);
     assert!(text.contains("# TYPE profpoint_latency_seconds summary"));
-    // Every sample line is `name{labels} value`.
+    // Series are told apart by location too.
+    assert!(
+        text.contains(r#"location="profpoint/tests/points.rs:"#),
+        "{text}"
+    );
+    // Every sample line is `name{labels} value`, and no series appears twice.
+    let mut seen = std::collections::HashSet::new();
     for l in text.lines().filter(|l| !l.starts_with('#')) {
         let (series, v) = l.rsplit_once(' ').unwrap();
         assert!(series.contains('{') && series.ends_with('}'), "{l}");
         assert!(v.parse::<f64>().is_ok(), "{l}");
+        assert!(seen.insert(series.to_string()), "duplicate series {series}");
     }
 }

@@ -1,5 +1,7 @@
 //! The report in the Prometheus text exposition format (version 0.0.4): counters for calls and
-//! time, a summary for latency, tracepoint hits. Serve it from a long-running program's
+//! time, a summary for latency, tracepoint hits. Series carry `point` and `location` labels.
+//! The latency summary's `_count` is the outermost calls (those whose time `_sum` covers,
+//! estimated under sampled timing); estimated sums can move down between scrapes. Serve it from a long-running program's
 //! metrics endpoint (`profpoint::snapshot().to_prometheus()`) or write it at exit
 //! (`PROFPOINT_REPORT=prom:PATH`).
 
@@ -11,6 +13,17 @@ fn label(v: &str) -> String {
     v.replace('\\', "\\\\")
         .replace('"', "\\\"")
         .replace('\n', "\\n")
+}
+
+/// The labels of a point's series: its name, and where it is defined (two points may share a
+/// name, e.g. two `profile_scope!("x")`; series must not).
+fn labels(p: &super::PointReport) -> String {
+    format!(
+        "point=\"{}\",location=\"{}:{}\"",
+        label(&p.name),
+        label(p.file),
+        p.line
+    )
 }
 
 pub(super) fn render(r: &Report) -> String {
@@ -29,13 +42,10 @@ pub(super) fn render(r: &Report) -> String {
         "profpoint_calls_total",
         "counter",
         "Completed calls of each profile point.",
-        &mut r.points.iter().map(|p| {
-            format!(
-                "profpoint_calls_total{{point=\"{}\"}} {}",
-                label(&p.name),
-                p.nr
-            )
-        }),
+        &mut r
+            .points
+            .iter()
+            .map(|p| format!("profpoint_calls_total{{{}}} {}", labels(p), p.nr)),
     );
     metric(
         "profpoint_time_seconds_total",
@@ -43,8 +53,8 @@ pub(super) fn render(r: &Report) -> String {
         "Time of the outermost calls of each profile point (estimated under sampled timing).",
         &mut r.points.iter().map(|p| {
             format!(
-                "profpoint_time_seconds_total{{point=\"{}\"}} {}",
-                label(&p.name),
+                "profpoint_time_seconds_total{{{}}} {}",
+                labels(p),
                 secs(p.total_ns)
             )
         }),
@@ -55,8 +65,8 @@ pub(super) fn render(r: &Report) -> String {
         "Time of each profile point minus the points nested inside it.",
         &mut r.points.iter().map(|p| {
             format!(
-                "profpoint_self_seconds_total{{point=\"{}\"}} {}",
-                label(&p.name),
+                "profpoint_self_seconds_total{{{}}} {}",
+                labels(p),
                 secs(p.self_ns)
             )
         }),
@@ -66,7 +76,7 @@ pub(super) fn render(r: &Report) -> String {
         "summary",
         "Latency of the timed calls of each profile point (quantiles within about 2%).",
         &mut r.points.iter().flat_map(|p| {
-            let n = label(&p.name);
+            let n = labels(p);
             let mut rows: Vec<String> = [
                 (0.5, p.p50_ns),
                 (0.9, p.p90_ns),
@@ -76,18 +86,18 @@ pub(super) fn render(r: &Report) -> String {
             .iter()
             .map(|(q, v)| {
                 format!(
-                    "profpoint_latency_seconds{{point=\"{n}\",quantile=\"{q}\"}} {}",
+                    "profpoint_latency_seconds{{{n},quantile=\"{q}\"}} {}",
                     secs(*v)
                 )
             })
             .collect();
             rows.push(format!(
-                "profpoint_latency_seconds_sum{{point=\"{n}\"}} {}",
+                "profpoint_latency_seconds_sum{{{n}}} {}",
                 secs(p.total_ns)
             ));
             rows.push(format!(
-                "profpoint_latency_seconds_count{{point=\"{n}\"}} {}",
-                p.timed
+                "profpoint_latency_seconds_count{{{n}}} {}",
+                p.nr - p.nested
             ));
             rows
         }),

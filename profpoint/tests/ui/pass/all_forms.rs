@@ -132,6 +132,51 @@ fn slot(v: &mut [u8]) -> &mut u8 {
     &mut v[0]
 }
 
+struct Wrapper<'a> {
+    x: &'a mut u8,
+}
+
+impl<'a> Wrapper<'a> {
+    #[profpoint::profile_point]
+    fn new(x: &'a mut u8) -> Self {
+        Wrapper { x }
+    }
+}
+
+trait Getter {
+    type Out;
+    fn get(self) -> Self::Out;
+}
+
+impl<'a> Getter for &'a mut Store {
+    type Out = &'a mut u8;
+    #[profpoint::profile_point]
+    fn get(self) -> Self::Out {
+        &mut self.items[0]
+    }
+}
+
+type SlotRef<'a> = &'a mut u8;
+
+impl Store {
+    #[allow(elided_lifetimes_in_paths)]
+    #[profpoint::profile_point]
+    fn elided(&mut self) -> std::slice::IterMut<u8> {
+        self.items.iter_mut()
+    }
+
+    #[profpoint::profile_point]
+    fn aliased(&mut self) -> SlotRef<'_> {
+        &mut self.items[0]
+    }
+
+    #[allow(elided_lifetimes_in_paths)]
+    #[profpoint::profile_point]
+    fn wrapped(&mut self) -> Wrapper {
+        Wrapper { x: &mut self.items[0] }
+    }
+}
+
 #[profpoint::profile_point]
 #[track_caller]
 fn caller_line() -> u32 {
@@ -164,6 +209,12 @@ fn main() {
     *st.first_mut().unwrap() += 1;
     st.iter_mut().for_each(|x| *x += 1);
     *slot(&mut st.items) = 9;
+    let mut b = 1u8;
+    *Wrapper::new(&mut b).x += 1;
+    *(&mut st).get() += 1;
+    st.elided().for_each(|x| *x += 1);
+    *st.aliased() += 1;
+    *st.wrapped().x += 1;
     assert_eq!(caller_line(), line!());
     if std::env::var_os("NEVER_SET_PROFPOINT").is_some() {
         never_returns();
