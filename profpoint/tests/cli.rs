@@ -156,3 +156,57 @@ fn bad_input_gets_a_clear_error() {
         assert!(err.contains(expected), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn compare_repeated_runs_tests_run_to_run_noise() {
+    let d = dir();
+    let write = |name: &str, avg: u64| {
+        let p = d.join(name);
+        // Wide per-call spread, many calls: a single-run test would call +3% significant.
+        std::fs::write(&p, synthetic(&[("kernel", avg, 10, 1_000_000)])).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    let base: Vec<String> = [1000, 1040, 960, 1020]
+        .iter()
+        .enumerate()
+        .map(|(i, a)| write(&format!("b{i}.json"), *a))
+        .collect();
+    let same: Vec<String> = [1030, 990, 1050, 970]
+        .iter()
+        .enumerate()
+        .map(|(i, a)| write(&format!("s{i}.json"), *a))
+        .collect();
+    let slow: Vec<String> = [1300, 1320, 1290, 1310]
+        .iter()
+        .enumerate()
+        .map(|(i, a)| write(&format!("w{i}.json"), *a))
+        .collect();
+    let args = |new: &[String]| {
+        let mut v: Vec<String> = vec!["compare".into()];
+        v.extend(base.iter().cloned());
+        v.push("--".into());
+        v.extend(new.iter().cloned());
+        v
+    };
+    let run = |a: Vec<String>| profpoint(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    let (code, out, _) = run(args(&same));
+    assert_eq!(code, 0);
+    assert!(out.contains("4 base and 4 new runs"), "{out}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("kernel") && l.contains("within noise")),
+        "{out}"
+    );
+    let (_, out, _) = run(args(&slow));
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("kernel") && l.ends_with("SLOWER")),
+        "{out}"
+    );
+    let (code, _, err) = profpoint(&["compare", "--", &base[0]]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("at least one report on each side of --"),
+        "{err}"
+    );
+}

@@ -3,6 +3,7 @@
 //! ```text
 //! profpoint report RUN.json [--top N]
 //! profpoint compare BASE.json NEW.json [--threshold PCT] [--fail-on-regression]
+//! profpoint compare BASE1.json BASE2.json ... -- NEW1.json NEW2.json ...
 //! ```
 //!
 //! `compare` matches points by name (the first of equal names) and, for each, tests whether
@@ -10,8 +11,9 @@
 //! means, standard deviations and call counts (all in the reports; the count capped at 1,000
 //! per run, since calls within a run are not independent). A change counts when |t| exceeds 4
 //! (latency distributions have heavy tails, so the usual 2 would flag noise) *and* the mean
-//! moved by more than the threshold (default 2%). The test sees within-run variation only:
-//! for a verdict on run-to-run noise, repeat the runs. With `--fail-on-regression` the exit status is 1 when
+//! moved by more than the threshold (default 2%). With one report per side the test sees
+//! within-run variation only; give several reports per side (repeated runs, separated by
+//! `--`) and it tests the per-run means against each other: run-to-run noise. With `--fail-on-regression` the exit status is 1 when
 //! any point got significantly slower: a benchmark harness can gate on it.
 
 use serde::Deserialize;
@@ -41,7 +43,7 @@ struct Point {
     estimated: bool,
 }
 
-const USAGE: &str = "usage: profpoint report RUN.json [--top N]\n       profpoint compare BASE.json NEW.json [--threshold PCT] [--fail-on-regression]";
+const USAGE: &str = "usage: profpoint report RUN.json [--top N]\n       profpoint compare BASE.json NEW.json [--threshold PCT] [--fail-on-regression]\n       profpoint compare BASE.json... -- NEW.json... [--threshold PCT] [--fail-on-regression]";
 
 fn load(path: &str) -> Result<Run, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("{path}: cannot read it: {e}"))?;
@@ -176,9 +178,44 @@ fn test(a: &Point, b: &Point, threshold_pct: f64) -> (f64, Verdict) {
     (t, verdict)
 }
 
+/// Welch's t across runs: each run contributes its mean time per call of the point.
+fn test_runs(a: &[f64], b: &[f64], threshold_pct: f64) -> (f64, Verdict) {
+    if a.len() < 2 || b.len() < 2 {
+        return (0.0, Verdict::Unknown);
+    }
+    let stats = |x: &[f64]| {
+        let n = x.len() as f64;
+        let m = x.iter().sum::<f64>() / n;
+        let var = x.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (n - 1.0);
+        (m, var, n)
+    };
+    let ((ma, va, na), (mb, vb, nb)) = (stats(a), stats(b));
+    if ma == 0.0 {
+        return (0.0, Verdict::Unknown);
+    }
+    let se = (va / na + vb / nb).sqrt();
+    let t = if se > 0.0 {
+        (mb - ma) / se
+    } else if mb == ma {
+        0.0
+    } else {
+        f64::INFINITY.copysign(mb - ma)
+    };
+    let change = 100.0 * (mb - ma) / ma;
+    let verdict = if t.abs() <= T_CRITICAL || change.abs() <= threshold_pct {
+        Verdict::Noise
+    } else if change > 0.0 {
+        Verdict::Slower
+    } else {
+        Verdict::Faster
+    };
+    (t, verdict)
+}
+
 fn compare(args: Vec<String>) -> Result<ExitCode, String> {
     let mut it = args.into_iter();
     let mut paths = Vec::new();
+    let mut split = None;
     let mut threshold = 2.0;
     let mut gate = false;
     while let Some(a) = it.next() {
@@ -192,6 +229,7 @@ fn compare(args: Vec<String>) -> Result<ExitCode, String> {
                 }
             }
             "--fail-on-regression" => gate = true,
+            "--" => split = Some(paths.len()),
             _ if a.starts_with('-') => {
                 return Err(format!(
                     "unknown option {a:?}: expected --threshold PCT or --fail-on-regression\n{USAGE}"
@@ -200,68 +238,118 @@ fn compare(args: Vec<String>) -> Result<ExitCode, String> {
             _ => paths.push(a),
         }
     }
-    let [base, new] = <[String; 2]>::try_from(paths).map_err(|p| {
-        format!(
-            "compare: expected two JSON reports (base, new), got {}\n{USAGE}",
-            p.len()
-        )
-    })?;
-    let (a, b) = (load(&base)?, load(&new)?);
-    let w = a
-        .points
+    // BASE NEW, or BASE... -- NEW... for repeated runs.
+    let split = match split {
+        Some(k) => k,
+        None if paths.len() == 2 => 1,
+        None => {
+            return Err(format!(
+                "compare: expected two JSON reports (base, new), or several of each separated by --; got {}\n{USAGE}",
+                paths.len()
+            ));
+        }
+    };
+    if split == 0 || split == paths.len() {
+        return Err(format!(
+            "compare: expected at least one report on each side of --\n{USAGE}"
+        ));
+    }
+    let base: Vec<Run> = paths[..split]
         .iter()
-        .chain(&b.points)
-        .map(|p| p.name.len())
-        .max()
-        .unwrap_or(4)
-        .max(16);
-    println!(
-        "base {base}, new {new}: mean time per call, Welch's t, change counted when |t| > {T_CRITICAL} and > {threshold}%"
-    );
+        .map(|p| load(p))
+        .collect::<Result<_, _>>()?;
+    let new: Vec<Run> = paths[split..]
+        .iter()
+        .map(|p| load(p))
+        .collect::<Result<_, _>>()?;
+    let single = base.len() == 1 && new.len() == 1;
+    let names: Vec<&str> = {
+        let mut v: Vec<&str> = Vec::new();
+        for p in new.iter().chain(&base).flat_map(|r| &r.points) {
+            if !v.contains(&p.name.as_str()) {
+                v.push(&p.name);
+            }
+        }
+        v
+    };
+    let w = names.iter().map(|n| n.len()).max().unwrap_or(4).max(16);
+    if single {
+        println!(
+            "base {}, new {}: mean time per call, Welch's t within each run (n capped at {N_CAP}), change counted when |t| > {T_CRITICAL} and > {threshold}%",
+            paths[0], paths[1]
+        );
+    } else {
+        println!(
+            "{} base and {} new runs: mean time per call, Welch's t across runs, change counted when |t| > {T_CRITICAL} and > {threshold}%",
+            base.len(),
+            new.len()
+        );
+    }
     println!(
         "{:<w$}  {:>12}  {:>12}  {:>9}  {:>9}  verdict",
         "name", "base avg.ns", "new avg.ns", "change", "t"
     );
+    fn find<'r>(r: &'r Run, n: &str) -> Option<(&'r Point, f64)> {
+        r.points.iter().find(|p| p.name == n).map(|p| (p, mean(p)))
+    }
     let mut regressions = 0;
-    for pb in &b.points {
-        let Some(pa) = a.points.iter().find(|p| p.name == pb.name) else {
+    for name in names {
+        let a: Vec<(&Point, f64)> = base.iter().filter_map(|r| find(r, name)).collect();
+        let b: Vec<(&Point, f64)> = new.iter().filter_map(|r| find(r, name)).collect();
+        let avg = |x: &[(&Point, f64)]| x.iter().map(|(_, m)| m).sum::<f64>() / x.len() as f64;
+        if a.is_empty() {
             println!(
-                "{:<w$}  {:>12}  {:>12}  {:>9}  {:>9}  new point",
-                pb.name, "-", pb.avg_ns, "", ""
+                "{name:<w$}  {:>12}  {:>12.0}  {:>9}  {:>9}  new point",
+                "-",
+                avg(&b),
+                "",
+                ""
             );
             continue;
+        }
+        if b.is_empty() {
+            println!(
+                "{name:<w$}  {:>12.0}  {:>12}  {:>9}  {:>9}  gone",
+                avg(&a),
+                "-",
+                "",
+                ""
+            );
+            continue;
+        }
+        let (t, v) = if single {
+            test(a[0].0, b[0].0, threshold)
+        } else {
+            let ma: Vec<f64> = a
+                .iter()
+                .filter(|(p, _)| p.timed > 0)
+                .map(|(_, m)| *m)
+                .collect();
+            let mb: Vec<f64> = b
+                .iter()
+                .filter(|(p, _)| p.timed > 0)
+                .map(|(_, m)| *m)
+                .collect();
+            test_runs(&ma, &mb, threshold)
         };
-        let (t, v) = test(pa, pb, threshold);
         if v == Verdict::Slower {
             regressions += 1;
         }
-        let change = if pa.total_ns == 0 {
+        let (ma, mb) = (avg(&a), avg(&b));
+        let change = if ma == 0.0 {
             "-".to_string()
         } else {
-            format!("{:+.1}%", 100.0 * (mean(pb) - mean(pa)) / mean(pa))
+            format!("{:+.1}%", 100.0 * (mb - ma) / ma)
         };
         println!(
-            "{:<w$}  {:>12}  {:>12}  {:>9}  {:>9.1}  {}",
-            pb.name,
-            pa.avg_ns,
-            pb.avg_ns,
-            change,
-            t,
+            "{name:<w$}  {ma:>12.0}  {mb:>12.0}  {change:>9}  {t:>9.1}  {}",
             match v {
                 Verdict::Faster => "faster",
                 Verdict::Slower => "SLOWER",
                 Verdict::Noise => "~ (within noise)",
-                Verdict::Unknown => "? (too few timed calls)",
+                Verdict::Unknown => "? (too few timed calls or runs)",
             }
         );
-    }
-    for pa in &a.points {
-        if !b.points.iter().any(|p| p.name == pa.name) {
-            println!(
-                "{:<w$}  {:>12}  {:>12}  {:>9}  {:>9}  gone",
-                pa.name, pa.avg_ns, "-", "", ""
-            );
-        }
     }
     if gate && regressions > 0 {
         eprintln!("profpoint: {regressions} point(s) significantly slower");
@@ -306,6 +394,28 @@ mod tests {
             stddev_ns: sd,
             estimated: false,
         }
+    }
+
+    #[test]
+    fn across_runs_the_spread_of_run_means_is_the_noise() {
+        let base = [1000.0, 1010.0, 990.0, 1005.0];
+        assert_eq!(
+            test_runs(&base, &[1300.0, 1310.0, 1290.0, 1305.0], 2.0).1,
+            Verdict::Slower
+        );
+        assert_eq!(
+            test_runs(&base, &[1005.0, 1000.0, 1012.0, 995.0], 2.0).1,
+            Verdict::Noise
+        );
+        // 5% apart but runs scatter by 10%: noise.
+        assert_eq!(
+            test_runs(&base, &[1150.0, 950.0, 1100.0, 1000.0], 2.0).1,
+            Verdict::Noise
+        );
+        assert_eq!(
+            test_runs(&[1000.0], &[1300.0, 1301.0], 2.0).1,
+            Verdict::Unknown
+        );
     }
 
     #[test]
