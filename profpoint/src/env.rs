@@ -5,7 +5,7 @@
 //!
 //! | variable | values | default |
 //! |---|---|---|
-//! | `PROFPOINT_REPORT` | comma-separated `stderr`, `stdout`, `off`, `json:PATH`, `csv:PATH`, `table:PATH`, `prom:PATH` | unset: no report unless the program opted in (then `stderr`) |
+//! | `PROFPOINT_REPORT` | comma-separated `stderr`, `stdout`, `off`, `json:PATH`, `csv:PATH`, `table:PATH`, `prom:PATH`, `svg:PATH` | unset: no report unless the program opted in (then `stderr`) |
 //! | `PROFPOINT_DISABLE` | comma-separated globs of point names to turn off | none |
 //! | `PROFPOINT_ENABLE` | comma-separated globs to turn on (applied after `PROFPOINT_DISABLE`) | all on |
 //! | `PROFPOINT_SAMPLE` | `N` (every point) or comma-separated `GLOB=N`: time one call in about N | every call timed |
@@ -33,6 +33,8 @@ pub enum Destination {
     Table(PathBuf),
     /// The Prometheus text format, written to a file.
     Prometheus(PathBuf),
+    /// An SVG bar chart of the points, written to a file.
+    Svg(PathBuf),
 }
 
 /// A rejected environment variable.
@@ -87,6 +89,7 @@ pub fn parse_report(value: &str) -> Result<Vec<Destination>, EnvError> {
                 Some(("csv", p)) => out.push(Destination::Csv(path(p)?)),
                 Some(("table", p)) => out.push(Destination::Table(path(p)?)),
                 Some(("prom", p)) => out.push(Destination::Prometheus(path(p)?)),
+                Some(("svg", p)) => out.push(Destination::Svg(path(p)?)),
                 _ => return Err(err()),
             },
         }

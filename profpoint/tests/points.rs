@@ -286,3 +286,41 @@ fn the_prometheus_exposition_has_counters_and_summaries_per_point() {
         assert!(seen.insert(series.to_string()), "duplicate series {series}");
     }
 }
+
+#[test]
+fn the_svg_chart_has_a_bar_per_point_hit() {
+    sleep_20ms();
+    outer();
+    let r = profpoint::snapshot();
+    let svg = r.to_svg();
+    assert!(
+        svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""),
+        "{svg}"
+    );
+    assert!(svg.trim_end().ends_with("</svg>"));
+    let hit = r.points.iter().filter(|p| p.nr > 0).count();
+    assert_eq!(svg.matches("<g>").count(), hit);
+    assert_eq!(svg.matches("</g>").count(), hit);
+    // Two bars (total, self) per point, and the names as text.
+    assert_eq!(svg.matches("<rect ").count(), 2 * hit);
+    for name in ["points::sleep_20ms", "points::outer", "points::inner"] {
+        assert!(svg.contains(&format!(">{name}</text>")), "{name}");
+    }
+    // outer's self bar is shorter than its total bar (inner runs inside it).
+    let row = svg
+        .lines()
+        .skip_while(|l| !l.contains("<title>points::outer:"))
+        .take(4)
+        .collect::<Vec<_>>();
+    let width = |l: &str| -> f64 {
+        l.split("width=\"")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    assert!(width(row[3]) < width(row[2]), "{row:?}");
+}

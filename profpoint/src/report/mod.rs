@@ -20,6 +20,7 @@
 
 mod csv;
 mod prometheus;
+mod svg;
 mod table;
 
 pub use table::write_table;
@@ -243,6 +244,11 @@ impl Report {
     /// tracepoint hits, one series per point (label `point`).
     pub fn to_prometheus(&self) -> String {
         prometheus::render(self)
+    }
+
+    /// The points as a self-contained SVG bar chart (total and self time per point).
+    pub fn to_svg(&self) -> String {
+        svg::render(self)
     }
 
     /// The seed's table, with the extra columns; see [`write_table`].
