@@ -5,7 +5,7 @@
 //!
 //! | variable | values | default |
 //! |---|---|---|
-//! | `PROFPOINT_REPORT` | comma-separated `stderr`, `stdout`, `off`, `json:PATH`, `csv:PATH`, `table:PATH`, `prom:PATH`, `svg:PATH` | unset: no report unless the program opted in (then `stderr`) |
+//! | `PROFPOINT_REPORT` | comma-separated `stderr`, `stdout`, `off`, `json:PATH`, `csv:PATH`, `table:PATH`, `prom:PATH`, `svg:PATH`, `pprof:PATH` | unset: no report unless the program opted in (then `stderr`) |
 //! | `PROFPOINT_DISABLE` | comma-separated globs of point names to turn off | none |
 //! | `PROFPOINT_ENABLE` | comma-separated globs to turn on (applied after `PROFPOINT_DISABLE`) | all on |
 //! | `PROFPOINT_SAMPLE` | `N` (every point) or comma-separated `GLOB=N`: time one call in about N | every call timed |
@@ -35,6 +35,8 @@ pub enum Destination {
     Prometheus(PathBuf),
     /// An SVG bar chart of the points, written to a file.
     Svg(PathBuf),
+    /// A pprof profile of the points, written to a file.
+    Pprof(PathBuf),
 }
 
 /// A rejected environment variable.
@@ -90,6 +92,7 @@ pub fn parse_report(value: &str) -> Result<Vec<Destination>, EnvError> {
                 Some(("table", p)) => out.push(Destination::Table(path(p)?)),
                 Some(("prom", p)) => out.push(Destination::Prometheus(path(p)?)),
                 Some(("svg", p)) => out.push(Destination::Svg(path(p)?)),
+                Some(("pprof", p)) => out.push(Destination::Pprof(path(p)?)),
                 _ => return Err(err()),
             },
         }

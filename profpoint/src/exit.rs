@@ -188,5 +188,6 @@ pub(crate) fn write_to(report: &Report, d: &Destination) -> std::io::Result<()> 
         Destination::Table(p) => std::fs::write(p, report.to_table()),
         Destination::Prometheus(p) => std::fs::write(p, report.to_prometheus()),
         Destination::Svg(p) => std::fs::write(p, report.to_svg()),
+        Destination::Pprof(p) => std::fs::write(p, report.to_pprof()),
     }
 }

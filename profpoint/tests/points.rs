@@ -324,3 +324,100 @@ fn the_svg_chart_has_a_bar_per_point_hit() {
     };
     assert!(width(row[3]) < width(row[2]), "{row:?}");
 }
+
+/// A minimal protobuf reader for the test: (field number, wire type, varint or bytes).
+fn pb_fields(mut b: &[u8]) -> Vec<(u64, u64, u64, Vec<u8>)> {
+    fn varint(b: &mut &[u8]) -> u64 {
+        let (mut v, mut shift) = (0u64, 0);
+        loop {
+            let byte = b[0];
+            *b = &b[1..];
+            v |= u64::from(byte & 0x7f) << shift;
+            if byte < 0x80 {
+                return v;
+            }
+            shift += 7;
+        }
+    }
+    let mut out = Vec::new();
+    while !b.is_empty() {
+        let key = varint(&mut b);
+        match key & 7 {
+            0 => out.push((key >> 3, 0, varint(&mut b), Vec::new())),
+            2 => {
+                let n = varint(&mut b) as usize;
+                out.push((key >> 3, 2, 0, b[..n].to_vec()));
+                b = &b[n..];
+            }
+            w => panic!("unexpected wire type {w}"),
+        }
+    }
+    out
+}
+
+#[test]
+fn the_pprof_profile_decodes_to_the_report_figures() {
+    sleep_20ms();
+    let r = profpoint::snapshot();
+    let pb = r.to_pprof();
+    let top = pb_fields(&pb);
+    let strings: Vec<String> = top
+        .iter()
+        .filter(|f| f.0 == 6)
+        .map(|f| String::from_utf8(f.3.clone()).unwrap())
+        .collect();
+    assert_eq!(strings[0], "", "string 0 is empty");
+    let types: Vec<(String, String)> = top
+        .iter()
+        .filter(|f| f.0 == 1)
+        .map(|f| {
+            let v = pb_fields(&f.3);
+            (
+                strings[v[0].2 as usize].clone(),
+                strings[v[1].2 as usize].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        types,
+        [
+            ("calls", "count"),
+            ("self", "nanoseconds"),
+            ("total", "nanoseconds")
+        ]
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+    );
+    let samples: Vec<_> = top.iter().filter(|f| f.0 == 2).collect();
+    let functions: Vec<_> = top.iter().filter(|f| f.0 == 5).collect();
+    assert_eq!(samples.len(), r.points.len());
+    assert_eq!(functions.len(), r.points.len());
+    // Point i is sample i, location i+1, function i+1: check the 20 ms one end to end.
+    let i = r
+        .points
+        .iter()
+        .position(|p| p.name == "points::sleep_20ms")
+        .unwrap();
+    let f = pb_fields(&functions[i].3);
+    assert_eq!(strings[f[1].2 as usize], "points::sleep_20ms");
+    let s = pb_fields(&samples[i].3);
+    let values = {
+        let mut packed = &s[1].3[..];
+        let mut v = Vec::new();
+        while !packed.is_empty() {
+            let (mut x, mut shift) = (0u64, 0);
+            loop {
+                let byte = packed[0];
+                packed = &packed[1..];
+                x |= u64::from(byte & 0x7f) << shift;
+                shift += 7;
+                if byte < 0x80 {
+                    break;
+                }
+            }
+            v.push(x);
+        }
+        v
+    };
+    let p = &r.points[i];
+    assert_eq!(values, [p.nr, p.self_ns, p.total_ns]);
+}

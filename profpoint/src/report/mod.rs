@@ -19,6 +19,7 @@
 //! (new fields do not).
 
 mod csv;
+mod pprof;
 mod prometheus;
 mod svg;
 mod table;
@@ -244,6 +245,12 @@ impl Report {
     /// tracepoint hits, one series per point (label `point`).
     pub fn to_prometheus(&self) -> String {
         prometheus::render(self)
+    }
+
+    /// The points as a pprof profile (protobuf, uncompressed): calls, self and total time per
+    /// point, for `go tool pprof` and other pprof viewers.
+    pub fn to_pprof(&self) -> Vec<u8> {
+        pprof::render(self)
     }
 
     /// The points as a self-contained SVG bar chart (total and self time per point).
