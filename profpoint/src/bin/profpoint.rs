@@ -151,15 +151,11 @@ fn mean(p: &Point) -> f64 {
     p.total_ns as f64 / p.timed.max(1) as f64
 }
 
-/// Welch's t statistic of the change from `a` to `b`, and the verdict.
-fn test(a: &Point, b: &Point, threshold_pct: f64) -> (f64, Verdict) {
-    // Too few calls, or a report without `stddev_ns` (older writers): no test possible.
-    if a.timed < 2 || b.timed < 2 || a.total_ns == 0 || (a.stddev_ns == 0 && b.stddev_ns == 0) {
-        return (0.0, Verdict::Unknown);
-    }
-    let (ma, mb) = (mean(a), mean(b));
-    let n = |p: &Point| (p.timed as f64).min(N_CAP);
-    let se = ((a.stddev_ns as f64).powi(2) / n(a) + (b.stddev_ns as f64).powi(2) / n(b)).sqrt();
+/// Welch's t for means `ma`, `mb` whose squared standard errors are `ea`, `eb`, and the
+/// verdict on the change: significant when |t| exceeds [`T_CRITICAL`] and the change exceeds
+/// `threshold_pct`.
+fn welch(ma: f64, ea: f64, mb: f64, eb: f64, threshold_pct: f64) -> (f64, Verdict) {
+    let se = (ea + eb).sqrt();
     let t = if se > 0.0 {
         (mb - ma) / se
     } else if mb == ma {
@@ -178,38 +174,33 @@ fn test(a: &Point, b: &Point, threshold_pct: f64) -> (f64, Verdict) {
     (t, verdict)
 }
 
-/// Welch's t across runs: each run contributes its mean time per call of the point.
+/// The within-run test: each side's mean, per-call standard deviation and calls.
+fn test(a: &Point, b: &Point, threshold_pct: f64) -> (f64, Verdict) {
+    // Too few calls, or a report without `stddev_ns` (older writers): no test possible.
+    if a.timed < 2 || b.timed < 2 || a.total_ns == 0 || (a.stddev_ns == 0 && b.stddev_ns == 0) {
+        return (0.0, Verdict::Unknown);
+    }
+    let e = |p: &Point| (p.stddev_ns as f64).powi(2) / (p.timed as f64).min(N_CAP);
+    welch(mean(a), e(a), mean(b), e(b), threshold_pct)
+}
+
+/// The across-runs test: each run contributes its mean time per call of the point.
 fn test_runs(a: &[f64], b: &[f64], threshold_pct: f64) -> (f64, Verdict) {
     if a.len() < 2 || b.len() < 2 {
         return (0.0, Verdict::Unknown);
     }
+    // Mean, and the squared standard error of the mean.
     let stats = |x: &[f64]| {
         let n = x.len() as f64;
         let m = x.iter().sum::<f64>() / n;
         let var = x.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (n - 1.0);
-        (m, var, n)
+        (m, var / n)
     };
-    let ((ma, va, na), (mb, vb, nb)) = (stats(a), stats(b));
+    let ((ma, ea), (mb, eb)) = (stats(a), stats(b));
     if ma == 0.0 {
         return (0.0, Verdict::Unknown);
     }
-    let se = (va / na + vb / nb).sqrt();
-    let t = if se > 0.0 {
-        (mb - ma) / se
-    } else if mb == ma {
-        0.0
-    } else {
-        f64::INFINITY.copysign(mb - ma)
-    };
-    let change = 100.0 * (mb - ma) / ma;
-    let verdict = if t.abs() <= T_CRITICAL || change.abs() <= threshold_pct {
-        Verdict::Noise
-    } else if change > 0.0 {
-        Verdict::Slower
-    } else {
-        Verdict::Faster
-    };
-    (t, verdict)
+    welch(ma, ea, mb, eb, threshold_pct)
 }
 
 fn compare(args: Vec<String>) -> Result<ExitCode, String> {
