@@ -89,3 +89,25 @@ pub(crate) fn process_cpu_of(f: impl FnOnce()) -> std::time::Duration {
     std::thread::sleep(std::time::Duration::from_millis(20));
     profpoint_benches::process_cpu() - c0
 }
+
+/// Per-thread wall time of `iters` calls of `pp_on` when `n` threads call it at once (the
+/// mean over the threads).
+pub(crate) fn per_thread(n: usize, iters: u64) -> std::time::Duration {
+    let barrier = std::sync::Barrier::new(n);
+    let total: std::time::Duration = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..n)
+            .map(|_| {
+                s.spawn(|| {
+                    barrier.wait();
+                    let t = std::time::Instant::now();
+                    for i in 0..iters {
+                        black_box(pp_on(i));
+                    }
+                    t.elapsed()
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).sum()
+    });
+    total / n as u32
+}

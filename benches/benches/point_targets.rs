@@ -9,7 +9,7 @@
 //! shared 2-vCPU VM); instruction counts come from the PMU (`perf_event_open`) and are exact.
 
 use std::hint::black_box;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 #[path = "common.rs"]
 mod common;
@@ -49,25 +49,7 @@ fn loop_of(work: fn(u64) -> u64) -> impl FnMut(u64) {
 /// Per-thread time per call when `n` threads call `pp_on` at once (min over rounds).
 fn per_thread_ns(n: usize) -> f64 {
     (0..ROUNDS / 2)
-        .map(|_| {
-            let barrier = std::sync::Barrier::new(n);
-            let total: Duration = std::thread::scope(|s| {
-                let hs: Vec<_> = (0..n)
-                    .map(|_| {
-                        s.spawn(|| {
-                            barrier.wait();
-                            let t = Instant::now();
-                            for i in 0..CALLS {
-                                black_box(pp_on(i));
-                            }
-                            t.elapsed()
-                        })
-                    })
-                    .collect();
-                hs.into_iter().map(|h| h.join().unwrap()).sum()
-            });
-            total.as_nanos() as f64 / n as f64 / CALLS as f64
-        })
+        .map(|_| per_thread(n, CALLS).as_nanos() as f64 / CALLS as f64)
         .fold(f64::MAX, f64::min)
 }
 
@@ -148,17 +130,28 @@ fn main() {
     }
 
     println!("== instructions per call (user space, perf_event_open; else valgrind)");
-    match profpoint_benches::Instructions::open() {
+    let counted = match profpoint_benches::Instructions::open() {
         Ok(ctr) => {
             let per_call = |work: fn(u64) -> u64| {
                 let mut f = loop_of(work);
                 f(1_000);
                 (0..5).map(|_| ctr.count(|| f(CALLS))).min().unwrap() as f64 / CALLS as f64
             };
-            let bare_i = per_call(bare);
-            let off_i = per_call(pp_off);
-            let on_i = per_call(pp_on);
-            let sampled_i = per_call(pp_sampled);
+            Ok([
+                per_call(bare),
+                per_call(pp_off),
+                per_call(pp_on),
+                per_call(pp_sampled),
+            ])
+        }
+        Err(e) => callgrind_counts()
+            .inspect(|_| {
+                println!("      ({e}; counted with valgrind --tool=callgrind instead)");
+            })
+            .map_err(|v| format!("{e}; and {v}")),
+    };
+    match counted {
+        Ok([bare_i, off_i, on_i, sampled_i]) => {
             println!(
                 "      bare fn {bare_i:.2}, off {off_i:.2}, on {on_i:.2}, sampled 1/16 {sampled_i:.2}"
             );
@@ -169,21 +162,7 @@ fn main() {
                 "instr",
             );
         }
-        Err(e) => match callgrind_counts() {
-            Ok([bare_i, off_i, on_i, sampled_i]) => {
-                println!("      ({e}; counted with valgrind --tool=callgrind instead)");
-                println!(
-                    "      bare fn {bare_i:.2}, off {off_i:.2}, on {on_i:.2}, sampled 1/16 {sampled_i:.2}"
-                );
-                check.target(
-                    "off point: extra instructions over the bare fn",
-                    off_i - bare_i,
-                    3.0,
-                    "instr",
-                );
-            }
-            Err(v) => println!("SKIP  instruction counts: {e}; and {v}"),
-        },
+        Err(why) => println!("SKIP  instruction counts: {why}"),
     }
     if quick {
         println!("(quick mode: timing targets are measured only under `cargo bench`)");

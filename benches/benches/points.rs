@@ -11,7 +11,7 @@
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::hint::black_box;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 #[path = "common.rs"]
 mod common;
@@ -67,27 +67,6 @@ fn cpu(c: &mut Criterion) {
         })
     });
     g.finish();
-}
-
-/// Per-thread time of `iters` calls when `n` threads call the same point at once.
-fn per_thread(n: usize, iters: u64) -> Duration {
-    let barrier = std::sync::Barrier::new(n);
-    let total: Duration = std::thread::scope(|s| {
-        let hs: Vec<_> = (0..n)
-            .map(|_| {
-                s.spawn(|| {
-                    barrier.wait();
-                    let t = Instant::now();
-                    for i in 0..iters {
-                        pp_on(i);
-                    }
-                    t.elapsed()
-                })
-            })
-            .collect();
-        hs.into_iter().map(|h| h.join().unwrap()).sum()
-    });
-    total / n as u32
 }
 
 fn threads(c: &mut Criterion) {

@@ -32,6 +32,14 @@ fn poll_once<F: Future + ?Sized>(f: Pin<&mut F>) -> Poll<F::Output> {
     f.poll(&mut Context::from_waker(&waker))
 }
 
+/// The `fetch` point's row of a report.
+fn fetch_point(r: &profpoint::Report) -> &profpoint::PointReport {
+    r.points
+        .iter()
+        .find(|p| p.name == "async_points::fetch")
+        .expect("the fetch point")
+}
+
 #[profpoint::profile_point]
 async fn fetch(n: u32) -> Result<u32, String> {
     std::thread::sleep(Duration::from_millis(10));
@@ -58,11 +66,7 @@ fn an_async_call_is_timed_from_first_poll_to_completion_across_threads() {
     .unwrap();
     assert_eq!(out, Ok(7));
     let r = profpoint::snapshot();
-    let p = r
-        .points
-        .iter()
-        .find(|p| p.name == "async_points::fetch")
-        .unwrap();
+    let p = fetch_point(&r);
     assert_eq!(p.kind, "async");
     assert_eq!((p.nr, p.timed), (1, 1));
     assert!(
@@ -85,11 +89,7 @@ fn overlapping_async_calls_are_not_folded() {
     assert!(poll_once(a.as_mut()).is_ready());
     assert!(poll_once(b.as_mut()).is_ready());
     let r = profpoint::snapshot();
-    let p = r
-        .points
-        .iter()
-        .find(|p| p.name == "async_points::fetch")
-        .unwrap();
+    let p = fetch_point(&r);
     assert_eq!((p.nr, p.timed, p.nested), (2, 2, 0));
 }
 
@@ -97,10 +97,6 @@ fn overlapping_async_calls_are_not_folded() {
 fn a_future_never_polled_records_nothing() {
     drop(fetch(3));
     let r = profpoint::snapshot();
-    let p = r
-        .points
-        .iter()
-        .find(|p| p.name == "async_points::fetch")
-        .unwrap();
+    let p = fetch_point(&r);
     assert_eq!(p.nr, 0);
 }
