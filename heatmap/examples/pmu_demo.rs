@@ -9,7 +9,7 @@
 //! cargo run --release -p heatmap --example pmu_demo
 //! ```
 
-use heatmap::pmu::{self, Counters, HwEvent, PmuConfig};
+use heatmap::pmu::{self, Counters, Event, PmuConfig};
 use std::hint::black_box;
 
 const BUF: usize = 64 << 20;
@@ -112,6 +112,12 @@ fn order(round: usize) -> [usize; 6] {
 fn main() {
     if let Err(e) = pmu::available() {
         eprintln!("pmu_demo: {e}");
+        eprintln!(
+            "pmu_demo: without a PMU, the software mode (PmuConfig::software(), \
+             PROFPOINT_PMU=software) runs the same alternating windows on the CPU clock and \
+             counts page faults; `cargo nextest run -p heatmap --test pmu_software` shows it \
+             against a counted ground truth"
+        );
         std::process::exit(2);
     }
     let buf: Vec<u64> = (0..BUF as u64 / 8).collect();
@@ -140,17 +146,17 @@ fn main() {
         "{:<20} {:>7} {:>8} {:>8} {:>6}",
         "Symbol", "CPI", "BM/KI", "CM/KI", "%CM"
     );
-    let pos = |e: HwEvent| 1 + events.iter().position(|x| *x == e).unwrap();
+    let pos = |e: Event| 1 + events.iter().position(|x| *x == e).unwrap();
     for (f, t) in truth.iter().enumerate() {
-        let ins = t[pos(HwEvent::Instructions)] as f64;
+        let ins = t[pos(Event::Instructions)] as f64;
         println!(
             "{:<20} {:>7.2} {:>8.2} {:>8.2} {:>6.1}",
             NAMES[f],
             t[0] as f64 / ins,
-            1000.0 * t[pos(HwEvent::BranchMisses)] as f64 / ins,
-            1000.0 * t[pos(HwEvent::CacheMisses)] as f64 / ins,
-            100.0 * t[pos(HwEvent::CacheMisses)] as f64
-                / t[pos(HwEvent::CacheReferences)].max(1) as f64,
+            1000.0 * t[pos(Event::BranchMisses)] as f64 / ins,
+            1000.0 * t[pos(Event::CacheMisses)] as f64 / ins,
+            100.0 * t[pos(Event::CacheMisses)] as f64
+                / t[pos(Event::CacheReferences)].max(1) as f64,
         );
     }
 

@@ -61,12 +61,17 @@ const READ_FORMAT: u64 = (1 << 0) | (1 << 1) | (1 << 3);
 const IOC_REFRESH: libc::c_ulong = 0x2402;
 /// `PERF_EVENT_IOC_PERIOD`: `_IOW('$', 4, __u64)`; its argument is a *pointer* to the period.
 const IOC_PERIOD: libc::c_ulong = 0x4008_2404;
+/// `PERF_COUNT_SW_PAGE_FAULTS` from `enum perf_sw_ids`.
+const PERF_COUNT_SW_PAGE_FAULTS: u64 = 2;
+/// The kernel's floor for a software clock's period (`perf_swevent_start_hrtimer`: 10 us).
+pub const MIN_SOFTWARE_WINDOW: u64 = 10_000;
 
-/// A generic hardware event (`PERF_COUNT_HW_*`).
+/// A counter of the group: a generic hardware event (`PERF_COUNT_HW_*`) or one of the two
+/// software events the software clock mode uses (`PERF_COUNT_SW_*`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum HwEvent {
-    /// CPU cycles (always the group leader).
+pub enum Event {
+    /// CPU cycles (the leader in the hardware mode).
     Cycles,
     /// Instructions retired.
     Instructions,
@@ -78,17 +83,38 @@ pub enum HwEvent {
     BranchInstructions,
     /// Mispredicted branches.
     BranchMisses,
+    /// The thread's CPU time in nanoseconds (software; the leader in the software mode).
+    TaskClock,
+    /// Page faults taken in user space (software).
+    PageFaults,
 }
 
-impl HwEvent {
-    fn config(self) -> u64 {
+impl Event {
+    /// `(type, config)` of `perf_event_attr`.
+    fn kind(self) -> (u32, u64) {
         match self {
-            HwEvent::Cycles => 0,
-            HwEvent::Instructions => 1,
-            HwEvent::CacheReferences => 2,
-            HwEvent::CacheMisses => 3,
-            HwEvent::BranchInstructions => 4,
-            HwEvent::BranchMisses => 5,
+            Event::Cycles => (PERF_TYPE_HARDWARE, 0),
+            Event::Instructions => (PERF_TYPE_HARDWARE, 1),
+            Event::CacheReferences => (PERF_TYPE_HARDWARE, 2),
+            Event::CacheMisses => (PERF_TYPE_HARDWARE, 3),
+            Event::BranchInstructions => (PERF_TYPE_HARDWARE, 4),
+            Event::BranchMisses => (PERF_TYPE_HARDWARE, 5),
+            Event::TaskClock => (sys::PERF_TYPE_SOFTWARE, sys::PERF_COUNT_SW_TASK_CLOCK),
+            Event::PageFaults => (sys::PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS),
+        }
+    }
+
+    /// Whether the kernel counts it without a PMU.
+    pub fn is_software(self) -> bool {
+        self.kind().0 == sys::PERF_TYPE_SOFTWARE
+    }
+
+    /// The unit of the leader's periods.
+    fn unit(self) -> &'static str {
+        if self == Event::TaskClock {
+            "ns"
+        } else {
+            "cycles"
         }
     }
 }
@@ -99,45 +125,78 @@ const MAX_MEMBERS: usize = 6;
 /// How the mode samples.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PmuConfig {
-    /// Cycles between windows (default 1e7: a window costs ~140 us in this VM, so shorter long
-    /// periods cost too much).
+    /// The sampling leader, whose count the periods are in: [`Event::Cycles`] (the hardware
+    /// mode, the default) or [`Event::TaskClock`] (the software mode, in nanoseconds of the
+    /// thread's CPU time: it runs where no PMU is exposed, with software counters as members).
+    pub clock: Event,
+    /// Leader counts between windows (default 1e7 cycles: a window costs ~140 us in a VM, so
+    /// shorter long periods cost too much).
     pub long_period: u64,
-    /// Cycles in a window (default 3,000: a ~300-cycle window is mostly the signal path's own
-    /// fixed cost, ~1,100 cycles measured here).
+    /// Leader counts in a window (default 3,000 cycles: a ~300-cycle window is mostly the
+    /// signal path's own fixed cost, ~1,100 cycles).
     pub window: u64,
     /// Random jitter on both periods, as a fraction (default 0.1: +-10%).
     pub jitter: f64,
     /// Counting members beside cycles.
-    pub events: Vec<HwEvent>,
+    pub events: Vec<Event>,
 }
 
 impl Default for PmuConfig {
     fn default() -> Self {
         PmuConfig {
+            clock: Event::Cycles,
             long_period: 10_000_000,
             window: 3_000,
             jitter: 0.1,
             events: vec![
-                HwEvent::Instructions,
-                HwEvent::BranchMisses,
-                HwEvent::CacheReferences,
-                HwEvent::CacheMisses,
+                Event::Instructions,
+                Event::BranchMisses,
+                Event::CacheReferences,
+                Event::CacheMisses,
             ],
         }
     }
 }
 
 /// The shortest long period accepted: 1e6 cycles keeps a thread under ~2,500 windows a second
-/// at 2.5 GHz, far below the kernel's default `perf_event_max_sample_rate` (100,000).
+/// at 2.5 GHz, far below the kernel's default `perf_event_max_sample_rate` (100,000); 1e6 ns
+/// of the software clock is 1,000 windows a second.
 pub const MIN_LONG_PERIOD: u64 = 1_000_000;
 
 impl PmuConfig {
-    /// Reads `PROFPOINT_PMU` (`1` on, `0`/unset off), `PROFPOINT_PMU_LONG` and
-    /// `PROFPOINT_PMU_WINDOW` (cycles) through `get`. `Ok(None)` when not requested.
+    /// The software mode: the thread's CPU clock leads (a window every ~5 ms of CPU time,
+    /// 200 us long) and page faults are counted. It needs no PMU, so it runs in VMs and
+    /// containers: per-function page faults per millisecond, by the same alternating windows
+    /// and the same attribution as the hardware mode.
+    pub fn software() -> PmuConfig {
+        PmuConfig {
+            clock: Event::TaskClock,
+            long_period: 5_000_000,
+            window: 200_000,
+            jitter: 0.1,
+            events: vec![Event::PageFaults],
+        }
+    }
+
+    /// Reads `PROFPOINT_PMU` (`1` or `hardware` for the hardware mode, `software` for the
+    /// software clock, `0`/unset off), `PROFPOINT_PMU_LONG` and `PROFPOINT_PMU_WINDOW` (in the
+    /// leader's unit: cycles, or nanoseconds in the software mode) through `get`. `Ok(None)`
+    /// when not requested.
     pub fn from_env_vars(
         get: impl Fn(&str) -> Option<String>,
     ) -> Result<Option<PmuConfig>, crate::EnvError> {
-        let mut c = PmuConfig::default();
+        let mut c = match get("PROFPOINT_PMU").as_deref().map(str::trim) {
+            None | Some("") | Some("0") => return Ok(None),
+            Some("1") | Some("hardware") => PmuConfig::default(),
+            Some("software") => PmuConfig::software(),
+            Some(other) => {
+                return Err(crate::EnvError {
+                    variable: "PROFPOINT_PMU",
+                    value: other.to_owned(),
+                    expected: "1 or hardware (per-function hardware metrics), software (the CPU clock and page faults, no PMU needed), or 0",
+                });
+            }
+        };
         let num = |var: &'static str,
                    lo: u64,
                    hi: u64,
@@ -159,27 +218,22 @@ impl PmuConfig {
             "PROFPOINT_PMU_LONG",
             MIN_LONG_PERIOD,
             1 << 40,
-            "a long period in cycles between 1000000 and 2^40",
+            "a long period between 1000000 and 2^40 (cycles, or ns with PROFPOINT_PMU=software)",
         )? {
             c.long_period = n;
         }
-        if let Some(n) = num(
-            "PROFPOINT_PMU_WINDOW",
-            100,
-            1_000_000,
-            "a window in cycles between 100 and 1000000",
-        )? {
+        let (lo, what) = if c.clock == Event::TaskClock {
+            (
+                MIN_SOFTWARE_WINDOW,
+                "a window between 10000 and 1000000 ns (the kernel's software clock floor is 10 us)",
+            )
+        } else {
+            (100, "a window in cycles between 100 and 1000000")
+        };
+        if let Some(n) = num("PROFPOINT_PMU_WINDOW", lo, 1_000_000, what)? {
             c.window = n;
         }
-        match get("PROFPOINT_PMU").as_deref().map(str::trim) {
-            None | Some("") | Some("0") => Ok(None),
-            Some("1") => Ok(Some(c)),
-            Some(other) => Err(crate::EnvError {
-                variable: "PROFPOINT_PMU",
-                value: other.to_owned(),
-                expected: "1 (per-function hardware metrics) or 0",
-            }),
-        }
+        Ok(Some(c))
     }
 }
 
@@ -267,18 +321,19 @@ fn diagnose(e: io::Error) -> PmuError {
     }
 }
 
-/// Opens one hardware counter of thread `tid` (a sampling leader when `period > 0`).
-fn open_hw(
+/// Opens one counter of thread `tid` (a sampling leader when `period > 0`).
+fn open_event(
     tid: libc::pid_t,
-    ev: HwEvent,
+    ev: Event,
     period: u64,
     group: libc::c_int,
 ) -> io::Result<libc::c_int> {
     let leader = group < 0;
+    let (kind, config) = ev.kind();
     let attr = sys::PerfEventAttr {
-        kind: PERF_TYPE_HARDWARE,
+        kind,
         size: sys::PERF_ATTR_SIZE_VER0,
-        config: ev.config(),
+        config,
         sample_period: period,
         read_format: if leader { READ_FORMAT } else { 0 },
         flags: (if leader { sys::ATTR_DISABLED } else { 0 })
@@ -308,7 +363,12 @@ fn open_hw(
 
 /// Checks that this process may count hardware events (opens and closes a cycles counter).
 pub fn available() -> Result<(), PmuError> {
-    let fd = open_hw(0, HwEvent::Cycles, 0, -1).map_err(diagnose)?;
+    available_for(Event::Cycles)
+}
+
+/// Checks that this process may count `clock` (the leader of a mode).
+fn available_for(clock: Event) -> Result<(), PmuError> {
+    let fd = open_event(0, clock, 0, -1).map_err(diagnose)?;
     // SAFETY: a descriptor we just opened and own.
     unsafe { libc::close(fd) };
     Ok(())
@@ -323,11 +383,16 @@ pub struct Counters {
 
 impl Counters {
     /// Opens and enables the group on the calling thread.
-    pub fn open(events: &[HwEvent]) -> Result<Counters, PmuError> {
-        let leader = open_hw(0, HwEvent::Cycles, 0, -1).map_err(diagnose)?;
+    pub fn open(events: &[Event]) -> Result<Counters, PmuError> {
+        Counters::open_with(Event::Cycles, events)
+    }
+
+    /// Opens and enables a group led by `clock` (values: `clock` first, then `events`).
+    pub fn open_with(clock: Event, events: &[Event]) -> Result<Counters, PmuError> {
+        let leader = open_event(0, clock, 0, -1).map_err(diagnose)?;
         let mut c = Counters { fds: vec![leader] };
         for &e in events {
-            c.fds.push(open_hw(0, e, 0, leader).map_err(diagnose)?);
+            c.fds.push(open_event(0, e, 0, leader).map_err(diagnose)?);
         }
         // SAFETY: enabling a group we own; an integer argument.
         unsafe { libc::ioctl(leader, sys::PERF_EVENT_IOC_ENABLE as _, 0) };
@@ -392,6 +457,8 @@ struct Shared {
     records: Vec<[AtomicU64; 4 + MAX_MEMBERS + 1]>,
     next: AtomicUsize,
     dropped: AtomicU64,
+    /// Threads whose group was opened, over the whole run.
+    threads_seen: AtomicU64,
     nmembers: usize,
     /// Position of the instructions counter in the group (cycles are at 0), if counted.
     instructions_at: Option<usize>,
@@ -577,13 +644,32 @@ pub struct Calibration {
 
 /// Starts sampling every thread of the process.
 pub fn start(config: PmuConfig) -> Result<PmuSampler, PmuError> {
+    let unit = config.clock.unit();
     if config.long_period < MIN_LONG_PERIOD
         || config.window == 0
         || config.window >= config.long_period
     {
         return Err(PmuError::Config(format!(
-            "long period {} and window {}: expected a long period of at least {MIN_LONG_PERIOD} cycles and a shorter, non-zero window",
+            "long period {} and window {}: expected a long period of at least {MIN_LONG_PERIOD} {unit} and a shorter, non-zero window",
             config.long_period, config.window
+        )));
+    }
+    if !matches!(config.clock, Event::Cycles | Event::TaskClock) {
+        return Err(PmuError::Config(format!(
+            "clock {:?}: expected Cycles (hardware) or TaskClock (software)",
+            config.clock
+        )));
+    }
+    if config.clock == Event::TaskClock && config.window < MIN_SOFTWARE_WINDOW {
+        return Err(PmuError::Config(format!(
+            "window {} ns: the software clock cannot fire sooner than {MIN_SOFTWARE_WINDOW} ns",
+            config.window
+        )));
+    }
+    if config.events.contains(&config.clock) {
+        return Err(PmuError::Config(format!(
+            "{:?} is the leader: it cannot also be a member",
+            config.clock
         )));
     }
     if config.events.len() > MAX_MEMBERS {
@@ -592,7 +678,12 @@ pub fn start(config: PmuConfig) -> Result<PmuSampler, PmuError> {
             config.events.len()
         )));
     }
-    available()?;
+    available_for(config.clock)?;
+    for &e in &config.events {
+        if !e.is_software() {
+            available_for(e)?;
+        }
+    }
     if RUNNING.swap(true, Ordering::SeqCst) {
         return Err(PmuError::AlreadyRunning);
     }
@@ -610,11 +701,12 @@ pub fn start(config: PmuConfig) -> Result<PmuSampler, PmuError> {
         records: (0..RECORDS).map(|_| Default::default()).collect(),
         next: AtomicUsize::new(0),
         dropped: AtomicU64::new(0),
+        threads_seen: AtomicU64::new(0),
         nmembers: config.events.len(),
         instructions_at: config
             .events
             .iter()
-            .position(|e| *e == HwEvent::Instructions)
+            .position(|e| *e == Event::Instructions)
             .map(|i| i + 1),
         long: config.long_period,
         window: config.window,
@@ -723,10 +815,10 @@ fn release_slot(s: &Shared, fd: libc::c_int) {
 }
 
 fn open_group(config: &PmuConfig, s: &Shared, tid: libc::pid_t) -> Option<Vec<libc::c_int>> {
-    let leader = open_hw(tid, HwEvent::Cycles, config.long_period, -1).ok()?;
+    let leader = open_event(tid, config.clock, config.long_period, -1).ok()?;
     let mut fds = vec![leader];
     for &ev in &config.events {
-        match open_hw(tid, ev, 0, leader) {
+        match open_event(tid, ev, 0, leader) {
             Ok(fd) => fds.push(fd),
             Err(_) => {
                 for &fd in fds.iter().rev() {
@@ -768,20 +860,30 @@ fn open_group(config: &PmuConfig, s: &Shared, tid: libc::pid_t) -> Option<Vec<li
     }
     // SAFETY: REFRESH enables the group for one overflow; an integer argument.
     unsafe { libc::ioctl(leader, IOC_REFRESH as _, 1) };
+    // Relaxed: a tally read after the watcher is joined.
+    s.threads_seen.fetch_add(1, Ordering::Relaxed);
     Some(fds)
 }
 
-/// A loop of independent integer adds: no branch misses to speak of, no memory.
+/// A loop of integer adds: no branch misses to speak of, no memory but one stack slot.
 #[inline(never)]
 fn calibration_loop(iters: u64) -> u64 {
     let (mut a, mut b, mut c, mut d) = (1u64, 2u64, 3u64, 4u64);
     for i in 0..iters {
-        a = a.wrapping_add(i);
+        // The barrier keeps the optimiser from replacing the loop by its closed form (sums of
+        // polynomials): without it the loop takes no time and the windows land elsewhere.
+        a = std::hint::black_box(a.wrapping_add(i));
         b = b.wrapping_add(a);
         c = c.wrapping_add(b);
         d = d.wrapping_add(c);
     }
     std::hint::black_box(a ^ b ^ c ^ d)
+}
+
+/// Whether `pc` is in the calibration loop (it is small: a few hundred bytes).
+fn in_calibration_loop(pc: u64) -> bool {
+    let f = calibration_loop as fn(u64) -> u64 as usize as u64;
+    pc >= f && pc < f + 512
 }
 
 /// Runs the calibration loop on this thread for ~100 ms and measures the fixed extra counts of
@@ -795,9 +897,7 @@ fn calibrate(shared: *mut Shared) -> Calibration {
         calibration_loop(1_000_000);
     }
     let to = s.next.load(Ordering::Relaxed).min(RECORDS);
-    let f = calibration_loop as fn(u64) -> u64 as usize as u64;
-    // The loop is small: a window inside it starts and ends within a few hundred bytes.
-    let inside = |pc: u64| pc >= f && pc < f + 512;
+    let inside = in_calibration_loop;
     let windows: Vec<Window> = (from..to)
         .map(|i| load(s, i))
         .filter(|w| inside(w.start_pc) && inside(w.end_pc))
@@ -921,7 +1021,7 @@ impl PmuSampler {
             config: self.config.clone(),
             windows,
             calibration: self.calibration,
-            threads: nthreads as u64,
+            threads: s.threads_seen.load(Ordering::Relaxed),
             wall_seconds: self.started.elapsed().as_secs_f64(),
             warnings,
         }
@@ -947,7 +1047,7 @@ pub struct PmuProfile {
     pub windows: Vec<Window>,
     /// The fixed cost subtracted from every window.
     pub calibration: Calibration,
-    /// Threads sampled.
+    /// Threads sampled over the run (those that ended included).
     pub threads: u64,
     /// Wall seconds sampled.
     pub wall_seconds: f64,
@@ -970,29 +1070,35 @@ pub struct PmuRow {
     pub cm_per_ki: Option<f64>,
     /// Cache misses per cache reference, percent.
     pub cm_percent: Option<f64>,
-    /// Share of all credited cycles, percent.
-    pub cycles_percent: f64,
+    /// Share of all credited leader counts, percent: cycles in the hardware mode, CPU time in
+    /// the software mode.
+    pub clock_percent: f64,
     /// Share of all credited instructions, percent.
     pub instructions_percent: Option<f64>,
     /// Share of all credited branch misses, percent.
     pub branch_misses_percent: Option<f64>,
+    /// Page faults per millisecond of CPU time (the software mode).
+    pub page_faults_per_ms: Option<f64>,
 }
 
 /// Per-function hardware metrics, ranked by share of cycles.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PmuReport {
-    /// Windows recorded.
+    /// Windows recorded (the calibration's own left out).
     pub windows: u64,
     /// Windows whose start and end were in different functions (not credited).
     pub discarded: u64,
-    /// Long period and window, in cycles.
+    /// Windows whose leader counted more than twice the window and its fixed cost (the
+    /// overflow came late: not credited).
+    pub overlong: u64,
+    /// Long period and window, in the leader's unit (`events[0]`: cycles, or ns of CPU time).
     pub long_period: u64,
     /// See `long_period`.
     pub window: u64,
     /// The calibration subtracted from every window.
     pub calibration: Calibration,
-    /// Counters, in group order.
-    pub events: Vec<HwEvent>,
+    /// Counters, in group order: the leader first.
+    pub events: Vec<Event>,
     /// Warnings (multiplexing, throttling, dropped windows).
     pub warnings: Vec<String>,
     /// Rows, most cycles first.
@@ -1002,12 +1108,26 @@ pub struct PmuReport {
 impl PmuProfile {
     /// Credits windows to functions (symbolised from this process's mappings) and ranks them.
     pub fn report(&self, top: usize) -> PmuReport {
+        self.report_through(top, &[])
+    }
+
+    /// [`PmuProfile::report`], crediting code inside functions matching a `transparent` glob
+    /// (wrappers that run their callers' code as inlined closures, as profpoint's
+    /// `Point::__call_on` does) to the function the closure came from, as the heatmap's
+    /// report does (needs debuginfo).
+    pub fn report_through(&self, top: usize, transparent: &[String]) -> PmuReport {
         let (objects, segments) = crate::buckets::discover();
         let mut sym = Symbolizer::new(&objects);
         let mut name_of = |pc: u64| -> Option<String> {
             let seg = segments.iter().find(|s| pc >= s.start && pc < s.end)?;
             let r = sym.lookup(seg.object, pc);
-            (r.function != "[unknown]").then_some(r.function)
+            if r.function == "[unknown]" {
+                return None;
+            }
+            Some(
+                crate::report::through_wrappers(&mut sym, seg.object, pc, &r.function, transparent)
+                    .unwrap_or(r.function),
+            )
         };
         self.report_with(top, &mut name_of)
     }
@@ -1018,13 +1138,31 @@ impl PmuProfile {
         top: usize,
         name_of: &mut dyn FnMut(u64) -> Option<String>,
     ) -> PmuReport {
-        let mut events = vec![HwEvent::Cycles];
+        let mut events = vec![self.config.clock];
         events.extend(&self.config.events);
-        let pos = |e: HwEvent| events.iter().position(|x| *x == e);
+        let pos = |e: Event| events.iter().position(|x| *x == e);
         let mut per_fn: std::collections::HashMap<String, (u64, [f64; MAX_MEMBERS + 1])> =
             std::collections::HashMap::new();
         let mut discarded = 0;
-        for w in &self.windows {
+        let mut overlong = 0;
+        // A window whose leader counted far more than was asked for did not end when it
+        // should: the overflow was skipped (a software clock firing in the kernel, which
+        // user-only sampling ignores) or delayed. Its end pc says nothing about what ran in
+        // between, so it is not credited.
+        let asked = self.config.window as f64 * (1.0 + self.config.jitter.clamp(0.0, 0.5));
+        let limit = 2.0 * (asked + self.calibration.fixed[0]);
+        // The calibration's own windows are the sampler's work, not the program's.
+        let windows = self
+            .windows
+            .iter()
+            .filter(|w| !(in_calibration_loop(w.start_pc) && in_calibration_loop(w.end_pc)));
+        let mut recorded = 0;
+        for w in windows {
+            recorded += 1;
+            if w.deltas[0] as f64 > limit {
+                overlong += 1;
+                continue;
+            }
             let (Some(a), Some(b)) = (name_of(w.start_pc), name_of(w.end_pc)) else {
                 discarded += 1;
                 continue;
@@ -1042,15 +1180,15 @@ impl PmuProfile {
         let total = |k: usize| per_fn.values().map(|v| v.1[k]).sum::<f64>();
         let (tc, ti, tb) = (
             total(0),
-            pos(HwEvent::Instructions).map_or(0.0, total),
-            pos(HwEvent::BranchMisses).map_or(0.0, total),
+            pos(Event::Instructions).map_or(0.0, total),
+            pos(Event::BranchMisses).map_or(0.0, total),
         );
         let pct = |x: f64, t: f64| if t > 0.0 { 100.0 * x / t } else { 0.0 };
         let mut rows: Vec<PmuRow> = per_fn
             .into_iter()
             .map(|(symbol, (n, v))| {
-                let get = |e: HwEvent| pos(e).map(|k| v[k]);
-                let ins = get(HwEvent::Instructions);
+                let get = |e: Event| pos(e).map(|k| v[k]);
+                let ins = get(Event::Instructions);
                 let per_ki = |x: Option<f64>| match (x, ins) {
                     (Some(x), Some(i)) if i > 0.0 => Some(1000.0 * x / i),
                     _ => None,
@@ -1059,27 +1197,32 @@ impl PmuProfile {
                     symbol,
                     windows: n,
                     cpi: ins.filter(|i| *i > 0.0).map(|i| v[0] / i),
-                    bm_per_ki: per_ki(get(HwEvent::BranchMisses)),
-                    cm_per_ki: per_ki(get(HwEvent::CacheMisses)),
-                    cm_percent: match (get(HwEvent::CacheMisses), get(HwEvent::CacheReferences)) {
+                    bm_per_ki: per_ki(get(Event::BranchMisses)),
+                    cm_per_ki: per_ki(get(Event::CacheMisses)),
+                    cm_percent: match (get(Event::CacheMisses), get(Event::CacheReferences)) {
                         (Some(m), Some(r)) if r > 0.0 => Some(100.0 * m / r),
                         _ => None,
                     },
-                    cycles_percent: pct(v[0], tc),
+                    clock_percent: pct(v[0], tc),
                     instructions_percent: ins.map(|i| pct(i, ti)),
-                    branch_misses_percent: get(HwEvent::BranchMisses).map(|b| pct(b, tb)),
+                    branch_misses_percent: get(Event::BranchMisses).map(|b| pct(b, tb)),
+                    page_faults_per_ms: match (get(Event::PageFaults), get(Event::TaskClock)) {
+                        (Some(f), Some(ns)) if ns > 0.0 => Some(1e6 * f / ns),
+                        _ => None,
+                    },
                 }
             })
             .collect();
         rows.sort_by(|a, b| {
-            b.cycles_percent
-                .total_cmp(&a.cycles_percent)
+            b.clock_percent
+                .total_cmp(&a.clock_percent)
                 .then(a.symbol.cmp(&b.symbol))
         });
         rows.truncate(top);
         PmuReport {
-            windows: self.windows.len() as u64,
+            windows: recorded,
             discarded,
+            overlong,
             long_period: self.config.long_period,
             window: self.config.window,
             calibration: self.calibration,
@@ -1091,12 +1234,25 @@ impl PmuProfile {
 }
 
 impl PmuReport {
-    /// The seed's table: Symbol, #, CPI, BM/KI, CM/KI, %CM, %CY, %I, %BM, with a legend.
+    /// The seed's table: Symbol, #, CPI, BM/KI, CM/KI, %CM, %CY, %I, %BM, with a legend (in the
+    /// software mode: Symbol, #, %T, PF/ms). Columns the chosen events cannot fill show `-`.
     pub fn write_table(&self, w: &mut dyn Write) -> io::Result<()> {
+        let clock = self.events.first().copied().unwrap_or(Event::Cycles);
+        let software = clock == Event::TaskClock;
+        let unit = clock.unit();
         writeln!(
             w,
-            "Hardware metrics per function ({} windows of ~{} cycles every ~{} cycles; {} discarded: start and end in different functions)",
-            self.windows, self.window, self.long_period, self.discarded
+            "{} per function ({} windows of ~{} {unit} every ~{} {unit}; not credited: {} that began and ended in different functions, {} overlong)",
+            if software {
+                "Software-clock metrics"
+            } else {
+                "Hardware metrics"
+            },
+            self.windows,
+            self.window,
+            self.long_period,
+            self.discarded,
+            self.overlong
         )?;
         writeln!(
             w,
@@ -1122,39 +1278,58 @@ impl PmuReport {
             .max()
             .unwrap_or(6)
             .clamp(6, 60);
-        writeln!(
-            w,
-            "{:<sw$}  {:>7}  {:>6}  {:>6}  {:>6}  {:>6}  {:>6}  {:>6}  {:>6}",
-            "Symbol", "#", "CPI", "BM/KI", "CM/KI", "%CM", "%CY", "%I", "%BM"
-        )?;
-        for r in &self.rows {
-            let name: String = r.symbol.chars().take(sw).collect();
+        if software {
+            writeln!(w, "{:<sw$}  {:>7}  {:>6}  {:>8}", "Symbol", "#", "%T", "PF/ms")?;
+            for r in &self.rows {
+                let name: String = r.symbol.chars().take(sw).collect();
+                writeln!(
+                    w,
+                    "{:<sw$}  {:>7}  {:>6.2}  {:>8}",
+                    name,
+                    r.windows,
+                    r.clock_percent,
+                    opt(r.page_faults_per_ms, 2)
+                )?;
+            }
             writeln!(
                 w,
-                "{:<sw$}  {:>7}  {:>6}  {:>6}  {:>6}  {:>6}  {:>6.2}  {:>6}  {:>6}",
-                name,
-                r.windows,
-                opt(r.cpi, 2),
-                opt(r.bm_per_ki, 2),
-                opt(r.cm_per_ki, 2),
-                opt(r.cm_percent, 1),
-                r.cycles_percent,
-                opt(r.instructions_percent, 2),
-                opt(r.branch_misses_percent, 2),
+                "%T share of CPU time; PF/ms page faults per millisecond of CPU time (both over the windows credited)."
+            )?;
+        } else {
+            writeln!(
+                w,
+                "{:<sw$}  {:>7}  {:>6}  {:>6}  {:>6}  {:>6}  {:>6}  {:>6}  {:>6}",
+                "Symbol", "#", "CPI", "BM/KI", "CM/KI", "%CM", "%CY", "%I", "%BM"
+            )?;
+            for r in &self.rows {
+                let name: String = r.symbol.chars().take(sw).collect();
+                writeln!(
+                    w,
+                    "{:<sw$}  {:>7}  {:>6}  {:>6}  {:>6}  {:>6}  {:>6.2}  {:>6}  {:>6}",
+                    name,
+                    r.windows,
+                    opt(r.cpi, 2),
+                    opt(r.bm_per_ki, 2),
+                    opt(r.cm_per_ki, 2),
+                    opt(r.cm_percent, 1),
+                    r.clock_percent,
+                    opt(r.instructions_percent, 2),
+                    opt(r.branch_misses_percent, 2),
+                )?;
+            }
+            writeln!(
+                w,
+                "CPI cycles/instruction; BM/KI branch misses per 1000 instructions; CM/KI cache misses per 1000 instructions;"
+            )?;
+            writeln!(
+                w,
+                "%CM cache misses per cache reference; %CY %I %BM shares of cycles, instructions, branch misses. The generic"
+            )?;
+            writeln!(
+                w,
+                "cache events count the last level (or L2) on most CPUs, not L1D."
             )?;
         }
-        writeln!(
-            w,
-            "CPI cycles/instruction; BM/KI branch misses per 1000 instructions; CM/KI cache misses per 1000 instructions;"
-        )?;
-        writeln!(
-            w,
-            "%CM cache misses per cache reference; %CY %I %BM shares of cycles, instructions, branch misses. The generic"
-        )?;
-        writeln!(
-            w,
-            "cache events count the last level (or L2) on most CPUs, not L1D."
-        )?;
         for warning in &self.warnings {
             writeln!(w, "warning: {warning}")?;
         }
@@ -1213,7 +1388,12 @@ mod tests {
 
     fn profile(windows: Vec<Window>) -> PmuProfile {
         PmuProfile {
-            config: PmuConfig::default(),
+            // Windows of 5,000 cycles: with 10% jitter and the 1,000 fixed below, a window
+            // counting over 2 x 6,500 cycles is overlong.
+            config: PmuConfig {
+                window: 5_000,
+                ..PmuConfig::default()
+            },
             windows,
             calibration: Calibration {
                 windows: 10,
@@ -1254,9 +1434,11 @@ mod tests {
             win(0x1010, 0x2020, [4000, 2000, 0, 0, 0]),
             // unknown: discarded
             win(0x9000, 0x9000, [4000, 2000, 0, 0, 0]),
+            // in f, but the overflow came late: overlong, not credited
+            win(0x1010, 0x1020, [13_001, 2100, 900, 110, 12]),
         ]);
         let r = p.report_with(10, &mut names);
-        assert_eq!((r.windows, r.discarded), (5, 2));
+        assert_eq!((r.windows, r.discarded, r.overlong), (6, 2, 1));
         let f = r.rows.iter().find(|r| r.symbol == "f").unwrap();
         let g = r.rows.iter().find(|r| r.symbol == "g").unwrap();
         assert_eq!((f.windows, g.windows), (2, 1));
@@ -1269,19 +1451,24 @@ mod tests {
         // g: 8000 / 1000 = CPI 8, so g leads... by share of cycles f has 6000 vs g 8000.
         assert!((g.cpi.unwrap() - 8.0).abs() < 1e-9);
         assert_eq!(r.rows[0].symbol, "g");
-        assert!((g.cycles_percent - 100.0 * 8000.0 / 14000.0).abs() < 1e-9);
+        assert!((g.clock_percent - 100.0 * 8000.0 / 14000.0).abs() < 1e-9);
         let mut out = Vec::new();
         r.write_table(&mut out).unwrap();
         let text = String::from_utf8(out).unwrap();
         for col in ["Symbol", "CPI", "BM/KI", "CM/KI", "%CM", "%CY", "%I", "%BM"] {
             assert!(text.contains(col), "{col} in {text}");
         }
-        assert!(text.contains("2 discarded"), "{text}");
+        assert!(text.contains("2 that began and ended"), "{text}");
+        assert!(text.contains("1 overlong"), "{text}");
     }
 
     #[test]
     fn env_and_config_errors_name_the_value() {
-        let env = |k: &str| (k == "PROFPOINT_PMU_WINDOW").then(|| "7".to_string());
+        let env = |k: &str| match k {
+            "PROFPOINT_PMU" => Some("1".to_string()),
+            "PROFPOINT_PMU_WINDOW" => Some("7".to_string()),
+            _ => None,
+        };
         let e = PmuConfig::from_env_vars(env).unwrap_err();
         assert_eq!(
             e.to_string(),

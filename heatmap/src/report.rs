@@ -118,6 +118,31 @@ pub struct Report {
     pub rows: Vec<Row>,
 }
 
+/// When `function` (the symbol at `addr`) matches a `transparent` glob: the function the wrapper
+/// runs there. Wrappers run their callers' code as closures: this is the outermost inlined
+/// closure frame outside the wrappers, named after its enclosing function. `None` for code that
+/// is the wrapper's own (no such frame) and for functions that are not wrappers.
+pub(crate) fn through_wrappers(
+    sym: &mut Symbolizer,
+    object: usize,
+    addr: u64,
+    function: &str,
+    transparent: &[String],
+) -> Option<String> {
+    if !transparent.iter().any(|g| glob_match(g, function)) {
+        return None;
+    }
+    let mut name = sym
+        .source_info(object, addr)
+        .inlined
+        .into_iter()
+        .find(|f| f.ends_with("::{{closure}}") && !transparent.iter().any(|g| glob_match(g, f)))?;
+    while let Some(head) = name.strip_suffix("::{{closure}}") {
+        name.truncate(head.len());
+    }
+    Some(name)
+}
+
 impl Profile {
     /// Symbolises and ranks this profile. See the module docs.
     pub fn report(&self, opts: &ReportOptions) -> Report {
@@ -131,22 +156,11 @@ impl Profile {
             let mut r = sym.lookup_bucket(object, addr, size);
             let mut credited = false;
             if opts.by == By::Function
-                && opts.transparent.iter().any(|g| glob_match(g, &r.function))
+                && let Some(name) =
+                    through_wrappers(&mut sym, object, addr, &r.function, &opts.transparent)
             {
-                // Wrappers run their callers' code as closures: credit the outermost inlined
-                // closure frame outside the wrappers, named after its enclosing function.
-                // Samples in the wrapper's own code (no such frame) stay with the wrapper.
-                let inner = sym.source_info(object, addr).inlined.into_iter().find(|f| {
-                    f.ends_with("::{{closure}}")
-                        && !opts.transparent.iter().any(|g| glob_match(g, f))
-                });
-                if let Some(mut name) = inner {
-                    while let Some(head) = name.strip_suffix("::{{closure}}") {
-                        name.truncate(head.len());
-                    }
-                    r.function = name;
-                    credited = true;
-                }
+                r.function = name;
+                credited = true;
             }
             if opts.exclude.iter().any(|g| glob_match(g, &r.function)) {
                 excluded += n;

@@ -44,7 +44,7 @@ pub(crate) fn pmu_report(stop: bool) -> Option<heatmap::pmu::PmuReport> {
         return None;
     }
     let sampler = PMU.lock().unwrap_or_else(|e| e.into_inner()).take()?;
-    Some(sampler.stop().report(30))
+    Some(sampler.stop().report_through(30, &wrappers()))
 }
 
 fn sampler() -> std::sync::MutexGuard<'static, Option<heatmap::Sampler>> {
@@ -83,15 +83,20 @@ pub(crate) fn start(config: heatmap::Config) -> Result<(), heatmap::StartError> 
     Ok(())
 }
 
+/// `#[profile_point]` compiles an enabled function's body into an instance of
+/// `Point::__call_on`: both samplers credit its samples to the annotated function (needs
+/// debuginfo).
+fn wrappers() -> Vec<String> {
+    vec![
+        "profpoint::point::*".to_owned(),
+        "core::ops::function::*".to_owned(),
+    ]
+}
+
 /// How the heatmap section is shaped, from the environment.
 fn options() -> heatmap::ReportOptions {
     let mut opts = heatmap::ReportOptions {
-        // `#[profile_point]` compiles an enabled function's body into an instance of
-        // `Point::__call_on`: credit its samples to the annotated function (needs debuginfo).
-        transparent: vec![
-            "profpoint::point::*".to_owned(),
-            "core::ops::function::*".to_owned(),
-        ],
+        transparent: wrappers(),
         ..heatmap::ReportOptions::default()
     };
     if let Some(v) = env::var("PROFPOINT_HEATMAP_TOP") {

@@ -133,6 +133,39 @@ fn hardware_metrics_or_a_clear_reason_why_not() {
     }
 }
 
+/// PROFPOINT_PMU=software: the same alternating windows on the CPU clock, no PMU needed; the
+/// section is in the table and in the JSON, and the busy function leads it.
+#[cfg(feature = "heatmap")]
+fn software_clock_metrics_join_the_exit_report() {
+    let dir = std::env::temp_dir().join(format!("profpoint-pmu-sw-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("r.json");
+    let spec = format!("stderr,json:{}", json.display());
+    let o = run_child(
+        "child_busy",
+        &[("PROFPOINT_PMU", "software"), ("PROFPOINT_REPORT", &spec)],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let e = stderr(&o);
+    if e.contains("profpoint: PROFPOINT_PMU:") {
+        println!("SKIPPED software_clock_metrics_join_the_exit_report: {e}");
+        return;
+    }
+    assert!(e.contains("Software-clock metrics per function"), "{e}");
+    assert!(e.contains("PF/ms"), "{e}");
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    std::fs::remove_dir_all(&dir).ok();
+    let p = &v["pmu"];
+    assert_eq!(p["events"], serde_json::json!(["task-clock", "page-faults"]), "{p}");
+    // 300 ms of CPU with a window every ~5 ms: dozens of windows.
+    assert!(p["windows"].as_u64().unwrap() >= 20, "{p}");
+    // The loop runs inside profpoint's wrapper; the section credits it by name, as the
+    // heatmap's does.
+    let top = &p["rows"][0];
+    assert_eq!(top["symbol"], "exit_report::spin", "the busy loop leads: {p}");
+    assert!(top["clock_percent"].as_f64().unwrap() > 50.0, "{p}");
+}
+
 /// Stands in for `main` (the attribute works on any function; `main` is the one to mark).
 #[profpoint::main]
 fn entry() {
@@ -406,6 +439,14 @@ fn main() {
         "hardware_metrics_or_a_clear_reason_why_not",
         || {
             hardware_metrics_or_a_clear_reason_why_not();
+            Ok(())
+        },
+    ));
+    #[cfg(feature = "heatmap")]
+    tests.push(libtest_mimic::Trial::test(
+        "software_clock_metrics_join_the_exit_report",
+        || {
+            software_clock_metrics_join_the_exit_report();
             Ok(())
         },
     ));

@@ -1,0 +1,205 @@
+//! The alternating-window sampler's live path, run with the software clock (`TaskClock` leading,
+//! `PageFaults` counted), which works where no hardware PMU is exposed. The signal routing, the
+//! per-thread state machine, the calibration, the attribution by start and end function, the
+//! discards, thread churn and the stop order are the same code the hardware mode runs; only the
+//! events differ.
+//!
+//! The workload has a known character: `fault_pages` maps fresh memory and touches every page
+//! (one page fault per 4 KiB), `spin` computes in registers (no faults). The report must credit
+//! windows to both, give `fault_pages` a page-fault rate near the one counted around its calls,
+//! and give `spin` none.
+//!
+//! Each test runs in its own process under nextest; the sampler is one per process, so the tests
+//! here also take a lock.
+
+use heatmap::pmu::{self, Counters, Event, PmuConfig};
+use std::hint::black_box;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+const PAGE: usize = 4096;
+const CHUNK: usize = 16 << 20;
+
+/// Maps `CHUNK` bytes of fresh anonymous memory, writes all of it, unmaps it.
+#[inline(never)]
+fn fault_pages() -> u64 {
+    // SAFETY: an anonymous private mapping we own, written within its length, then unmapped.
+    unsafe {
+        let p = libc::mmap(
+            std::ptr::null_mut(),
+            CHUNK,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        );
+        assert_ne!(p, libc::MAP_FAILED);
+        // Every word of every page: the first write faults, the rest keep the function in
+        // user space long enough for windows to begin there (user-only sampling cannot begin
+        // one inside the kernel's fault handler).
+        let b = p as *mut u64;
+        for i in 0..CHUNK / 8 {
+            std::ptr::write_volatile(b.add(i), i as u64);
+        }
+        libc::munmap(p, CHUNK);
+    }
+    (CHUNK / PAGE) as u64
+}
+
+/// Integer work in registers: no memory, no faults.
+#[inline(never)]
+fn spin(iters: u64) -> u64 {
+    let (mut a, mut b) = (1u64, 2u64);
+    for i in 0..iters {
+        a = black_box(a.wrapping_mul(6364136223846793005).wrapping_add(i));
+        b = b.rotate_left(7) ^ a;
+    }
+    a ^ b
+}
+
+/// Runs both functions in turn for `d`; returns (ns, faults) counted around `fault_pages` by a
+/// counting group on this thread, the ground truth.
+fn workload(d: Duration, truth: Option<&Counters>) -> (u64, u64) {
+    let (mut ns, mut faults) = (0, 0);
+    let t = Instant::now();
+    while t.elapsed() < d {
+        let before = truth.map(Counters::read);
+        black_box(fault_pages());
+        if let (Some(c), Some(b)) = (truth, before) {
+            let a = c.read();
+            ns += a[0] - b[0];
+            faults += a[1] - b[1];
+        }
+        black_box(spin(1_500_000));
+    }
+    (ns, faults)
+}
+
+fn software_or_skip(test: &str) -> bool {
+    match Counters::open_with(Event::TaskClock, &[Event::PageFaults]) {
+        Ok(_) => true,
+        Err(e) => {
+            println!("SKIPPED {test}: software perf events are not available here: {e}");
+            false
+        }
+    }
+}
+
+#[test]
+fn software_windows_credit_page_faults_to_the_function_that_takes_them() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if !software_or_skip("software_windows_credit_page_faults_to_the_function_that_takes_them") {
+        return;
+    }
+    // Ground truth first, in the same process: faults per ms of CPU time inside fault_pages.
+    let truth = Counters::open_with(Event::TaskClock, &[Event::PageFaults]).unwrap();
+    let (ns, faults) = workload(Duration::from_millis(300), Some(&truth));
+    drop(truth);
+    let true_rate = 1e6 * faults as f64 / ns as f64;
+    assert!(
+        faults > 0,
+        "the ground truth counted no faults in fault_pages"
+    );
+
+    let config = PmuConfig {
+        long_period: 2_000_000,
+        window: 300_000,
+        ..PmuConfig::software()
+    };
+    let sampler = pmu::start(config).expect("the software mode starts");
+    workload(Duration::from_millis(2000), None);
+    let profile = sampler.stop();
+    let report = profile.report(20);
+    let mut text = Vec::new();
+    report.write_table(&mut text).unwrap();
+    let text = String::from_utf8(text).unwrap();
+    println!("{text}\nground truth in fault_pages: {true_rate:.1} faults/ms");
+
+    // Windows were recorded and credited; the calibration ran on its loop.
+    assert!(report.windows >= 100, "{text}");
+    assert!(report.discarded < report.windows, "{text}");
+    assert!(profile.calibration.windows > 0, "{text}");
+    assert!(text.contains("PF/ms"), "{text}");
+    let row = |name: &str| {
+        report
+            .rows
+            .iter()
+            .find(|r| r.symbol.ends_with(name))
+            .unwrap_or_else(|| panic!("no row for {name}:\n{text}"))
+    };
+    let (f, s) = (row("fault_pages"), row("spin"));
+    assert!(f.windows >= 5 && s.windows >= 5, "{text}");
+    let (fr, sr) = (f.page_faults_per_ms.unwrap(), s.page_faults_per_ms.unwrap());
+    // Generous bounds: the sampled rate is within a factor of three of the counted one, and
+    // spin's is near zero (counters are per thread; a window in spin can still see a fault from
+    // the stack or the loop's return into the next mapping, so not exactly zero).
+    assert!(
+        fr > true_rate / 3.0 && fr < true_rate * 3.0,
+        "fault_pages: sampled {fr:.1}/ms vs counted {true_rate:.1}/ms\n{text}"
+    );
+    assert!(sr < fr / 20.0, "spin: {sr:.2}/ms vs {fr:.1}/ms\n{text}");
+    // Both took real time: neither share is empty.
+    assert!(f.clock_percent > 5.0 && s.clock_percent > 5.0, "{text}");
+}
+
+#[test]
+fn software_mode_follows_threads_that_come_and_go() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if !software_or_skip("software_mode_follows_threads_that_come_and_go") {
+        return;
+    }
+    let sampler = pmu::start(PmuConfig {
+        long_period: 1_000_000,
+        window: 100_000,
+        ..PmuConfig::software()
+    })
+    .expect("the software mode starts");
+    // Churn: short-lived threads doing the workload, several generations, each long enough
+    // for the watcher (every 20 ms) to find it.
+    for _ in 0..6 {
+        let hs: Vec<_> = (0..3)
+            .map(|_| std::thread::spawn(|| workload(Duration::from_millis(80), None)))
+            .collect();
+        for h in hs {
+            h.join().expect("a worker finished");
+        }
+    }
+    let profile = sampler.stop();
+    let report = profile.report(20);
+    let mut text = Vec::new();
+    report.write_table(&mut text).unwrap();
+    let text = String::from_utf8(text).unwrap();
+    println!("{text}");
+    // Worker threads were sampled (the main thread only slept in join).
+    assert!(profile.threads > 3, "{} threads\n{text}", profile.threads);
+    assert!(
+        report.rows.iter().any(|r| r.symbol.ends_with("fault_pages")),
+        "{text}"
+    );
+    // After stop, the signal is back to its default and a new sampler can start.
+    let again = pmu::start(PmuConfig::software()).expect("a second sampler starts after stop");
+    drop(again);
+}
+
+#[test]
+fn software_mode_rejects_a_window_below_the_kernel_floor() {
+    let e = pmu::start(PmuConfig {
+        window: 5_000,
+        ..PmuConfig::software()
+    })
+    .unwrap_err();
+    assert!(e.to_string().contains("window 5000 ns"), "{e}");
+    let env = |k: &str| match k {
+        "PROFPOINT_PMU" => Some("software".to_string()),
+        "PROFPOINT_PMU_WINDOW" => Some("500".to_string()),
+        _ => None,
+    };
+    let e = PmuConfig::from_env_vars(env).unwrap_err().to_string();
+    assert!(e.contains("PROFPOINT_PMU_WINDOW=\"500\""), "{e}");
+    assert!(e.contains("10 us"), "{e}");
+    let bad = |k: &str| (k == "PROFPOINT_PMU").then(|| "sw".to_string());
+    let e = PmuConfig::from_env_vars(bad).unwrap_err().to_string();
+    assert!(e.contains("\"sw\"") && e.contains("software"), "{e}");
+}
