@@ -440,21 +440,23 @@ pub struct Window {
     pub start_pc: u64,
     /// pc where it ended.
     pub end_pc: u64,
-    /// Counter deltas over the window, in the group's order (cycles first).
+    /// Counter deltas over the window, in the group's order (the leader first).
     pub deltas: [u64; MAX_MEMBERS + 1],
-    /// Cycles and instructions over the long period before it (for the calibration).
-    pub long_cycles: u64,
-    /// See `long_cycles`.
-    pub long_instructions: u64,
+    /// Counter deltas over the long period before it, which ended at `start_pc`: what uniform
+    /// sampling at the long period would see (the calibration reads the loop's own IPC here).
+    pub long: [u64; MAX_MEMBERS + 1],
 }
 
 const SLOTS: usize = 1024;
-/// Windows kept: 2^18 x 80 bytes = 20 MiB, about 17 minutes of one busy thread at defaults.
-const RECORDS: usize = 1 << 18;
+/// Windows kept: 2^17 x 128 bytes = 16 MiB, about 20 minutes of one busy thread at the
+/// hardware defaults (~100 windows a second at 1e7 cycles and 1-2 GHz of user cycles).
+const RECORDS: usize = 1 << 17;
+/// A record: start pc, end pc, the long period's deltas, the window's deltas.
+const RECORD: usize = 2 + 2 * (MAX_MEMBERS + 1);
 
 struct Shared {
     slots: Vec<ThreadSlot>,
-    records: Vec<[AtomicU64; 4 + MAX_MEMBERS + 1]>,
+    records: Vec<[AtomicU64; RECORD]>,
     next: AtomicUsize,
     dropped: AtomicU64,
     /// Threads whose group was opened, over the whole run.
@@ -573,18 +575,14 @@ fn on_overflow(s: &Shared, fd: libc::c_int, pc: u64) {
         if let Some(rec) = s.records.get(i) {
             rec[0].store(slot.start_pc.load(Ordering::Relaxed), Ordering::Relaxed);
             rec[1].store(pc, Ordering::Relaxed);
-            let lc = slot.base[0]
-                .load(Ordering::Relaxed)
-                .wrapping_sub(slot.last_end[0].load(Ordering::Relaxed));
-            let li = s.instructions_at.map_or(0, |k| {
-                slot.base[k]
-                    .load(Ordering::Relaxed)
-                    .wrapping_sub(slot.last_end[k].load(Ordering::Relaxed))
-            });
-            rec[2].store(lc, Ordering::Relaxed);
-            rec[3].store(li, Ordering::Relaxed);
             for k in 0..=s.nmembers {
-                rec[4 + k].store(
+                rec[2 + k].store(
+                    slot.base[k]
+                        .load(Ordering::Relaxed)
+                        .wrapping_sub(slot.last_end[k].load(Ordering::Relaxed)),
+                    Ordering::Relaxed,
+                );
+                rec[2 + MAX_MEMBERS + 1 + k].store(
                     now[k].wrapping_sub(slot.base[k].load(Ordering::Relaxed)),
                     Ordering::Relaxed,
                 );
@@ -915,8 +913,10 @@ fn calibrate(shared: *mut Shared) -> Calibration {
     c.fixed[0] = (mean(0) - s.window as f64).max(0.0);
     // Instructions: observed minus what the loop's own IPC (from the long periods, where the
     // fixed cost is negligible) gives for the requested cycles.
-    let lc: f64 = windows.iter().map(|w| w.long_cycles as f64).sum();
-    let li: f64 = windows.iter().map(|w| w.long_instructions as f64).sum();
+    let lc: f64 = windows.iter().map(|w| w.long[0] as f64).sum();
+    let li: f64 = s
+        .instructions_at
+        .map_or(0.0, |k| windows.iter().map(|w| w.long[k] as f64).sum());
     let ipc = if lc > 0.0 { li / lc } else { 0.0 };
     for k in 1..=s.nmembers {
         c.fixed[k] = mean(k);
@@ -937,12 +937,11 @@ fn load(s: &Shared, i: usize) -> Window {
     let mut w = Window {
         start_pc: g(0),
         end_pc: g(1),
-        long_cycles: g(2),
-        long_instructions: g(3),
         ..Window::default()
     };
     for k in 0..=MAX_MEMBERS {
-        w.deltas[k] = g(4 + k);
+        w.long[k] = g(2 + k);
+        w.deltas[k] = g(2 + MAX_MEMBERS + 1 + k);
     }
     w
 }
@@ -1081,12 +1080,26 @@ pub struct PmuRow {
     pub page_faults_per_ms: Option<f64>,
 }
 
+/// How a report credited the counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Method {
+    /// The seed's method: a short window's deltas, when it began and ended in one function.
+    Windows,
+    /// The baseline: each long period's deltas, to the function where it ended.
+    UniformLongPeriod,
+}
+
 /// Per-function hardware metrics, ranked by share of cycles.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PmuReport {
-    /// Windows recorded (the calibration's own left out).
+    /// How the counts were credited.
+    pub method: Method,
+    /// Windows recorded (the calibration's own left out); with
+    /// [`Method::UniformLongPeriod`], long periods.
     pub windows: u64,
-    /// Windows whose start and end were in different functions (not credited).
+    /// Windows whose start and end were in different functions (not credited); with
+    /// [`Method::UniformLongPeriod`], long periods that ended in unknown code.
     pub discarded: u64,
     /// Windows whose leader counted more than twice the window and its fixed cost (the
     /// overflow came late: not credited).
@@ -1138,11 +1151,6 @@ impl PmuProfile {
         top: usize,
         name_of: &mut dyn FnMut(u64) -> Option<String>,
     ) -> PmuReport {
-        let mut events = vec![self.config.clock];
-        events.extend(&self.config.events);
-        let pos = |e: Event| events.iter().position(|x| *x == e);
-        let mut per_fn: std::collections::HashMap<String, (u64, [f64; MAX_MEMBERS + 1])> =
-            std::collections::HashMap::new();
         let mut discarded = 0;
         let mut overlong = 0;
         // A window whose leader counted far more than was asked for did not end when it
@@ -1151,30 +1159,115 @@ impl PmuProfile {
         // between, so it is not credited.
         let asked = self.config.window as f64 * (1.0 + self.config.jitter.clamp(0.0, 0.5));
         let limit = 2.0 * (asked + self.calibration.fixed[0]);
-        // The calibration's own windows are the sampler's work, not the program's.
-        let windows = self
-            .windows
-            .iter()
-            .filter(|w| !(in_calibration_loop(w.start_pc) && in_calibration_loop(w.end_pc)));
+        let mut credited = Vec::new();
         let mut recorded = 0;
-        for w in windows {
+        for w in self.program_windows() {
             recorded += 1;
             if w.deltas[0] as f64 > limit {
                 overlong += 1;
                 continue;
             }
-            let (Some(a), Some(b)) = (name_of(w.start_pc), name_of(w.end_pc)) else {
-                discarded += 1;
-                continue;
-            };
-            if a != b {
-                discarded += 1;
-                continue;
+            match (name_of(w.start_pc), name_of(w.end_pc)) {
+                (Some(a), Some(b)) if a == b => {
+                    let mut d = [0.0; MAX_MEMBERS + 1];
+                    for (k, x) in d.iter_mut().enumerate() {
+                        *x = (w.deltas[k] as f64 - self.calibration.fixed[k]).max(0.0);
+                    }
+                    credited.push((a, d));
+                }
+                _ => discarded += 1,
             }
-            let e = per_fn.entry(a).or_insert((0, [0.0; MAX_MEMBERS + 1]));
+        }
+        self.ranked(
+            Method::Windows,
+            recorded,
+            discarded,
+            overlong,
+            credited,
+            top,
+        )
+    }
+
+    /// What uniform sampling at the long period would report from the same run: each long
+    /// period's deltas credited to the function where it ended (the seed's baseline, which
+    /// smears every function towards the average). Same symbolisation as
+    /// [`PmuProfile::report_through`].
+    pub fn uniform_report_through(&self, top: usize, transparent: &[String]) -> PmuReport {
+        let (objects, segments) = crate::buckets::discover();
+        let mut sym = Symbolizer::new(&objects);
+        let mut name_of = |pc: u64| -> Option<String> {
+            let seg = segments.iter().find(|s| pc >= s.start && pc < s.end)?;
+            let r = sym.lookup(seg.object, pc);
+            if r.function == "[unknown]" {
+                return None;
+            }
+            Some(
+                crate::report::through_wrappers(&mut sym, seg.object, pc, &r.function, transparent)
+                    .unwrap_or(r.function),
+            )
+        };
+        self.uniform_report_with(top, &mut name_of)
+    }
+
+    /// [`PmuProfile::uniform_report_through`] with a given symboliser.
+    pub fn uniform_report_with(
+        &self,
+        top: usize,
+        name_of: &mut dyn FnMut(u64) -> Option<String>,
+    ) -> PmuReport {
+        let mut credited = Vec::new();
+        let (mut recorded, mut unknown) = (0, 0);
+        for w in self.program_windows() {
+            recorded += 1;
+            match name_of(w.start_pc) {
+                Some(f) => {
+                    let mut d = [0.0; MAX_MEMBERS + 1];
+                    for (x, v) in d.iter_mut().zip(w.long) {
+                        *x = v as f64;
+                    }
+                    credited.push((f, d));
+                }
+                None => unknown += 1,
+            }
+        }
+        self.ranked(
+            Method::UniformLongPeriod,
+            recorded,
+            unknown,
+            0,
+            credited,
+            top,
+        )
+    }
+
+    /// Windows of the program (the calibration loop's own left out: they are the sampler's
+    /// work).
+    fn program_windows(&self) -> impl Iterator<Item = &Window> {
+        self.windows
+            .iter()
+            .filter(|w| !(in_calibration_loop(w.start_pc) && in_calibration_loop(w.end_pc)))
+    }
+
+    /// Sums the credited deltas per function and ranks the functions by share of the leader.
+    fn ranked(
+        &self,
+        method: Method,
+        windows: u64,
+        discarded: u64,
+        overlong: u64,
+        credited: Vec<(String, [f64; MAX_MEMBERS + 1])>,
+        top: usize,
+    ) -> PmuReport {
+        let mut events = vec![self.config.clock];
+        events.extend(&self.config.events);
+        let pos = |e: Event| events.iter().position(|x| *x == e);
+        let mut per_fn: std::collections::HashMap<String, (u64, [f64; MAX_MEMBERS + 1])> =
+            std::collections::HashMap::new();
+        for (f, d) in credited {
+            let e = per_fn.entry(f).or_insert((0, [0.0; MAX_MEMBERS + 1]));
             e.0 += 1;
             for k in 0..events.len() {
-                e.1[k] += (w.deltas[k] as f64 - self.calibration.fixed[k]).max(0.0);
+                e.1[k] += d[k];
             }
         }
         let total = |k: usize| per_fn.values().map(|v| v.1[k]).sum::<f64>();
@@ -1220,7 +1313,8 @@ impl PmuProfile {
         });
         rows.truncate(top);
         PmuReport {
-            windows: recorded,
+            method,
+            windows,
             discarded,
             overlong,
             long_period: self.config.long_period,
@@ -1240,20 +1334,23 @@ impl PmuReport {
         let clock = self.events.first().copied().unwrap_or(Event::Cycles);
         let software = clock == Event::TaskClock;
         let unit = clock.unit();
-        writeln!(
-            w,
-            "{} per function ({} windows of ~{} {unit} every ~{} {unit}; not credited: {} that began and ended in different functions, {} overlong)",
-            if software {
-                "Software-clock metrics"
-            } else {
-                "Hardware metrics"
-            },
-            self.windows,
-            self.window,
-            self.long_period,
-            self.discarded,
-            self.overlong
-        )?;
+        let what = if software {
+            "Software-clock metrics"
+        } else {
+            "Hardware metrics"
+        };
+        match self.method {
+            Method::Windows => writeln!(
+                w,
+                "{what} per function ({} windows of ~{} {unit} every ~{} {unit}; not credited: {} that began and ended in different functions, {} overlong)",
+                self.windows, self.window, self.long_period, self.discarded, self.overlong
+            )?,
+            Method::UniformLongPeriod => writeln!(
+                w,
+                "{what} per function by uniform sampling at the long period (the baseline, from the same run: {} periods of ~{} {unit}, each credited to the function where it ended; {} in unknown code)",
+                self.windows, self.long_period, self.discarded
+            )?,
+        }
         writeln!(
             w,
             "calibration: {} windows; subtracted per window: {}",
@@ -1279,7 +1376,11 @@ impl PmuReport {
             .unwrap_or(6)
             .clamp(6, 60);
         if software {
-            writeln!(w, "{:<sw$}  {:>7}  {:>6}  {:>8}", "Symbol", "#", "%T", "PF/ms")?;
+            writeln!(
+                w,
+                "{:<sw$}  {:>7}  {:>6}  {:>8}",
+                "Symbol", "#", "%T", "PF/ms"
+            )?;
             for r in &self.rows {
                 let name: String = r.symbol.chars().take(sw).collect();
                 writeln!(

@@ -142,6 +142,34 @@ fn software_windows_credit_page_faults_to_the_function_that_takes_them() {
     assert!(sr < fr / 20.0, "spin: {sr:.2}/ms vs {fr:.1}/ms\n{text}");
     // Both took real time: neither share is empty.
     assert!(f.clock_percent > 5.0 && s.clock_percent > 5.0, "{text}");
+
+    // The seed's baseline from the same run: uniform sampling at the long period credits each
+    // period's faults to the function where it ended, so spin is charged with faults that
+    // fault_pages took (smearing), which the windows do not do.
+    let uniform = profile.uniform_report_through(20, &[]);
+    let mut utext = Vec::new();
+    uniform.write_table(&mut utext).unwrap();
+    let utext = String::from_utf8(utext).unwrap();
+    println!("{utext}");
+    let urow = |name: &str| {
+        uniform
+            .rows
+            .iter()
+            .find(|r| r.symbol.ends_with(name))
+            .unwrap_or_else(|| panic!("no uniform row for {name}:\n{utext}"))
+    };
+    let (uf, us) = (urow("fault_pages"), urow("spin"));
+    let (ufr, usr) = (
+        uf.page_faults_per_ms.unwrap(),
+        us.page_faults_per_ms.unwrap(),
+    );
+    println!(
+        "faults/ms, truth {true_rate:.1} in fault_pages and 0 in spin: windows {fr:.1} and {sr:.2}, uniform {ufr:.1} and {usr:.1}"
+    );
+    assert!(
+        usr > 10.0 * sr.max(0.1),
+        "uniform smears faults into spin: {utext}"
+    );
 }
 
 #[test]
@@ -175,7 +203,10 @@ fn software_mode_follows_threads_that_come_and_go() {
     // Worker threads were sampled (the main thread only slept in join).
     assert!(profile.threads > 3, "{} threads\n{text}", profile.threads);
     assert!(
-        report.rows.iter().any(|r| r.symbol.ends_with("fault_pages")),
+        report
+            .rows
+            .iter()
+            .any(|r| r.symbol.ends_with("fault_pages")),
         "{text}"
     );
     // After stop, the signal is back to its default and a new sampler can start.

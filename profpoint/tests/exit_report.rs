@@ -156,13 +156,20 @@ fn software_clock_metrics_join_the_exit_report() {
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     std::fs::remove_dir_all(&dir).ok();
     let p = &v["pmu"];
-    assert_eq!(p["events"], serde_json::json!(["task-clock", "page-faults"]), "{p}");
+    assert_eq!(
+        p["events"],
+        serde_json::json!(["task-clock", "page-faults"]),
+        "{p}"
+    );
     // 300 ms of CPU with a window every ~5 ms: dozens of windows.
     assert!(p["windows"].as_u64().unwrap() >= 20, "{p}");
     // The loop runs inside profpoint's wrapper; the section credits it by name, as the
     // heatmap's does.
     let top = &p["rows"][0];
-    assert_eq!(top["symbol"], "exit_report::spin", "the busy loop leads: {p}");
+    assert_eq!(
+        top["symbol"], "exit_report::spin",
+        "the busy loop leads: {p}"
+    );
     assert!(top["clock_percent"].as_f64().unwrap() > 50.0, "{p}");
 }
 

@@ -1,0 +1,128 @@
+//! What the alternating-window sampler costs, beside uniform sampling, measured by interleaving
+//! rounds of one CPU-bound workload under each configuration (so a neighbour's load on this
+//! two-core machine hits all of them alike):
+//!
+//! - no sampler (the baseline);
+//! - the windows in the software mode at its defaults (a 200 us window every ~5 ms of CPU);
+//! - the windows in the hardware mode at its defaults, where a PMU exists;
+//! - uniform sampling (the heatmap's perf task-clock source) at the window's rate, 5 kHz:
+//!   the short period that would give every sample a window's resolution;
+//! - uniform sampling at the long period's rate, 200 Hz.
+//!
+//! For each: the median time per workload call, the overhead against no sampler, and the
+//! signals taken per second of CPU (two per window: its start and its end).
+//!
+//! Run: `cargo bench -p heatmap --bench pmu_interleaved` (optionally `-- ROUNDS`).
+
+use heatmap::pmu::{self, PmuConfig};
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+#[path = "shared/workload.rs"]
+mod workload;
+use workload::workload;
+
+#[derive(Clone, Copy, Debug)]
+enum Setup {
+    None,
+    Windows(&'static str),
+    Uniform(u32),
+}
+
+enum Running {
+    None,
+    Windows(pmu::PmuSampler),
+    Uniform(heatmap::Sampler),
+}
+
+fn start(s: Setup) -> Running {
+    match s {
+        Setup::None => Running::None,
+        Setup::Windows(mode) => {
+            let config = if mode == "software" {
+                PmuConfig::software()
+            } else {
+                PmuConfig::default()
+            };
+            Running::Windows(pmu::start(config).expect("checked before the rounds"))
+        }
+        Setup::Uniform(hz) => Running::Uniform(
+            heatmap::start(
+                heatmap::Config::new()
+                    .hz(hz)
+                    .source(heatmap::Source::PerfTaskClock),
+            )
+            .expect("uniform sampling (this bench needs perf_event_open)"),
+        ),
+    }
+}
+
+/// Stops the sampler; returns the signals it took.
+fn stop(r: Running) -> u64 {
+    match r {
+        Running::None => 0,
+        Running::Windows(s) => {
+            // The calibration's windows ran before the timed rounds: not counted.
+            let p = s.stop();
+            2 * (p.windows.len() as u64).saturating_sub(p.calibration.windows)
+        }
+        Running::Uniform(s) => s.stop().total_samples(),
+    }
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() {
+    let rounds: usize = std::env::args()
+        .skip(1)
+        .find_map(|a| a.parse().ok())
+        .unwrap_or(15);
+    let buf: Vec<u8> = (0..65536u32).map(|i| (i * 2_654_435_761) as u8).collect();
+    let mut setups = vec![Setup::None, Setup::Windows("software")];
+    match pmu::available() {
+        Ok(()) => setups.push(Setup::Windows("hardware")),
+        Err(e) => println!("hardware mode not measured: {e}"),
+    }
+    setups.extend([Setup::Uniform(5000), Setup::Uniform(200)]);
+    let n = setups.len();
+    let mut per_call: Vec<Vec<f64>> = vec![Vec::new(); n];
+    let mut signals = vec![0u64; n];
+    let mut cpu = vec![0f64; n];
+    let d = Duration::from_millis(400);
+    for _ in 0..rounds {
+        for (i, &s) in setups.iter().enumerate() {
+            let running = start(s);
+            let t = Instant::now();
+            let mut calls = 0u64;
+            while t.elapsed() < d {
+                black_box(workload(black_box(&buf)));
+                calls += 1;
+            }
+            let el = t.elapsed().as_secs_f64();
+            signals[i] += stop(running);
+            per_call[i].push(el / calls as f64);
+            cpu[i] += el;
+        }
+    }
+    let base = median(&per_call[0]);
+    println!("interleaved: {rounds} rounds of {d:?} per configuration");
+    println!("no sampler: {:.1} us per workload call", base * 1e6);
+    for i in 1..n {
+        let m = median(&per_call[i]);
+        let name = match setups[i] {
+            Setup::None => unreachable!(),
+            Setup::Windows(mode) => format!("windows, {mode} defaults"),
+            Setup::Uniform(hz) => format!("uniform task-clock at {hz} Hz"),
+        };
+        println!(
+            "{name}: {:.1} us per call, overhead {:+.2}%, {:.0} signals per CPU second",
+            m * 1e6,
+            (m / base - 1.0) * 100.0,
+            signals[i] as f64 / cpu[i],
+        );
+    }
+}
