@@ -1266,8 +1266,8 @@ impl PmuProfile {
         for (f, d) in credited {
             let e = per_fn.entry(f).or_insert((0, [0.0; MAX_MEMBERS + 1]));
             e.0 += 1;
-            for k in 0..events.len() {
-                e.1[k] += d[k];
+            for (sum, x) in e.1.iter_mut().zip(d).take(events.len()) {
+                *sum += x;
             }
         }
         let total = |k: usize| per_fn.values().map(|v| v.1[k]).sum::<f64>();
