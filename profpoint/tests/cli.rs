@@ -210,3 +210,130 @@ fn compare_repeated_runs_tests_run_to_run_noise() {
         "{err}"
     );
 }
+
+/// A deterministic xorshift stream: the fuzz cases below are the same on every run, so a
+/// failure names a case that can be replayed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+/// One mutation of a valid report's text: a value replaced by an extreme or a wrong type, a
+/// field dropped, a byte flipped, the text cut short, a point repeated, a strange name.
+fn mutate(text: &str, rng: &mut Rng) -> String {
+    const VALUES: [&str; 12] = [
+        "0",
+        "1",
+        "18446744073709551615",
+        "18446744073709551616",
+        "-1",
+        "1e308",
+        "0.5",
+        "\"12\"",
+        "null",
+        "[]",
+        "{}",
+        "true",
+    ];
+    let mut s = text.to_string();
+    match rng.below(6) {
+        0 => {
+            // Replace the value after a random key.
+            let keys: Vec<usize> = s.match_indices("\":").map(|(i, _)| i + 2).collect();
+            let at = keys[rng.below(keys.len())];
+            let end = s[at..].find([',', '}']).map_or(s.len(), |e| at + e);
+            s.replace_range(at..end, VALUES[rng.below(VALUES.len())]);
+        }
+        1 => {
+            // Drop a "key":value pair.
+            let keys: Vec<usize> = s.match_indices(",\"").map(|(i, _)| i).collect();
+            if let Some(&at) = keys.get(rng.below(keys.len().max(1))) {
+                let end = s[at + 1..].find([',', '}']).map_or(s.len(), |e| at + 1 + e);
+                s.replace_range(at..end, "");
+            }
+        }
+        2 => {
+            // Flip one byte (kept valid UTF-8 by staying in ASCII).
+            let mut b = s.into_bytes();
+            let i = rng.below(b.len());
+            b[i] = b' ' + (rng.next() % 95) as u8;
+            s = String::from_utf8(b).unwrap();
+        }
+        3 => {
+            let cut = rng.below(s.len());
+            s.truncate(cut);
+        }
+        4 => {
+            // The same point twice.
+            if let (Some(a), Some(b)) = (s.find("{\"name\""), s.rfind('}')) {
+                let first_end = s[a..].find('}').map_or(b, |e| a + e + 1);
+                let p = s[a..first_end].to_string();
+                s.insert_str(first_end, &format!(",{p}"));
+            }
+        }
+        _ => {
+            let names = ["", "é\u{301}名前", "\\u0000", &"x".repeat(5000), "a\\nb"];
+            s = s.replacen(
+                "\"slow\"",
+                &format!("\"{}\"", names[rng.below(names.len())]),
+                1,
+            );
+        }
+    }
+    s
+}
+
+/// Fuzzed reports: whatever the bytes, the command answers with a table (exit 0 or 1) or one
+/// clear error naming the file (exit 2), never a panic, and never prints NaN or infinity.
+#[test]
+fn fuzzed_reports_never_crash_the_command() {
+    let d = dir();
+    let base = synthetic(&[("slow", 1000, 50, 500), ("fast", 10, 1, 100_000)]);
+    let base_path = d.join("fuzz-base.json");
+    std::fs::write(&base_path, &base).unwrap();
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    let (mut answered, mut refused) = (0, 0);
+    for case in 0..300 {
+        let mut text = base.clone();
+        for _ in 0..1 + rng.below(3) {
+            text = mutate(&text, &mut rng);
+        }
+        let path = d.join(format!("fuzz-{case}.json"));
+        std::fs::write(&path, &text).unwrap();
+        let p = path.to_str().unwrap();
+        for args in [
+            vec!["report", p],
+            vec!["compare", base_path.to_str().unwrap(), p],
+            vec!["compare", p, p, "--", base_path.to_str().unwrap(), p],
+        ] {
+            let (code, out, err) = profpoint(&args);
+            let what = format!("case {case} {args:?}\ninput: {text}\nstdout: {out}\nstderr: {err}");
+            assert!(!err.contains("panicked"), "{what}");
+            assert!(matches!(code, 0..=2), "{what}");
+            let lower = out.to_lowercase();
+            assert!(!lower.contains("nan") && !lower.contains("inf"), "{what}");
+            if code == 2 {
+                assert!(err.starts_with("profpoint: "), "{what}");
+                assert!(err.contains(&format!("fuzz-{case}.json")), "{what}");
+                refused += 1;
+            } else {
+                answered += 1;
+            }
+        }
+    }
+    // Both outcomes were exercised: the fuzzing reached the tables, not only the parser.
+    assert!(
+        answered > 20 && refused > 20,
+        "{answered} answered, {refused} refused"
+    );
+    std::fs::remove_dir_all(&d).ok();
+}
