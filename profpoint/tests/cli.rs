@@ -222,8 +222,9 @@ impl Rng {
         self.0 ^= self.0 << 17;
         self.0
     }
+    /// A number below `n` (0 when `n` is 0).
     fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
+        (self.next() % n.max(1) as u64) as usize
     }
 }
 
@@ -249,27 +250,35 @@ fn mutate(text: &str, rng: &mut Rng) -> String {
         0 => {
             // Replace the value after a random key.
             let keys: Vec<usize> = s.match_indices("\":").map(|(i, _)| i + 2).collect();
-            let at = keys[rng.below(keys.len())];
-            let end = s[at..].find([',', '}']).map_or(s.len(), |e| at + e);
-            s.replace_range(at..end, VALUES[rng.below(VALUES.len())]);
+            if let Some(&at) = keys.get(rng.below(keys.len())) {
+                let end = s[at..].find([',', '}']).map_or(s.len(), |e| at + e);
+                s.replace_range(at..end, VALUES[rng.below(VALUES.len())]);
+            }
         }
         1 => {
             // Drop a "key":value pair.
             let keys: Vec<usize> = s.match_indices(",\"").map(|(i, _)| i).collect();
-            if let Some(&at) = keys.get(rng.below(keys.len().max(1))) {
+            if let Some(&at) = keys.get(rng.below(keys.len())) {
                 let end = s[at + 1..].find([',', '}']).map_or(s.len(), |e| at + 1 + e);
                 s.replace_range(at..end, "");
             }
         }
         2 => {
-            // Flip one byte (kept valid UTF-8 by staying in ASCII).
-            let mut b = s.into_bytes();
-            let i = rng.below(b.len());
-            b[i] = b' ' + (rng.next() % 95) as u8;
-            s = String::from_utf8(b).unwrap();
+            // Replace one ASCII byte by another, so the text stays valid UTF-8.
+            let ascii: Vec<usize> = (0..s.len())
+                .filter(|&i| s.as_bytes()[i].is_ascii())
+                .collect();
+            if let Some(&i) = ascii.get(rng.below(ascii.len())) {
+                let mut b = s.into_bytes();
+                b[i] = b' ' + (rng.next() % 95) as u8;
+                s = String::from_utf8(b).unwrap();
+            }
         }
         3 => {
-            let cut = rng.below(s.len());
+            let mut cut = rng.below(s.len());
+            while !s.is_char_boundary(cut) {
+                cut -= 1;
+            }
             s.truncate(cut);
         }
         4 => {
