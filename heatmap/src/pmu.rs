@@ -716,8 +716,8 @@ pub fn start(config: PmuConfig) -> Result<PmuSampler, PmuError> {
     act.sa_sigaction =
         handler as extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) as usize;
     act.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART | libc::SA_ONSTACK;
-    // SAFETY: `act.sa_mask` is a valid sigset to initialise.
-    unsafe { libc::sigemptyset(&mut act.sa_mask) };
+    // Nothing nests on our frame in the small alternate stack (see `sys::handler_mask`).
+    act.sa_mask = sys::handler_mask();
     // SAFETY: as above.
     let mut previous: libc::sigaction = unsafe { std::mem::zeroed() };
     // SAFETY: valid pointers to sigaction values.

@@ -42,7 +42,8 @@
 //! program after we are gone. The handler is installed with `SA_RESTART` (restartable system
 //! calls such as `read` restart transparently), `SA_SIGINFO` (to get the `ucontext_t`) and
 //! `SA_ONSTACK` (a thread running on its alternate signal stack, or near its guard page, is not
-//! pushed over the edge by our frame).
+//! pushed over the edge by our frame), and with every other signal but the synchronous faults
+//! blocked while it runs, so none nests on our frame in that small stack (`sys::handler_mask`).
 
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 
@@ -122,8 +123,7 @@ pub(crate) fn install() -> Result<Previous, StartError> {
         as extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void)
         as libc::sighandler_t;
     new.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART | libc::SA_ONSTACK;
-    // SAFETY: sa_mask is a valid sigset_t to initialise.
-    unsafe { libc::sigemptyset(&mut new.sa_mask) };
+    new.sa_mask = crate::sys::handler_mask();
     // SAFETY: as for `new`.
     let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
     // SAFETY: both pointers are to live sigaction values; SIGPROF is a valid signal.

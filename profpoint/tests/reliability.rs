@@ -1,0 +1,233 @@
+//! The reliability campaign's storm: everything profpoint does, at once, under a flood of
+//! signals, and nothing lost or corrupted.
+//!
+//! Worker threads (born and dying in generations: thread churn) call profiled functions and
+//! fire a tracepoint, computing a checksum as they go. Meanwhile:
+//! - the heatmap samples every thread at 4 kHz (SIGPROF),
+//! - the software-clock hardware-metrics mode runs its windows (a real-time signal),
+//! - a storm thread sends SIGUSR1 to every worker as fast as it can (`tgkill`), whose handler
+//!   counts deliveries, interrupting the workers inside points and tracepoint hooks,
+//! - a prober thread registers and unregisters a second probe on the tracepoint in a loop,
+//! - a reader thread takes snapshots.
+//!
+//! Then: every point's count is exact, the permanent probe saw every firing, the tracepoint's
+//! hit count is exact, the churned probe saw no more than that, the workers' checksums are
+//! exact (the program's own results are untouched), and the storm really happened.
+//!
+//! It needs the samplers (feature `heatmap`, on by default).
+#![cfg(feature = "heatmap")]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+profpoint::tracepoint!(fn storm_event(x: u64));
+
+#[profpoint::profile_point]
+#[inline(never)]
+fn mix(x: u64) -> u64 {
+    let mut h = x;
+    for _ in 0..20 {
+        h = h.wrapping_mul(0x0000_0100_0000_01b3) ^ (h >> 29);
+    }
+    h
+}
+
+#[profpoint::profile_point]
+#[inline(never)]
+fn outer(x: u64) -> u64 {
+    let h = mix(x);
+    trace_storm_event(h);
+    mix(h)
+}
+
+/// The same arithmetic without profpoint: the expected checksum.
+fn plain(x: u64) -> u64 {
+    let m = |x: u64| {
+        let mut h = x;
+        for _ in 0..20 {
+            h = h.wrapping_mul(0x0000_0100_0000_01b3) ^ (h >> 29);
+        }
+        h
+    };
+    m(m(x))
+}
+
+static DELIVERED: AtomicU64 = AtomicU64::new(0);
+
+extern "C" fn on_usr1(_: libc::c_int) {
+    // Relaxed: a tally read after the storm. An atomic add is async-signal-safe.
+    DELIVERED.fetch_add(1, Ordering::Relaxed);
+}
+
+fn point(name: &str) -> profpoint::PointReport {
+    profpoint::snapshot()
+        .points
+        .into_iter()
+        .find(|p| p.name == name)
+        .unwrap_or_else(|| panic!("no point {name}"))
+}
+
+#[test]
+fn a_signal_storm_with_thread_and_probe_churn_loses_nothing() {
+    // SAFETY: installing a handler that only does an atomic add; SA_RESTART so the workers'
+    // own system calls (thread creation, joins) are not failed by it.
+    unsafe {
+        let mut act: libc::sigaction = std::mem::zeroed();
+        act.sa_sigaction = on_usr1 as extern "C" fn(libc::c_int) as usize;
+        act.sa_flags = libc::SA_RESTART;
+        libc::sigemptyset(&mut act.sa_mask);
+        assert_eq!(
+            libc::sigaction(libc::SIGUSR1, &act, std::ptr::null_mut()),
+            0
+        );
+    }
+    let heatmap = profpoint::start_heatmap(heatmap::Config::new().hz(4000));
+    if let Err(e) = &heatmap {
+        println!("note: the heatmap could not start ({e}); the storm runs without it");
+    }
+    let pmu = heatmap::pmu::start(heatmap::pmu::PmuConfig {
+        long_period: 1_000_000,
+        window: 50_000,
+        ..heatmap::pmu::PmuConfig::software()
+    });
+    if let Err(e) = &pmu {
+        println!(
+            "note: the software-clock windows could not start ({e}); the storm runs without them"
+        );
+    }
+
+    let seen = Arc::new(AtomicU64::new(0));
+    let s = seen.clone();
+    let permanent = register_trace_storm_event(move |_| {
+        s.fetch_add(1, Ordering::Relaxed);
+    });
+    let stop = Arc::new(AtomicBool::new(false));
+    let live_tids = Arc::new(std::sync::Mutex::new(Vec::<libc::pid_t>::new()));
+
+    let churned_seen = Arc::new(AtomicU64::new(0));
+    let prober = {
+        let (stop, churned_seen) = (stop.clone(), churned_seen.clone());
+        std::thread::spawn(move || {
+            let mut cycles = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                let c = churned_seen.clone();
+                let h = register_trace_storm_event(move |_| {
+                    c.fetch_add(1, Ordering::Relaxed);
+                });
+                std::thread::yield_now();
+                h.unregister();
+                cycles += 1;
+            }
+            cycles
+        })
+    };
+    let storm = {
+        let (stop, live_tids) = (stop.clone(), live_tids.clone());
+        std::thread::spawn(move || {
+            // SAFETY: getpid has no preconditions.
+            let pid = unsafe { libc::getpid() };
+            let mut sent = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                let tids = live_tids.lock().unwrap().clone();
+                for tid in tids {
+                    // SAFETY: SIGUSR1 to a thread of this process, whose handler is
+                    // installed; a thread that already exited makes tgkill fail with ESRCH
+                    // (its id is not reused while we hold it only for microseconds).
+                    if unsafe { libc::syscall(libc::SYS_tgkill, pid, tid, libc::SIGUSR1) } == 0 {
+                        sent += 1;
+                    }
+                }
+                std::thread::yield_now();
+            }
+            sent
+        })
+    };
+    let snapshots = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut n = 0u64;
+            let mut last = 0;
+            while !stop.load(Ordering::Relaxed) {
+                let nr = point("reliability::outer").nr;
+                assert!(nr >= last, "a snapshot went backwards: {nr} after {last}");
+                last = nr;
+                n += 1;
+                std::thread::sleep(Duration::from_millis(3));
+            }
+            n
+        })
+    };
+
+    let (mut calls, mut checksum, mut expected) = (0u64, 0u64, 0u64);
+    let t = Instant::now();
+    let mut generation = 0u64;
+    while t.elapsed() < Duration::from_millis(1500) {
+        let workers: Vec<_> = (0..3)
+            .map(|w| {
+                let live_tids = live_tids.clone();
+                std::thread::spawn(move || {
+                    // SAFETY: gettid has no preconditions.
+                    let tid = unsafe { libc::syscall(libc::SYS_gettid) } as libc::pid_t;
+                    live_tids.lock().unwrap().push(tid);
+                    let (mut n, mut sum) = (0u64, 0u64);
+                    let start = Instant::now();
+                    while start.elapsed() < Duration::from_millis(60) {
+                        let x = generation * 1_000_003 + w * 7919 + n;
+                        sum = sum.wrapping_add(outer(x));
+                        n += 1;
+                    }
+                    live_tids.lock().unwrap().retain(|&t| t != tid);
+                    (n, sum, generation, w)
+                })
+            })
+            .collect();
+        for h in workers {
+            let (n, sum, g, w) = h.join().expect("a worker survived the storm");
+            calls += n;
+            checksum = checksum.wrapping_add(sum);
+            for i in 0..n {
+                expected = expected.wrapping_add(plain(g * 1_000_003 + w * 7919 + i));
+            }
+        }
+        generation += 1;
+    }
+    stop.store(true, Ordering::Relaxed);
+    let probe_cycles = prober.join().unwrap();
+    let sent = storm.join().unwrap();
+    let reads = snapshots.join().unwrap();
+    drop(permanent);
+    if let Ok(p) = pmu {
+        let windows = p.stop().windows.len();
+        println!("software-clock windows during the storm: {windows}");
+    }
+    let samples = heatmap
+        .is_ok()
+        .then(|| profpoint::snapshot().heatmap.map_or(0, |h| h.total_samples));
+
+    let delivered = DELIVERED.load(Ordering::Relaxed);
+    println!(
+        "{generation} generations, {calls} calls; SIGUSR1 sent {sent}, delivered {delivered}; \
+         heatmap samples {samples:?}; probe register/unregister cycles {probe_cycles}; \
+         snapshots {reads}"
+    );
+    assert_eq!(checksum, expected, "the program's results are untouched");
+    assert_eq!(point("reliability::outer").nr, calls);
+    assert_eq!(point("reliability::mix").nr, 2 * calls);
+    assert_eq!(
+        seen.load(Ordering::Relaxed),
+        calls,
+        "the permanent probe saw every firing"
+    );
+    let info = profpoint::tracepoints()
+        .into_iter()
+        .find(|t| t.name == "reliability::storm_event")
+        .unwrap();
+    assert_eq!(info.hits, calls, "every firing was counted");
+    assert!(churned_seen.load(Ordering::Relaxed) <= calls);
+    // The storm was real: hundreds of signals landed on the workers (a standard signal sent
+    // while one is pending merges with it, so deliveries are fewer than sends).
+    assert!(generation >= 5, "{generation} generations");
+    assert!(delivered >= 100, "only {delivered} SIGUSR1 delivered");
+    assert!(probe_cycles >= 10, "only {probe_cycles} probe cycles");
+}
