@@ -57,17 +57,25 @@ fn start(s: Setup) -> Running {
     }
 }
 
-/// Stops the sampler; returns the signals it took.
-fn stop(r: Running) -> u64 {
+/// Stops the sampler; returns the signals it took since `windows_before` were recorded.
+fn stop(r: Running, windows_before: usize) -> u64 {
     match r {
         Running::None => 0,
-        Running::Windows(s) => {
-            // The calibration's windows ran before the timed rounds: not counted.
-            let p = s.stop();
-            2 * (p.windows.len() as u64).saturating_sub(p.calibration.windows)
-        }
+        // Two signals per window: its start and its end.
+        Running::Windows(s) => 2 * (s.stop().windows.len() - windows_before) as u64,
         Running::Uniform(s) => s.stop().total_samples(),
     }
+}
+
+/// CPU time of the whole process (every thread, the handlers' time included).
+fn process_cpu() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a live timespec for clock_gettime to fill.
+    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
 }
 
 fn median(v: &[f64]) -> f64 {
@@ -96,6 +104,12 @@ fn main() {
     for _ in 0..rounds {
         for (i, &s) in setups.iter().enumerate() {
             let running = start(s);
+            // The windows' calibration ran inside `start`: only what follows is counted.
+            let before = match &running {
+                Running::Windows(w) => w.recorded(),
+                _ => 0,
+            };
+            let cpu0 = process_cpu();
             let t = Instant::now();
             let mut calls = 0u64;
             while t.elapsed() < d {
@@ -103,9 +117,9 @@ fn main() {
                 calls += 1;
             }
             let el = t.elapsed().as_secs_f64();
-            signals[i] += stop(running);
+            cpu[i] += process_cpu() - cpu0;
+            signals[i] += stop(running, before);
             per_call[i].push(el / calls as f64);
-            cpu[i] += el;
         }
     }
     let base = median(&per_call[0]);

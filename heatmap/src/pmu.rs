@@ -40,8 +40,16 @@
 //! # Without a PMU
 //! Many VMs and containers expose no hardware events (`perf_event_open` of cycles fails with
 //! ENOENT or EOPNOTSUPP), `perf_event_paranoid` may forbid them, seccomp may deny the system
-//! call. [`start`] then fails with a [`PmuError`] naming the cause and the fix; callers
-//! (profpoint's report) go on without this section.
+//! call. [`start`] of the hardware mode then fails with a [`PmuError`] naming the cause and the
+//! fix; callers (profpoint's report) go on without this section.
+//!
+//! The software mode ([`PmuConfig::software`], `PROFPOINT_PMU=software`) needs no PMU: the
+//! thread's CPU clock (`task-clock`, in ns) leads and page faults are counted, through the same
+//! handler, state machine, calibration and attribution. Two things differ. User-only sampling
+//! skips a clock that fires inside the kernel, so windows cannot begin there and a window whose
+//! end firing was skipped runs twice as long: such *overlong* windows are not credited. And the
+//! shares (%T) lean towards user-space time for the same reason; the rates over credited
+//! windows (page faults per ms) do not.
 
 use crate::symbolize::Symbolizer;
 use crate::sys;
@@ -224,8 +232,8 @@ impl PmuConfig {
         }
         let (lo, what) = if c.clock == Event::TaskClock {
             (
-                MIN_SOFTWARE_WINDOW,
-                "a window between 10000 and 1000000 ns (the kernel's software clock floor is 10 us)",
+                12_000,
+                "a window between 12000 and 1000000 ns (the kernel's software clock cannot fire sooner than 10 us, and windows are jittered by 10%)",
             )
         } else {
             (100, "a window in cycles between 100 and 1000000")
@@ -250,7 +258,7 @@ pub enum PmuError {
     Denied(io::Error),
     /// The chosen signal already has a handler. Fix: stop whatever installed it.
     SignalInUse(libc::c_int),
-    /// Another hardware-metrics sampler runs in this process.
+    /// Another sampler of this module (either mode) runs in this process.
     AlreadyRunning,
     /// A configuration value is out of range.
     Config(String),
@@ -269,7 +277,7 @@ impl std::fmt::Display for PmuError {
             ),
             PmuError::Paranoid(level, e) => write!(
                 f,
-                "perf_event_paranoid is {level}, which forbids hardware events to this process \
+                "perf_event_paranoid is {level}, which forbids perf events to this process \
                  ({e}): set `sysctl kernel.perf_event_paranoid=2` (or lower) or grant CAP_PERFMON"
             ),
             PmuError::Denied(e) => write!(
@@ -282,7 +290,10 @@ impl std::fmt::Display for PmuError {
                 "signal {s} already has a handler: the hardware-metrics sampler needs it"
             ),
             PmuError::AlreadyRunning => {
-                write!(f, "a hardware-metrics sampler already runs in this process")
+                write!(
+                    f,
+                    "a per-function metrics sampler (PROFPOINT_PMU) already runs in this process"
+                )
             }
             PmuError::Config(s) => write!(f, "{s}"),
             PmuError::Io(e) => write!(f, "hardware-metrics sampler: {e}"),
@@ -431,6 +442,8 @@ struct ThreadSlot {
     last_end: [AtomicU64; MAX_MEMBERS + 1],
     /// xorshift state for jitter.
     rng: AtomicU64,
+    /// The window's length as asked (after jitter), in the leader's unit.
+    asked: AtomicU64,
 }
 
 /// One measured window.
@@ -440,6 +453,8 @@ pub struct Window {
     pub start_pc: u64,
     /// pc where it ended.
     pub end_pc: u64,
+    /// The window's length as asked of the kernel (jittered), in the leader's unit.
+    pub asked: u64,
     /// Counter deltas over the window, in the group's order (the leader first).
     pub deltas: [u64; MAX_MEMBERS + 1],
     /// Counter deltas over the long period before it, which ended at `start_pc`: what uniform
@@ -451,8 +466,8 @@ const SLOTS: usize = 1024;
 /// Windows kept: 2^17 x 128 bytes = 16 MiB, about 20 minutes of one busy thread at the
 /// hardware defaults (~100 windows a second at 1e7 cycles and 1-2 GHz of user cycles).
 const RECORDS: usize = 1 << 17;
-/// A record: start pc, end pc, the long period's deltas, the window's deltas.
-const RECORD: usize = 2 + 2 * (MAX_MEMBERS + 1);
+/// A record: start pc, end pc, the long period's deltas, the window's deltas, the window asked.
+const RECORD: usize = 2 + 2 * (MAX_MEMBERS + 1) + 1;
 
 struct Shared {
     slots: Vec<ThreadSlot>,
@@ -569,12 +584,15 @@ fn on_overflow(s: &Shared, fd: libc::c_int, pc: u64) {
             b.store(v, Ordering::Relaxed);
         }
         slot.phase.store(1, Ordering::Relaxed);
-        arm(fd, jittered(s, slot, s.window));
+        let asked = jittered(s, slot, s.window);
+        slot.asked.store(asked, Ordering::Relaxed);
+        arm(fd, asked);
     } else {
         let i = s.next.fetch_add(1, Ordering::Relaxed);
         if let Some(rec) = s.records.get(i) {
             rec[0].store(slot.start_pc.load(Ordering::Relaxed), Ordering::Relaxed);
             rec[1].store(pc, Ordering::Relaxed);
+            rec[RECORD - 1].store(slot.asked.load(Ordering::Relaxed), Ordering::Relaxed);
             for k in 0..=s.nmembers {
                 rec[2 + k].store(
                     slot.base[k]
@@ -658,10 +676,12 @@ pub fn start(config: PmuConfig) -> Result<PmuSampler, PmuError> {
             config.clock
         )));
     }
-    if config.clock == Event::TaskClock && config.window < MIN_SOFTWARE_WINDOW {
+    // The shortest window the jitter can ask for.
+    let shortest = config.window as f64 * (1.0 - config.jitter.clamp(0.0, 0.5));
+    if config.clock == Event::TaskClock && shortest < MIN_SOFTWARE_WINDOW as f64 {
         return Err(PmuError::Config(format!(
-            "window {} ns: the software clock cannot fire sooner than {MIN_SOFTWARE_WINDOW} ns",
-            config.window
+            "window {} ns with jitter {}: the software clock cannot fire sooner than {MIN_SOFTWARE_WINDOW} ns, and the jitter asks for windows down to {shortest:.0} ns",
+            config.window, config.jitter
         )));
     }
     if config.events.contains(&config.clock) {
@@ -672,7 +692,7 @@ pub fn start(config: PmuConfig) -> Result<PmuSampler, PmuError> {
     }
     if config.events.len() > MAX_MEMBERS {
         return Err(PmuError::Config(format!(
-            "{} events: at most {MAX_MEMBERS} beside cycles",
+            "{} events: at most {MAX_MEMBERS} beside the leader",
             config.events.len()
         )));
     }
@@ -694,6 +714,7 @@ pub fn start(config: PmuConfig) -> Result<PmuSampler, PmuError> {
                 base: Default::default(),
                 last_end: Default::default(),
                 rng: AtomicU64::new(0x9E37_79B9_7F4A_7C15 ^ (i as u64 + 1)),
+                asked: AtomicU64::new(0),
             })
             .collect(),
         records: (0..RECORDS).map(|_| Default::default()).collect(),
@@ -907,10 +928,21 @@ fn calibrate(shared: *mut Shared) -> Calibration {
     if windows.is_empty() {
         return c;
     }
-    let n = windows.len() as f64;
+    // The leader: observed minus asked, the median (a window whose overflow came late, as a
+    // software clock firing in the kernel does, would pull a mean up).
+    let mut extra: Vec<f64> = windows
+        .iter()
+        .map(|w| w.deltas[0] as f64 - w.asked as f64)
+        .collect();
+    extra.sort_by(f64::total_cmp);
+    c.fixed[0] = extra[extra.len() / 2].max(0.0);
+    // The other counters: means over the windows that were not late.
+    let windows: Vec<Window> = windows
+        .into_iter()
+        .filter(|w| !overlong(w, c.fixed[0]))
+        .collect();
+    let n = windows.len().max(1) as f64;
     let mean = |k: usize| windows.iter().map(|w| w.deltas[k] as f64).sum::<f64>() / n;
-    // Cycles: observed minus requested (the mean of a symmetric jitter is the window).
-    c.fixed[0] = (mean(0) - s.window as f64).max(0.0);
     // Instructions: observed minus what the loop's own IPC (from the long periods, where the
     // fixed cost is negligible) gives for the requested cycles.
     let lc: f64 = windows.iter().map(|w| w.long[0] as f64).sum();
@@ -924,9 +956,18 @@ fn calibrate(shared: *mut Shared) -> Calibration {
     // The loop itself retires instructions (and nothing else of note): only that counter
     // gets the loop's own share taken out.
     if let Some(k) = s.instructions_at {
-        c.fixed[k] = (mean(k) - ipc * s.window as f64).max(0.0);
+        let asked = windows.iter().map(|w| w.asked as f64).sum::<f64>() / n;
+        c.fixed[k] = (mean(k) - ipc * asked).max(0.0);
     }
     c
+}
+
+/// Whether a window's leader counted well past what was asked: its overflow came late (a
+/// software clock that fires inside the kernel is skipped by user-only sampling and fires again
+/// a whole window later) and its end pc says nothing about what ran in between. Half a window
+/// of slack beyond the fixed cost: one skipped firing doubles the count, so it is caught.
+fn overlong(w: &Window, fixed: f64) -> bool {
+    w.asked > 0 && w.deltas[0] as f64 > 1.5 * w.asked as f64 + fixed
 }
 
 fn load(s: &Shared, i: usize) -> Window {
@@ -937,6 +978,7 @@ fn load(s: &Shared, i: usize) -> Window {
     let mut w = Window {
         start_pc: g(0),
         end_pc: g(1),
+        asked: g(RECORD - 1),
         ..Window::default()
     };
     for k in 0..=MAX_MEMBERS {
@@ -947,6 +989,15 @@ fn load(s: &Shared, i: usize) -> Window {
 }
 
 impl PmuSampler {
+    /// Windows recorded so far (the calibration's included): lets a caller count the windows
+    /// of a stretch of its own work.
+    pub fn recorded(&self) -> usize {
+        // SAFETY: `shared` stays allocated while the sampler exists (freed only by stop).
+        let s = unsafe { &*self.shared };
+        // Relaxed: a tally.
+        s.next.load(Ordering::Relaxed).min(RECORDS)
+    }
+
     /// Stops sampling every thread, restores the signal's disposition, returns the windows.
     pub fn stop(mut self) -> PmuProfile {
         self.stop_inner()
@@ -1101,8 +1152,8 @@ pub struct PmuReport {
     /// Windows whose start and end were in different functions (not credited); with
     /// [`Method::UniformLongPeriod`], long periods that ended in unknown code.
     pub discarded: u64,
-    /// Windows whose leader counted more than twice the window and its fixed cost (the
-    /// overflow came late: not credited).
+    /// Windows whose leader counted more than 1.5 times the window asked plus the fixed cost
+    /// (the overflow came late: not credited).
     pub overlong: u64,
     /// Long period and window, in the leader's unit (`events[0]`: cycles, or ns of CPU time).
     pub long_period: u64,
@@ -1152,19 +1203,13 @@ impl PmuProfile {
         name_of: &mut dyn FnMut(u64) -> Option<String>,
     ) -> PmuReport {
         let mut discarded = 0;
-        let mut overlong = 0;
-        // A window whose leader counted far more than was asked for did not end when it
-        // should: the overflow was skipped (a software clock firing in the kernel, which
-        // user-only sampling ignores) or delayed. Its end pc says nothing about what ran in
-        // between, so it is not credited.
-        let asked = self.config.window as f64 * (1.0 + self.config.jitter.clamp(0.0, 0.5));
-        let limit = 2.0 * (asked + self.calibration.fixed[0]);
+        let mut late = 0;
         let mut credited = Vec::new();
         let mut recorded = 0;
         for w in self.program_windows() {
             recorded += 1;
-            if w.deltas[0] as f64 > limit {
-                overlong += 1;
+            if overlong(w, self.calibration.fixed[0]) {
+                late += 1;
                 continue;
             }
             match (name_of(w.start_pc), name_of(w.end_pc)) {
@@ -1178,14 +1223,7 @@ impl PmuProfile {
                 _ => discarded += 1,
             }
         }
-        self.ranked(
-            Method::Windows,
-            recorded,
-            discarded,
-            overlong,
-            credited,
-            top,
-        )
+        self.ranked(Method::Windows, recorded, discarded, late, credited, top)
     }
 
     /// What uniform sampling at the long period would report from the same run: each long
@@ -1351,22 +1389,29 @@ impl PmuReport {
                 self.windows, self.long_period, self.discarded
             )?,
         }
-        writeln!(
-            w,
-            "calibration: {} windows; subtracted per window: {}",
-            self.calibration.windows,
-            self.events
-                .iter()
-                .zip(self.calibration.fixed)
-                .map(|(e, f)| format!(
-                    "{f:.0} {}",
-                    serde_json::to_string(e)
-                        .unwrap_or_default()
-                        .trim_matches('"')
-                ))
-                .collect::<Vec<_>>()
-                .join(", ")
-        )?;
+        if self.method == Method::UniformLongPeriod {
+            writeln!(
+                w,
+                "nothing subtracted: the signal path's cost is small against a long period"
+            )?;
+        } else {
+            writeln!(
+                w,
+                "calibration: {} windows; subtracted per window: {}",
+                self.calibration.windows,
+                self.events
+                    .iter()
+                    .zip(self.calibration.fixed)
+                    .map(|(e, f)| format!(
+                        "{f:.0} {}",
+                        serde_json::to_string(e)
+                            .unwrap_or_default()
+                            .trim_matches('"')
+                    ))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )?;
+        }
         let opt = |x: Option<f64>, p: usize| x.map_or("-".to_string(), |v| format!("{v:.p$}"));
         let sw = self
             .rows
@@ -1489,8 +1534,8 @@ mod tests {
 
     fn profile(windows: Vec<Window>) -> PmuProfile {
         PmuProfile {
-            // Windows of 5,000 cycles: with 10% jitter and the 1,000 fixed below, a window
-            // counting over 2 x 6,500 cycles is overlong.
+            // Windows of 5,000 cycles (`win` asks exactly that): with the 1,000 fixed below, a
+            // window counting over 1.5 x 5,000 + 1,000 = 8,500 cycles is overlong.
             config: PmuConfig {
                 window: 5_000,
                 ..PmuConfig::default()
@@ -1512,6 +1557,7 @@ mod tests {
         Window {
             start_pc: start,
             end_pc: end,
+            asked: 5_000,
             deltas,
             ..Window::default()
         }
@@ -1529,14 +1575,15 @@ mod tests {
             // f: 4000 cycles, 2100 instructions, 11 branch misses, 110 refs, 12 misses (raw)
             win(0x1010, 0x1020, [4000, 2100, 11, 110, 12]),
             win(0x1010, 0x1030, [4000, 2100, 11, 110, 12]),
-            // g: high CPI
-            win(0x2010, 0x2020, [9000, 1100, 1, 50, 42]),
+            // g: high CPI, at the overlong limit but not past it
+            win(0x2010, 0x2020, [8500, 1100, 1, 50, 42]),
             // across f and g: discarded
             win(0x1010, 0x2020, [4000, 2000, 0, 0, 0]),
             // unknown: discarded
             win(0x9000, 0x9000, [4000, 2000, 0, 0, 0]),
-            // in f, but the overflow came late: overlong, not credited
-            win(0x1010, 0x1020, [13_001, 2100, 900, 110, 12]),
+            // in f, but one firing was skipped and the window ran twice as long: overlong,
+            // not credited
+            win(0x1010, 0x1020, [10_000, 2100, 900, 110, 12]),
         ]);
         let r = p.report_with(10, &mut names);
         assert_eq!((r.windows, r.discarded, r.overlong), (6, 2, 1));
@@ -1549,10 +1596,10 @@ mod tests {
         assert!((f.bm_per_ki.unwrap() - 5.0).abs() < 1e-9);
         assert!((f.cm_per_ki.unwrap() - 5.0).abs() < 1e-9);
         assert!((f.cm_percent.unwrap() - 10.0).abs() < 1e-9);
-        // g: 8000 / 1000 = CPI 8, so g leads... by share of cycles f has 6000 vs g 8000.
-        assert!((g.cpi.unwrap() - 8.0).abs() < 1e-9);
+        // g: 7500 / 1000 = CPI 7.5, and g leads by share of cycles: f 6000, g 7500.
+        assert!((g.cpi.unwrap() - 7.5).abs() < 1e-9);
         assert_eq!(r.rows[0].symbol, "g");
-        assert!((g.clock_percent - 100.0 * 8000.0 / 14000.0).abs() < 1e-9);
+        assert!((g.clock_percent - 100.0 * 7500.0 / 13500.0).abs() < 1e-9);
         let mut out = Vec::new();
         r.write_table(&mut out).unwrap();
         let text = String::from_utf8(out).unwrap();

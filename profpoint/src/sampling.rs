@@ -22,7 +22,7 @@ pub(crate) fn start_pmu_from_env() -> bool {
         Ok(Some(c)) => c,
         Ok(None) => return false,
         Err(e) => {
-            eprintln!("profpoint: {e}; no hardware metrics");
+            eprintln!("profpoint: {e}; no per-function metrics (PROFPOINT_PMU)");
             return false;
         }
     };

@@ -141,9 +141,15 @@ fn software_clock_metrics_join_the_exit_report() {
     std::fs::create_dir_all(&dir).unwrap();
     let json = dir.join("r.json");
     let spec = format!("stderr,json:{}", json.display());
+    // A window every ~1 ms of CPU (the default is 5 ms): the child spins for 300 ms of wall
+    // time, which on a loaded machine can be much less CPU.
     let o = run_child(
         "child_busy",
-        &[("PROFPOINT_PMU", "software"), ("PROFPOINT_REPORT", &spec)],
+        &[
+            ("PROFPOINT_PMU", "software"),
+            ("PROFPOINT_PMU_LONG", "1000000"),
+            ("PROFPOINT_REPORT", &spec),
+        ],
     );
     assert!(o.status.success(), "{}", stderr(&o));
     let e = stderr(&o);
@@ -161,7 +167,8 @@ fn software_clock_metrics_join_the_exit_report() {
         serde_json::json!(["task-clock", "page-faults"]),
         "{p}"
     );
-    // 300 ms of CPU with a window every ~5 ms: dozens of windows.
+    // Up to 300 ms of CPU with a window every ~1.2 ms: well over 20 windows even when the
+    // child gets a third of a core.
     assert!(p["windows"].as_u64().unwrap() >= 20, "{p}");
     // The loop runs inside profpoint's wrapper; the section credits it by name, as the
     // heatmap's does.
