@@ -10,104 +10,10 @@
 //! ```
 
 use heatmap::pmu::{self, Counters, Event, PmuConfig};
-use std::hint::black_box;
 
-const BUF: usize = 64 << 20;
-
-#[inline(never)]
-fn fp_divider_stalls(n: u64) -> f64 {
-    let mut x = 1.0e9f64;
-    for i in 0..n {
-        x = black_box(x) / (1.0 + (i & 7) as f64 * 1e-9);
-    }
-    x
-}
-
-#[inline(never)]
-fn int_divider_stalls(n: u64) -> u64 {
-    let mut x = u64::MAX;
-    for i in 0..n {
-        x = black_box(x) / (3 + (i & 7)) + u64::MAX / 2;
-    }
-    x
-}
-
-#[inline(never)]
-fn branch_mispredicts(n: u64, seed: &mut u64) -> u64 {
-    let mut hits = 0;
-    for _ in 0..n {
-        *seed ^= *seed << 13;
-        *seed ^= *seed >> 7;
-        *seed ^= *seed << 17;
-        if black_box(*seed) & 1 == 1 {
-            hits += 1;
-        } else {
-            hits = black_box(hits);
-        }
-    }
-    hits
-}
-
-#[inline(never)]
-fn double_to_int(n: u64) -> i64 {
-    let mut acc = 0i64;
-    for i in 0..n {
-        acc = acc.wrapping_add(black_box(i as f64 * 1.37) as i64);
-    }
-    acc
-}
-
-#[inline(never)]
-fn nops(n: u64) -> u64 {
-    let mut x = 0u64;
-    for i in 0..n {
-        x = black_box(x.wrapping_add(i));
-    }
-    x
-}
-
-#[inline(never)]
-fn dcache_miss(n: u64, buf: &[u64], seed: &mut u64) -> u64 {
-    let mut sum = 0;
-    for _ in 0..n {
-        *seed = seed
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        sum += buf[(*seed >> 20) as usize % buf.len()];
-    }
-    sum
-}
-
-const NAMES: [&str; 6] = [
-    "fp_divider_stalls",
-    "int_divider_stalls",
-    "branch_mispredicts",
-    "double_to_int",
-    "nops",
-    "dcache_miss",
-];
-
-fn call(which: usize, buf: &[u64], seed: &mut u64) {
-    let n = 200_000;
-    match which {
-        0 => drop(black_box(fp_divider_stalls(n))),
-        1 => drop(black_box(int_divider_stalls(n))),
-        2 => drop(black_box(branch_mispredicts(n, seed))),
-        3 => drop(black_box(double_to_int(n))),
-        4 => drop(black_box(nops(n))),
-        _ => drop(black_box(dcache_miss(n / 4, buf, seed))),
-    }
-}
-
-/// Rotations of the six functions, so no call order repeats between rounds.
-fn order(round: usize) -> [usize; 6] {
-    let mut o = [0, 1, 2, 3, 4, 5];
-    o.rotate_left(round % 6);
-    if (round / 6) % 2 == 1 {
-        o.reverse();
-    }
-    o
-}
+#[path = "../benches/shared/seed.rs"]
+mod seed;
+use seed::{BUF, NAMES, call, order};
 
 fn main() {
     if let Err(e) = pmu::available() {
@@ -115,8 +21,8 @@ fn main() {
         eprintln!(
             "pmu_demo: without a PMU, the software mode (PmuConfig::software(), \
              PROFPOINT_PMU=software) runs the same alternating windows on the CPU clock and \
-             counts page faults; `cargo nextest run -p heatmap --test pmu_software` shows it \
-             against a counted ground truth"
+             counts page faults; `cargo bench -p heatmap --bench pmu_targets` checks it against a \
+             counted ground truth"
         );
         std::process::exit(2);
     }

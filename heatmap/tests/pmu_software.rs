@@ -13,69 +13,14 @@
 //! here also take a lock.
 
 use heatmap::pmu::{self, Counters, Event, PmuConfig};
-use std::hint::black_box;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
-const PAGE: usize = 4096;
-const CHUNK: usize = 16 << 20;
-
-/// Maps `CHUNK` bytes of fresh anonymous memory, writes all of it, unmaps it.
-#[inline(never)]
-fn fault_pages() -> u64 {
-    // SAFETY: an anonymous private mapping we own, written within its length, then unmapped.
-    unsafe {
-        let p = libc::mmap(
-            std::ptr::null_mut(),
-            CHUNK,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        );
-        assert_ne!(p, libc::MAP_FAILED);
-        // Every word of every page: the first write faults, the rest keep the function in
-        // user space long enough for windows to begin there (user-only sampling cannot begin
-        // one inside the kernel's fault handler).
-        let b = p as *mut u64;
-        for i in 0..CHUNK / 8 {
-            std::ptr::write_volatile(b.add(i), i as u64);
-        }
-        libc::munmap(p, CHUNK);
-    }
-    (CHUNK / PAGE) as u64
-}
-
-/// Integer work in registers: no memory, no faults.
-#[inline(never)]
-fn spin(iters: u64) -> u64 {
-    let (mut a, mut b) = (1u64, 2u64);
-    for i in 0..iters {
-        a = black_box(a.wrapping_mul(6364136223846793005).wrapping_add(i));
-        b = b.rotate_left(7) ^ a;
-    }
-    a ^ b
-}
-
-/// Runs both functions in turn for `d`; returns (ns, faults) counted around `fault_pages` by a
-/// counting group on this thread, the ground truth.
-fn workload(d: Duration, truth: Option<&Counters>) -> (u64, u64) {
-    let (mut ns, mut faults) = (0, 0);
-    let t = Instant::now();
-    while t.elapsed() < d {
-        let before = truth.map(Counters::read);
-        black_box(fault_pages());
-        if let (Some(c), Some(b)) = (truth, before) {
-            let a = c.read();
-            ns += a[0] - b[0];
-            faults += a[1] - b[1];
-        }
-        black_box(spin(1_500_000));
-    }
-    (ns, faults)
-}
+#[path = "../benches/shared/faults.rs"]
+mod faults;
+use faults::workload;
 
 fn software_or_skip(test: &str) -> bool {
     match Counters::open_with(Event::TaskClock, &[Event::PageFaults]) {
@@ -93,23 +38,23 @@ fn software_windows_credit_page_faults_to_the_function_that_takes_them() {
     if !software_or_skip("software_windows_credit_page_faults_to_the_function_that_takes_them") {
         return;
     }
-    // Ground truth first, in the same process: faults per ms of CPU time inside fault_pages.
-    let truth = Counters::open_with(Event::TaskClock, &[Event::PageFaults]).unwrap();
-    let (ns, faults) = workload(Duration::from_millis(300), Some(&truth));
-    drop(truth);
-    let true_rate = 1e6 * faults as f64 / ns as f64;
-    assert!(
-        faults > 0,
-        "the ground truth counted no faults in fault_pages"
-    );
-
     let config = PmuConfig {
         long_period: 2_000_000,
         window: 300_000,
         ..PmuConfig::software()
     };
     let sampler = pmu::start(config).expect("the software mode starts");
-    workload(Duration::from_millis(3000), None);
+    // The ground truth, counted in the same run (a separate group on this thread, read around
+    // every call of fault_pages): the fault rate drifts with the machine's state, so a truth
+    // from another stretch of time would add that drift to the error.
+    let truth = Counters::open_with(Event::TaskClock, &[Event::PageFaults]).unwrap();
+    let (ns, faults) = workload(Duration::from_millis(3000), Some(&truth));
+    drop(truth);
+    let true_rate = 1e6 * faults as f64 / ns as f64;
+    assert!(
+        faults > 0,
+        "the ground truth counted no faults in fault_pages"
+    );
     let profile = sampler.stop();
     let report = profile.report(20);
     let mut text = Vec::new();
