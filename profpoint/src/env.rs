@@ -176,7 +176,7 @@ pub(crate) fn warn(e: &EnvError, fallback: &str) {
 }
 
 /// Reads a variable as UTF-8, warning (and ignoring it) when it is not.
-pub(crate) fn var(name: &'static str) -> Option<String> {
+pub(crate) fn var(name: &str) -> Option<String> {
     match std::env::var(name) {
         Ok(v) => Some(v),
         Err(std::env::VarError::NotPresent) => None,

@@ -338,6 +338,56 @@ fn bad_environment_values_get_one_clear_line_and_the_default() {
     assert!(e.contains("exit_report::work"), "{e}");
 }
 
+/// A value that is not UTF-8, in any variable profpoint reads: one line naming it, and the
+/// program runs (a variable read only when another turns its feature on gets that one set).
+fn non_utf8_environment_values_get_one_clear_line() {
+    use std::os::unix::ffi::OsStrExt;
+    let bad = std::ffi::OsStr::from_bytes(b"\xff\xfe");
+    for (var, with) in [
+        ("PROFPOINT_REPORT", None),
+        ("PROFPOINT_ENABLE", None),
+        ("PROFPOINT_DISABLE", None),
+        ("PROFPOINT_SAMPLE", None),
+        ("PROFPOINT_SUBTRACT_OVERHEAD", None),
+        ("PROFPOINT_CLOCK", None),
+        ("PROFPOINT_TRACE", None),
+        ("PROFPOINT_HEATMAP", None),
+        ("PROFPOINT_HZ", Some(("PROFPOINT_HEATMAP", "1"))),
+        ("PROFPOINT_SHIFT", Some(("PROFPOINT_HEATMAP", "1"))),
+        ("PROFPOINT_HEATMAP_TOP", Some(("PROFPOINT_HEATMAP", "1"))),
+        (
+            "PROFPOINT_HEATMAP_EXCLUDE",
+            Some(("PROFPOINT_HEATMAP", "1")),
+        ),
+        ("PROFPOINT_PMU", None),
+        ("PROFPOINT_PMU_LONG", Some(("PROFPOINT_PMU", "software"))),
+        ("PROFPOINT_PMU_WINDOW", Some(("PROFPOINT_PMU", "software"))),
+    ] {
+        if cfg!(not(feature = "heatmap")) && (var.contains("HEATMAP") || var.contains("PMU")) {
+            continue;
+        }
+        let mut cmd = Command::new(std::env::current_exe().unwrap());
+        cmd.env("PROFPOINT_TEST_CHILD", "child_silent")
+            .env_remove("PROFPOINT_REPORT")
+            .env(var, bad);
+        if let Some((k, v)) = with {
+            cmd.env(k, v);
+        }
+        let o = cmd.output().unwrap();
+        let e = stderr(&o);
+        assert!(o.status.success(), "{var}: {e}");
+        let expected = format!("profpoint: {var}=\"\\xFF\\xFE\": expected UTF-8 text; ignoring it");
+        assert_eq!(
+            e.lines()
+                .filter(|l| l.contains(var) && l.contains("UTF-8"))
+                .count(),
+            1,
+            "{var}: {e}"
+        );
+        assert!(e.lines().any(|l| l == expected), "{var}: {expected}\n{e}");
+    }
+}
+
 fn environment_globs_set_the_status_at_start() {
     let o = run_child(
         "child_silent",
@@ -439,6 +489,10 @@ fn main() {
                 Ok(())
             },
         ),
+        libtest_mimic::Trial::test("non_utf8_environment_values_get_one_clear_line", || {
+            non_utf8_environment_values_get_one_clear_line();
+            Ok(())
+        }),
         libtest_mimic::Trial::test("environment_globs_set_the_status_at_start", || {
             environment_globs_set_the_status_at_start();
             Ok(())
