@@ -643,6 +643,9 @@ pub struct PmuSampler {
     rate_at_start: Option<u64>,
     calibration: Calibration,
     started: std::time::Instant,
+    /// The process that started sampling: a `fork`ed child has copies of the descriptors,
+    /// which still name the parent's counters, and no watcher thread.
+    pid: u32,
 }
 
 // SAFETY: `shared` is a heap allocation owned by the sampler and only read through atomics by
@@ -767,6 +770,7 @@ pub fn start(config: PmuConfig) -> Result<PmuSampler, PmuError> {
         previous,
         shared,
         rate_at_start: max_sample_rate(),
+        pid: std::process::id(),
         calibration: Calibration::default(),
         started: std::time::Instant::now(),
     };
@@ -1004,17 +1008,33 @@ impl PmuSampler {
     }
 
     fn stop_inner(&mut self) -> PmuProfile {
+        // In a forked child (an at-exit report there stops the copy it inherited): the watcher
+        // thread was not copied (joining it would wait forever), its lock may have been held at
+        // the fork, and the descriptors name the parent's counters, which a disable would stop
+        // for the parent too. The child only closes its copies.
+        let forked = std::process::id() != self.pid;
         self.stop_watcher.store(true, Ordering::Relaxed);
         if let Some(w) = self.watcher.take() {
-            let _ = w.join();
+            if forked {
+                std::mem::forget(w);
+            } else {
+                let _ = w.join();
+            }
         }
         let mut multiplexed = 0;
-        let threads = std::mem::take(&mut *self.threads.lock().unwrap_or_else(|e| e.into_inner()));
+        let threads = if forked {
+            self.threads
+                .try_lock()
+                .map(|mut t| std::mem::take(&mut *t))
+                .unwrap_or_default()
+        } else {
+            std::mem::take(&mut *self.threads.lock().unwrap_or_else(|e| e.into_inner()))
+        };
         let nthreads = threads.len();
         // Order matters: stop the counters, unpublish and drain the handlers, discard pending
         // signals, and only then close the descriptors. Closing first would let a queued
         // signal's handler `read`/`ioctl` a descriptor number the program has reused.
-        for (_, fds) in &threads {
+        for (_, fds) in threads.iter().filter(|_| !forked) {
             if let Some(&leader) = fds.first() {
                 // SAFETY: disabling a group we own; no argument.
                 unsafe { libc::ioctl(leader, sys::PERF_EVENT_IOC_DISABLE as _, 0) };
@@ -1038,7 +1058,12 @@ impl PmuSampler {
         // Closed while the signal is ignored: after `close` the kernel sends nothing more.
         for (_, fds) in &threads {
             for &fd in fds.iter().rev() {
-                sys::disable_and_close(fd);
+                if forked {
+                    // SAFETY: the child's own copy of the descriptor, closed once.
+                    unsafe { libc::close(fd) };
+                } else {
+                    sys::disable_and_close(fd);
+                }
             }
         }
         // SAFETY: the previous disposition returns (a valid sigaction we saved at start).

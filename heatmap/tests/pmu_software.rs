@@ -186,3 +186,47 @@ fn software_mode_rejects_a_window_below_the_kernel_floor() {
     let e = PmuConfig::from_env_vars(bad).unwrap_err().to_string();
     assert!(e.contains("\"sw\"") && e.contains("software"), "{e}");
 }
+
+/// A `fork`ed child that stops the sampler it inherited (as an at-exit report there would)
+/// finishes at once and leaves the parent's counters running: the parent goes on recording
+/// windows after the child is gone.
+#[test]
+fn a_forked_child_stopping_its_copy_leaves_the_parent_sampling() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if !software_or_skip("a_forked_child_stopping_its_copy_leaves_the_parent_sampling") {
+        return;
+    }
+    let sampler = pmu::start(PmuConfig {
+        long_period: 1_000_000,
+        window: 100_000,
+        ..PmuConfig::software()
+    })
+    .expect("the software mode starts");
+    workload(Duration::from_millis(100), None);
+    // SAFETY: the child only stops its copy of the sampler and leaves with _exit; alarm turns
+    // a hang into a SIGALRM death that the parent sees.
+    let child = unsafe { libc::fork() };
+    assert!(child >= 0, "fork: {}", std::io::Error::last_os_error());
+    if child == 0 {
+        // SAFETY: in the child; plain calls, then _exit without the parent's atexit handlers.
+        unsafe {
+            libc::alarm(10);
+            let p = sampler.stop();
+            libc::_exit(if p.windows.is_empty() { 3 } else { 0 });
+        }
+    }
+    let mut status = 0;
+    // SAFETY: waiting for our own child.
+    assert_eq!(unsafe { libc::waitpid(child, &mut status, 0) }, child);
+    assert!(libc::WIFEXITED(status), "child died: status {status:#x}");
+    assert_eq!(libc::WEXITSTATUS(status), 0, "the child saw no windows");
+    let before = sampler.recorded();
+    workload(Duration::from_millis(300), None);
+    let after = sampler.recorded();
+    drop(sampler);
+    assert!(
+        after >= before + 20,
+        "the parent recorded {} windows in 300 ms after the child stopped its copy",
+        after - before
+    );
+}
