@@ -5,7 +5,7 @@
 //!
 //! | variable | values | default |
 //! |---|---|---|
-//! | `PROFPOINT_REPORT` | comma-separated `stderr`, `stdout`, `off`, `json:PATH`, `csv:PATH`, `table:PATH`, `prom:PATH`, `svg:PATH`, `pprof:PATH` | unset: no report unless the program opted in (then `stderr`) |
+//! | `PROFPOINT_REPORT` | comma-separated `stderr`, `stdout`, `off`, `json:PATH`, `csv:PATH`, `table:PATH`, `prom:PATH`, `svg:PATH`, `pprof:PATH` (`{pid}` in a PATH becomes the process id; a forked child that exits normally writes PATH.PID) | unset: no report unless the program opted in (then `stderr`) |
 //! | `PROFPOINT_DISABLE` | comma-separated globs of point names to turn off | none |
 //! | `PROFPOINT_ENABLE` | comma-separated globs to turn on (applied after `PROFPOINT_DISABLE`) | all on |
 //! | `PROFPOINT_SAMPLE` | `N` (every point) or comma-separated `GLOB=N`: time one call in about N | every call timed |
@@ -37,6 +37,22 @@ pub enum Destination {
     Svg(PathBuf),
     /// A pprof profile of the points, written to a file.
     Pprof(PathBuf),
+}
+
+impl Destination {
+    /// The same destination with its file path (if any) changed by `f`.
+    pub(crate) fn map_path(&self, f: impl FnOnce(&std::path::Path) -> PathBuf) -> Destination {
+        match self {
+            Destination::Stderr => Destination::Stderr,
+            Destination::Stdout => Destination::Stdout,
+            Destination::Json(p) => Destination::Json(f(p)),
+            Destination::Csv(p) => Destination::Csv(f(p)),
+            Destination::Table(p) => Destination::Table(f(p)),
+            Destination::Prometheus(p) => Destination::Prometheus(f(p)),
+            Destination::Svg(p) => Destination::Svg(f(p)),
+            Destination::Pprof(p) => Destination::Pprof(f(p)),
+        }
+    }
 }
 
 /// A rejected environment variable.

@@ -39,6 +39,26 @@ static PLAN: Mutex<ExitPlan> = Mutex::new(ExitPlan {
 /// Whether the report was already written (the handler runs once).
 static DONE: AtomicBool = AtomicBool::new(false);
 
+/// The process that ran the initialiser: a `fork`ed child that exits normally runs the at-exit
+/// report too, and must not overwrite its parent's files.
+static INIT_PID: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// Where the at-exit report of process `pid` goes for a file destination `path`: `{pid}` in
+/// the path becomes the process id; in a forked child (`forked`), a path without `{pid}` gets
+/// `.PID` appended, so parent and children each keep their own report.
+fn exit_path(path: &std::path::Path, pid: u32, forked: bool) -> std::path::PathBuf {
+    let text = path.to_string_lossy();
+    if text.contains("{pid}") {
+        return text.replace("{pid}", &pid.to_string()).into();
+    }
+    if forked {
+        let mut p = path.as_os_str().to_owned();
+        p.push(format!(".{pid}"));
+        return p.into();
+    }
+    path.to_path_buf()
+}
+
 fn plan() -> std::sync::MutexGuard<'static, ExitPlan> {
     // Every update is a single field store: a poisoned lock still holds a consistent plan.
     PLAN.lock().unwrap_or_else(|e| e.into_inner())
@@ -57,6 +77,8 @@ extern "C" fn init() {
 }
 
 fn init_inner() {
+    // Relaxed: written once before main, read at exit by the same or a forked process.
+    INIT_PID.store(std::process::id(), Ordering::Relaxed);
     crate::clock::init();
     if let Some(v) = env::var("PROFPOINT_DISABLE") {
         match env::parse_globs("PROFPOINT_DISABLE", &v) {
@@ -162,7 +184,11 @@ fn write_exit_report() {
         use std::io::Write;
         let _ = std::io::stdout().flush();
     }
+    let pid = std::process::id();
+    // Relaxed: see INIT_PID.
+    let forked = pid != INIT_PID.load(Ordering::Relaxed);
     for d in &dests {
+        let d = &d.map_path(|p| exit_path(p, pid, forked));
         if let Err(e) = write_to(&report, d) {
             eprintln!("profpoint: could not write the report to {d:?}: {e}");
         }
@@ -189,5 +215,21 @@ pub(crate) fn write_to(report: &Report, d: &Destination) -> std::io::Result<()> 
         Destination::Prometheus(p) => std::fs::write(p, report.to_prometheus()),
         Destination::Svg(p) => std::fs::write(p, report.to_svg()),
         Destination::Pprof(p) => std::fs::write(p, report.to_pprof()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn file_paths_name_the_process_when_asked_or_when_forked() {
+        let p = Path::new("/tmp/run.json");
+        assert_eq!(exit_path(p, 42, false), Path::new("/tmp/run.json"));
+        assert_eq!(exit_path(p, 42, true), Path::new("/tmp/run.json.42"));
+        let templ = Path::new("/tmp/run-{pid}.json");
+        assert_eq!(exit_path(templ, 42, false), Path::new("/tmp/run-42.json"));
+        assert_eq!(exit_path(templ, 43, true), Path::new("/tmp/run-43.json"));
     }
 }

@@ -202,6 +202,22 @@ fn child(scenario: &str) {
             std::process::exit(3);
         }
         "child_silent" => work(),
+        "child_forks" => {
+            work();
+            // SAFETY: the child calls profiled code and exits through `exit` (running the
+            // at-exit report, as a forked worker that returns normally would).
+            let child = unsafe { libc::fork() };
+            assert!(child >= 0);
+            if child == 0 {
+                work();
+                std::process::exit(0);
+            }
+            let mut status = 0;
+            // SAFETY: waiting for our own child.
+            unsafe { libc::waitpid(child, &mut status, 0) };
+            assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
+            println!("child {child}");
+        }
         "child_main_attribute" => entry(),
         "child_mdwe" => {
             // PR_SET_MDWE = 65, PR_MDWE_REFUSE_EXEC_GAIN = 1 (include/uapi/linux/prctl.h).
@@ -336,6 +352,55 @@ fn bad_environment_values_get_one_clear_line_and_the_default() {
     );
     // The default for a bad PROFPOINT_REPORT is stderr: the table is there.
     assert!(e.contains("exit_report::work"), "{e}");
+}
+
+/// A forked child that exits normally writes its own report, beside its parent's: `.PID`
+/// appended to a file path, or `{pid}` in the path replaced in both.
+fn a_forked_child_does_not_overwrite_the_parents_report() {
+    let dir = std::env::temp_dir().join(format!("profpoint-fork-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let plain = dir.join("r.json");
+    let templ = dir.join("t-{pid}.json");
+    let spec = format!("json:{},json:{}", plain.display(), templ.display());
+    let o = run_child("child_forks", &[("PROFPOINT_REPORT", &spec)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let child: u32 = out
+        .lines()
+        .find_map(|l| l.strip_prefix("child "))
+        .expect(&out)
+        .parse()
+        .unwrap();
+    let nr = |path: &std::path::Path| -> u64 {
+        let v: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(path).unwrap_or_else(|e| panic!("{path:?}: {e}")),
+        )
+        .unwrap();
+        let pid = v["run"]["pid"].as_u64().unwrap();
+        let work = v["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == "exit_report::work")
+            .unwrap()["nr"]
+            .as_u64()
+            .unwrap();
+        pid * 10 + work
+    };
+    // The parent called work() once; the child inherited that call and made one more.
+    let parent_report = nr(&plain);
+    assert_eq!(parent_report % 10, 1, "the parent's own report");
+    assert_eq!(
+        nr(&dir.join(format!("r.json.{child}"))),
+        u64::from(child) * 10 + 2
+    );
+    assert_eq!(
+        nr(&dir.join(format!("t-{child}.json"))),
+        u64::from(child) * 10 + 2
+    );
+    let parent_pid = parent_report / 10;
+    assert_eq!(nr(&dir.join(format!("t-{parent_pid}.json"))), parent_report);
+    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// A value that is not UTF-8, in any variable profpoint reads: one line naming it, and the
@@ -486,6 +551,13 @@ fn main() {
             "bad_environment_values_get_one_clear_line_and_the_default",
             || {
                 bad_environment_values_get_one_clear_line_and_the_default();
+                Ok(())
+            },
+        ),
+        libtest_mimic::Trial::test(
+            "a_forked_child_does_not_overwrite_the_parents_report",
+            || {
+                a_forked_child_does_not_overwrite_the_parents_report();
                 Ok(())
             },
         ),
