@@ -79,6 +79,7 @@ extern "C" fn init() {
 fn init_inner() {
     // Relaxed: written once before main, read at exit by the same or a forked process.
     INIT_PID.store(std::process::id(), Ordering::Relaxed);
+    crate::fork::init();
     crate::clock::init();
     if let Some(v) = env::var("PROFPOINT_DISABLE") {
         match env::parse_globs("PROFPOINT_DISABLE", &v) {

@@ -56,6 +56,7 @@ mod clock;
 pub mod criterion;
 pub mod env;
 mod exit;
+mod fork;
 mod glob;
 mod hist;
 mod overhead;

@@ -368,6 +368,41 @@ fn registry() -> std::sync::MutexGuard<'static, Registry> {
 }
 
 thread_local! {
+    /// The registry lock, held by the forking thread across a `fork` (see `crate::fork`).
+    static FORK_HELD: std::cell::RefCell<Option<std::sync::MutexGuard<'static, Registry>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Takes the registry lock before a `fork` (only tries when `block` is false).
+pub(crate) fn fork_hold(block: bool) {
+    let g = if block {
+        Some(registry())
+    } else {
+        match REGISTRY.try_lock() {
+            Ok(g) => Some(g),
+            Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        }
+    };
+    FORK_HELD.with(|h| *h.borrow_mut() = g);
+}
+
+/// Releases the registry lock after a `fork`. In the child (`child`), first closes the
+/// tracepoint read sections of every shard but this thread's: their threads were not copied.
+pub(crate) fn fork_release(child: bool) {
+    let held = FORK_HELD.with(|h| h.borrow_mut().take());
+    if child && let Some(reg) = &held {
+        let me = current().map(|s| s as *const Shard);
+        for &s in reg.all.iter().filter(|&&s| Some(s as *const Shard) != me) {
+            // Relaxed: the child has one thread; nothing else reads these now.
+            s.rcu_nest.store(0, Ordering::Relaxed);
+            s.rcu_epoch.store(0, Ordering::Relaxed);
+        }
+    }
+    drop(held);
+}
+
+thread_local! {
     /// This thread's shard, or null before its first point call and after its exit.
     /// `const` and without `Drop`: access is a plain thread-pointer-relative load.
     static CURRENT: Cell<*const Shard> = const { Cell::new(std::ptr::null()) };

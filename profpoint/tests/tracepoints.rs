@@ -268,3 +268,67 @@ fn probes_on_two_threads_dropping_their_own_handles_at_once_do_not_deadlock() {
     }
     profpoint::tracepoint::synchronize_unregister();
 }
+
+profpoint::tracepoint!(fn across_fork(n: u64));
+
+/// A `fork` taken while another thread is inside a tracepoint's hook (its read section open)
+/// leaves the child a copy of that open section, from a thread the child does not have. The
+/// child must still be able to change probes (which waits for a grace period) and to exit
+/// (dropping handles does the same): no child may hang.
+#[test]
+fn forked_children_change_probes_while_the_parent_fires() {
+    let seen = Arc::new(AtomicU64::new(0));
+    let s = seen.clone();
+    let permanent = register_trace_across_fork(move |_| {
+        s.fetch_add(1, Ordering::Relaxed);
+    });
+    let stop = Arc::new(AtomicBool::new(false));
+    let firer = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut n = 0u64;
+            // Relaxed: a stop flag.
+            while !stop.load(Ordering::Relaxed) {
+                trace_across_fork(n);
+                n += 1;
+            }
+            n
+        })
+    };
+    std::thread::sleep(Duration::from_millis(20));
+    let mut hung = 0;
+    for _ in 0..40 {
+        // SAFETY: the child uses only the tracepoint API and exits with _exit; alarm turns a
+        // hang into a SIGALRM death that the parent counts.
+        let child = unsafe { libc::fork() };
+        assert!(child >= 0);
+        if child == 0 {
+            // SAFETY: plain calls in the child.
+            unsafe { libc::alarm(5) };
+            let mine = Arc::new(AtomicU64::new(0));
+            let m = mine.clone();
+            let h = register_trace_across_fork(move |_| {
+                m.fetch_add(1, Ordering::Relaxed);
+            });
+            trace_across_fork(7);
+            h.unregister();
+            trace_across_fork(8);
+            let code = if mine.load(Ordering::Relaxed) == 1 { 0 } else { 3 };
+            // SAFETY: leaving the child without running the parent's at-exit handlers.
+            unsafe { libc::_exit(code) };
+        }
+        let mut status = 0;
+        // SAFETY: waiting for our own child.
+        unsafe { libc::waitpid(child, &mut status, 0) };
+        if libc::WIFSIGNALED(status) {
+            hung += 1;
+        } else {
+            assert_eq!(libc::WEXITSTATUS(status), 0, "the child's probe ran once");
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let fired = firer.join().unwrap();
+    drop(permanent);
+    assert_eq!(hung, 0, "{hung} of 40 children hung changing probes after the fork");
+    assert!(fired > 0 && seen.load(Ordering::Relaxed) == fired);
+}

@@ -137,6 +137,40 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 /// period past that epoch.
 struct Retired(Vec<(usize, u64)>);
 
+thread_local! {
+    /// The writers' lock, held by the forking thread across a `fork` (see `crate::fork`).
+    static FORK_HELD: std::cell::RefCell<Option<std::sync::MutexGuard<'static, Retired>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Takes the writers' and the grace-period locks, in that order, before a `fork` (only tries
+/// when `block` is false).
+pub(crate) fn fork_hold(block: bool) {
+    let g = if block {
+        Some(writers())
+    } else {
+        match WRITERS.try_lock() {
+            Ok(g) => Some(g),
+            Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        }
+    };
+    FORK_HELD.with(|h| *h.borrow_mut() = g);
+    rcu::fork_hold(block);
+}
+
+/// Releases what [`fork_hold`] took, in reverse order.
+pub(crate) fn fork_release() {
+    rcu::fork_release();
+    let held = FORK_HELD.with(|h| h.borrow_mut().take());
+    drop(held);
+}
+
+/// Whether the calling thread is inside a tracepoint read section (a probe is running).
+pub(crate) fn in_read_section() -> bool {
+    rcu::in_read_section()
+}
+
 fn writers() -> std::sync::MutexGuard<'static, Retired> {
     // The retired list is only pushed to or drained: a poisoned lock holds a valid list.
     WRITERS.lock().unwrap_or_else(|e| e.into_inner())

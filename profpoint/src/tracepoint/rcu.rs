@@ -44,6 +44,32 @@ static MEMBARRIER: AtomicBool = AtomicBool::new(false);
 /// Serialises writers' grace periods.
 static GP: Mutex<()> = Mutex::new(());
 
+thread_local! {
+    /// The grace-period lock, held by the forking thread across a `fork` (see `crate::fork`).
+    static FORK_HELD: std::cell::RefCell<Option<std::sync::MutexGuard<'static, ()>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Takes the grace-period lock before a `fork` (only tries when `block` is false).
+pub(crate) fn fork_hold(block: bool) {
+    let g = if block {
+        Some(GP.lock().unwrap_or_else(|e| e.into_inner()))
+    } else {
+        match GP.try_lock() {
+            Ok(g) => Some(g),
+            Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        }
+    };
+    FORK_HELD.with(|h| *h.borrow_mut() = g);
+}
+
+/// Releases what [`fork_hold`] took.
+pub(crate) fn fork_release() {
+    let held = FORK_HELD.with(|h| h.borrow_mut().take());
+    drop(held);
+}
+
 /// Registers this process for `membarrier` (once); returns whether it can be used.
 pub(crate) fn init() -> bool {
     static DONE: OnceLock<bool> = OnceLock::new();
