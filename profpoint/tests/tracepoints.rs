@@ -313,7 +313,11 @@ fn forked_children_change_probes_while_the_parent_fires() {
             trace_across_fork(7);
             h.unregister();
             trace_across_fork(8);
-            let code = if mine.load(Ordering::Relaxed) == 1 { 0 } else { 3 };
+            let code = if mine.load(Ordering::Relaxed) == 1 {
+                0
+            } else {
+                3
+            };
             // SAFETY: leaving the child without running the parent's at-exit handlers.
             unsafe { libc::_exit(code) };
         }
@@ -329,6 +333,9 @@ fn forked_children_change_probes_while_the_parent_fires() {
     stop.store(true, Ordering::Relaxed);
     let fired = firer.join().unwrap();
     drop(permanent);
-    assert_eq!(hung, 0, "{hung} of 40 children hung changing probes after the fork");
+    assert_eq!(
+        hung, 0,
+        "{hung} of 40 children hung changing probes after the fork"
+    );
     assert!(fired > 0 && seen.load(Ordering::Relaxed) == fired);
 }
