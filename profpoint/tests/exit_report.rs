@@ -2,6 +2,8 @@
 //! re-runs itself as a child process with `PROFPOINT_TEST_CHILD=<scenario>`, so
 //! process-global behaviour is tested in a process of its own.
 
+mod common;
+
 use std::process::{Command, Output};
 use std::time::Duration;
 
@@ -39,7 +41,8 @@ fn heatmap_joins_the_exit_report() {
     let dir = std::env::temp_dir().join(format!("profpoint-heatmap-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let json = dir.join("r.json");
-    let spec = format!("stderr,json:{}", json.display());
+    let pb = dir.join("r.pb");
+    let spec = format!("stderr,json:{},pprof:{}", json.display(), pb.display());
     let o = run_child(
         "child_busy",
         &[
@@ -64,6 +67,37 @@ fn heatmap_joins_the_exit_report() {
         .map(|r| r["function"].as_str().unwrap())
         .collect();
     assert_eq!(names[0], "exit_report::spin", "{names:?}");
+    // The pprof profile carries the heatmap as a fourth sample type, one sample per row.
+    use common::pb::{packed_varints, pb_fields};
+    let top = pb_fields(&std::fs::read(&pb).unwrap());
+    let strings: Vec<String> = top
+        .iter()
+        .filter(|f| f.0 == 6)
+        .map(|f| String::from_utf8(f.3.clone()).unwrap())
+        .collect();
+    let types: Vec<&str> = top
+        .iter()
+        .filter(|f| f.0 == 1)
+        .map(|f| strings[pb_fields(&f.3)[0].2 as usize].as_str())
+        .collect();
+    assert_eq!(types, ["calls", "self", "total", "samples"]);
+    let functions: Vec<String> = top
+        .iter()
+        .filter(|f| f.0 == 5)
+        .map(|f| strings[pb_fields(&f.3)[1].2 as usize].clone())
+        .collect();
+    let samples: Vec<Vec<u64>> = top
+        .iter()
+        .filter(|f| f.0 == 2)
+        .map(|f| packed_varints(&pb_fields(&f.3)[1].3))
+        .collect();
+    let points = v["points"].as_array().unwrap().len();
+    assert_eq!(samples.len(), points + rows.len());
+    // Sample i is function i+1; the heatmap's follow the points'.
+    let spin_row = rows[0]["nr"].as_u64().unwrap();
+    assert_eq!(functions[points], "exit_report::spin");
+    assert_eq!(samples[points], [0, 0, 0, spin_row]);
+    assert!(samples[..points].iter().all(|s| s[3] == 0));
     std::fs::remove_dir_all(&dir).ok();
 }
 

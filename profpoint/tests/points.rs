@@ -1,5 +1,8 @@
 //! Profile points from a user's point of view: every way to define one, what the numbers say.
 
+mod common;
+use common::pb::{packed_varints, pb_fields};
+
 use std::time::Duration;
 
 fn point(name: &str) -> profpoint::PointReport {
@@ -325,36 +328,6 @@ fn the_svg_chart_has_a_bar_per_point_hit() {
     assert!(width(row[3]) < width(row[2]), "{row:?}");
 }
 
-/// A minimal protobuf reader for the test: (field number, wire type, varint or bytes).
-fn pb_fields(mut b: &[u8]) -> Vec<(u64, u64, u64, Vec<u8>)> {
-    fn varint(b: &mut &[u8]) -> u64 {
-        let (mut v, mut shift) = (0u64, 0);
-        loop {
-            let byte = b[0];
-            *b = &b[1..];
-            v |= u64::from(byte & 0x7f) << shift;
-            if byte < 0x80 {
-                return v;
-            }
-            shift += 7;
-        }
-    }
-    let mut out = Vec::new();
-    while !b.is_empty() {
-        let key = varint(&mut b);
-        match key & 7 {
-            0 => out.push((key >> 3, 0, varint(&mut b), Vec::new())),
-            2 => {
-                let n = varint(&mut b) as usize;
-                out.push((key >> 3, 2, 0, b[..n].to_vec()));
-                b = &b[n..];
-            }
-            w => panic!("unexpected wire type {w}"),
-        }
-    }
-    out
-}
-
 #[test]
 fn the_pprof_profile_decodes_to_the_report_figures() {
     sleep_20ms();
@@ -400,24 +373,7 @@ fn the_pprof_profile_decodes_to_the_report_figures() {
     let f = pb_fields(&functions[i].3);
     assert_eq!(strings[f[1].2 as usize], "points::sleep_20ms");
     let s = pb_fields(&samples[i].3);
-    let values = {
-        let mut packed = &s[1].3[..];
-        let mut v = Vec::new();
-        while !packed.is_empty() {
-            let (mut x, mut shift) = (0u64, 0);
-            loop {
-                let byte = packed[0];
-                packed = &packed[1..];
-                x |= u64::from(byte & 0x7f) << shift;
-                shift += 7;
-                if byte < 0x80 {
-                    break;
-                }
-            }
-            v.push(x);
-        }
-        v
-    };
+    let values = packed_varints(&s[1].3);
     let p = &r.points[i];
     assert_eq!(values, [p.nr, p.self_ns, p.total_ns]);
 }

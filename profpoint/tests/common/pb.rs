@@ -1,0 +1,51 @@
+//! A minimal protobuf reader for the pprof tests: enough wire format to check what
+//! `Report::to_pprof` wrote, field by field.
+
+/// A minimal protobuf reader for the test: (field number, wire type, varint or bytes).
+pub fn pb_fields(mut b: &[u8]) -> Vec<(u64, u64, u64, Vec<u8>)> {
+    fn varint(b: &mut &[u8]) -> u64 {
+        let (mut v, mut shift) = (0u64, 0);
+        loop {
+            let byte = b[0];
+            *b = &b[1..];
+            v |= u64::from(byte & 0x7f) << shift;
+            if byte < 0x80 {
+                return v;
+            }
+            shift += 7;
+        }
+    }
+    let mut out = Vec::new();
+    while !b.is_empty() {
+        let key = varint(&mut b);
+        match key & 7 {
+            0 => out.push((key >> 3, 0, varint(&mut b), Vec::new())),
+            2 => {
+                let n = varint(&mut b) as usize;
+                out.push((key >> 3, 2, 0, b[..n].to_vec()));
+                b = &b[n..];
+            }
+            w => panic!("unexpected wire type {w}"),
+        }
+    }
+    out
+}
+
+/// The values of a packed repeated varint field.
+pub fn packed_varints(mut b: &[u8]) -> Vec<u64> {
+    let mut v = Vec::new();
+    while !b.is_empty() {
+        let (mut x, mut shift) = (0u64, 0);
+        loop {
+            let byte = b[0];
+            b = &b[1..];
+            x |= u64::from(byte & 0x7f) << shift;
+            shift += 7;
+            if byte < 0x80 {
+                break;
+            }
+        }
+        v.push(x);
+    }
+    v
+}
