@@ -1,5 +1,5 @@
 //! Helpers shared by several test files (each includes this with `mod common;`).
 
-#![allow(dead_code)]
+#![allow(dead_code, unreachable_pub)]
 
 pub mod pb;
