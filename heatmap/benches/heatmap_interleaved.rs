@@ -73,11 +73,8 @@ fn signal_round_trip() -> Duration {
 }
 
 fn main() {
-    let rounds: usize = std::env::args()
-        .skip(1)
-        .find_map(|a| a.parse().ok())
-        .unwrap_or(15);
-    let buf: Vec<u8> = (0..65536u32).map(|i| (i * 2_654_435_761) as u8).collect();
+    let rounds = workload::rounds_arg(15);
+    let buf = workload::input();
     // (rate, source): no sampler, perf at 1 and 10 kHz, and setitimer (250 Hz here, the
     // tick) as the baseline cost of a bare SIGPROF delivery without perf's hrtimer.
     let configs: [Option<(u32, heatmap::Source)>; 4] = [

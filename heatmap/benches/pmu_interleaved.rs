@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 #[path = "shared/workload.rs"]
 mod workload;
-use workload::workload;
+use workload::{process_cpu, workload};
 
 #[derive(Clone, Copy, Debug)]
 enum Setup {
@@ -67,17 +67,6 @@ fn stop(r: Running, windows_before: usize) -> u64 {
     }
 }
 
-/// CPU time of the whole process (every thread, the handlers' time included).
-fn process_cpu() -> f64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a live timespec for clock_gettime to fill.
-    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
-}
-
 fn median(v: &[f64]) -> f64 {
     let mut v = v.to_vec();
     v.sort_by(f64::total_cmp);
@@ -85,11 +74,8 @@ fn median(v: &[f64]) -> f64 {
 }
 
 fn main() {
-    let rounds: usize = std::env::args()
-        .skip(1)
-        .find_map(|a| a.parse().ok())
-        .unwrap_or(15);
-    let buf: Vec<u8> = (0..65536u32).map(|i| (i * 2_654_435_761) as u8).collect();
+    let rounds = workload::rounds_arg(15);
+    let buf = workload::input();
     let mut setups = vec![Setup::None, Setup::Windows("software")];
     match pmu::available() {
         Ok(()) => setups.push(Setup::Windows("hardware")),

@@ -27,6 +27,8 @@ use std::time::{Duration, Instant};
 mod faults;
 #[path = "shared/seed.rs"]
 mod seed;
+#[path = "shared/workload.rs"]
+mod workload;
 
 /// Prints one verdict; returns whether it passed.
 fn check(name: &str, measured: f64, limit: f64, below: bool, unit: &str) -> bool {
@@ -45,6 +47,17 @@ fn check(name: &str, measured: f64, limit: f64, below: bool, unit: &str) -> bool
 
 fn row<'a>(r: &'a PmuReport, suffix: &str) -> Option<&'a pmu::PmuRow> {
     r.rows.iter().find(|x| x.symbol.ends_with(suffix))
+}
+
+/// The windows' report and the uniform long-period baseline from the same run, printed.
+fn both_reports(profile: &pmu::PmuProfile) -> (PmuReport, PmuReport) {
+    let r = profile.report(20);
+    let u = profile.uniform_report_through(20, &[]);
+    let mut text = Vec::new();
+    r.write_table(&mut text).expect("writing to memory");
+    u.write_table(&mut text).expect("writing to memory");
+    println!("{}", String::from_utf8_lossy(&text));
+    (r, u)
 }
 
 fn median(v: &[f64]) -> f64 {
@@ -86,19 +99,14 @@ fn software() -> bool {
     // The ground truth in the same run: a second group on this thread, read around every call
     // of fault_pages (the fault rate drifts with the machine's state).
     let truth = Counters::open_with(Event::TaskClock, &[Event::PageFaults]).expect("checked");
-    let cpu0 = heatmap_cpu();
+    let cpu0 = workload::process_cpu();
     let (ns, faults) = faults::workload(Duration::from_secs(4), Some(&truth));
-    let cpu = heatmap_cpu() - cpu0;
+    let cpu = workload::process_cpu() - cpu0;
     drop(truth);
     let true_rate = 1e6 * faults as f64 / ns as f64;
     let profile = sampler.stop();
     let windows = profile.windows.len() - before;
-    let r = profile.report(20);
-    let u = profile.uniform_report_through(20, &[]);
-    let mut text = Vec::new();
-    r.write_table(&mut text).unwrap();
-    u.write_table(&mut text).unwrap();
-    println!("{}", String::from_utf8_lossy(&text));
+    let (r, u) = both_reports(&profile);
     println!("      ground truth in fault_pages: {true_rate:.1} page faults/ms");
     let rate = |r: &PmuReport, f: &str| row(r, f).and_then(|x| x.page_faults_per_ms);
     match (rate(&r, "fault_pages"), rate(&r, "spin"), rate(&u, "spin")) {
@@ -140,9 +148,9 @@ fn software() -> bool {
             .source(heatmap::Source::PerfTaskClock),
     )
     .expect("uniform task-clock sampling starts where the software mode does");
-    let cpu0 = heatmap_cpu();
+    let cpu0 = workload::process_cpu();
     faults::workload(Duration::from_secs(2), None);
-    let ucpu = heatmap_cpu() - cpu0;
+    let ucpu = workload::process_cpu() - cpu0;
     let samples = uniform.stop().total_samples();
     println!(
         "      signals per CPU second: windows {:.0}, uniform at {hz} Hz {:.0}",
@@ -156,19 +164,19 @@ fn software() -> bool {
         true,
         "x",
     );
-    let buf: Vec<u8> = (0..65536u32).map(|i| (i * 2_654_435_761) as u8).collect();
+    let buf = workload::input();
     // A fixed amount of work (wall time is what is compared): as many calls as fit in 300 ms.
     let t = Instant::now();
     let mut calls = 0u64;
     while t.elapsed() < Duration::from_millis(300) {
-        black_box(fnv(black_box(&buf)));
+        black_box(workload::workload(black_box(&buf)));
         calls += 1;
     }
     let o = overhead(
         &|| Some(pmu::start(PmuConfig::software()).expect("the software mode starts again")),
         &mut || {
             for _ in 0..calls {
-                black_box(fnv(black_box(&buf)));
+                black_box(workload::workload(black_box(&buf)));
             }
         },
     );
@@ -180,28 +188,6 @@ fn software() -> bool {
         "%",
     );
     ok
-}
-
-/// A CPU-bound loop for the overhead rounds.
-#[inline(never)]
-fn fnv(buf: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in buf {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
-}
-
-/// CPU seconds of the whole process.
-fn heatmap_cpu() -> f64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a live timespec for clock_gettime to fill.
-    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
 }
 
 fn hardware() -> bool {
@@ -251,12 +237,7 @@ fn hardware() -> bool {
         round += 1;
     }
     let profile = sampler.stop();
-    let r = profile.report(20);
-    let u = profile.uniform_report_through(20, &[]);
-    let mut text = Vec::new();
-    r.write_table(&mut text).unwrap();
-    u.write_table(&mut text).unwrap();
-    println!("{}", String::from_utf8_lossy(&text));
+    let (r, u) = both_reports(&profile);
     println!("      ground truth (counters around every call):");
     for (i, name) in seed::NAMES.iter().enumerate() {
         println!(

@@ -1194,6 +1194,29 @@ pub struct PmuReport {
     pub rows: Vec<PmuRow>,
 }
 
+/// Runs `f` with a namer of this process's pcs by function (symbolised from its current
+/// mappings), crediting code inside `transparent` wrappers to the function whose closure they
+/// run; `None` for unknown code.
+fn with_names_in_this_process<R>(
+    transparent: &[String],
+    f: impl FnOnce(&mut dyn FnMut(u64) -> Option<String>) -> R,
+) -> R {
+    let (objects, segments) = crate::buckets::discover();
+    let mut sym = Symbolizer::new(&objects);
+    let mut name_of = |pc: u64| {
+        let seg = segments.iter().find(|s| pc >= s.start && pc < s.end)?;
+        let r = sym.lookup(seg.object, pc);
+        if r.function == "[unknown]" {
+            return None;
+        }
+        Some(
+            crate::report::through_wrappers(&mut sym, seg.object, pc, &r.function, transparent)
+                .unwrap_or(r.function),
+        )
+    };
+    f(&mut name_of)
+}
+
 impl PmuProfile {
     /// Credits windows to functions (symbolised from this process's mappings) and ranks them.
     pub fn report(&self, top: usize) -> PmuReport {
@@ -1205,20 +1228,7 @@ impl PmuProfile {
     /// `Point::__call_on` does) to the function the closure came from, as the heatmap's
     /// report does (needs debuginfo).
     pub fn report_through(&self, top: usize, transparent: &[String]) -> PmuReport {
-        let (objects, segments) = crate::buckets::discover();
-        let mut sym = Symbolizer::new(&objects);
-        let mut name_of = |pc: u64| -> Option<String> {
-            let seg = segments.iter().find(|s| pc >= s.start && pc < s.end)?;
-            let r = sym.lookup(seg.object, pc);
-            if r.function == "[unknown]" {
-                return None;
-            }
-            Some(
-                crate::report::through_wrappers(&mut sym, seg.object, pc, &r.function, transparent)
-                    .unwrap_or(r.function),
-            )
-        };
-        self.report_with(top, &mut name_of)
+        with_names_in_this_process(transparent, |names| self.report_with(top, names))
     }
 
     /// [`PmuProfile::report`] with a given symboliser (tests feed their own).
@@ -1256,20 +1266,7 @@ impl PmuProfile {
     /// smears every function towards the average). Same symbolisation as
     /// [`PmuProfile::report_through`].
     pub fn uniform_report_through(&self, top: usize, transparent: &[String]) -> PmuReport {
-        let (objects, segments) = crate::buckets::discover();
-        let mut sym = Symbolizer::new(&objects);
-        let mut name_of = |pc: u64| -> Option<String> {
-            let seg = segments.iter().find(|s| pc >= s.start && pc < s.end)?;
-            let r = sym.lookup(seg.object, pc);
-            if r.function == "[unknown]" {
-                return None;
-            }
-            Some(
-                crate::report::through_wrappers(&mut sym, seg.object, pc, &r.function, transparent)
-                    .unwrap_or(r.function),
-            )
-        };
-        self.uniform_report_with(top, &mut name_of)
+        with_names_in_this_process(transparent, |names| self.uniform_report_with(top, names))
     }
 
     /// [`PmuProfile::uniform_report_through`] with a given symboliser.

@@ -22,6 +22,17 @@ static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 mod faults;
 use faults::workload;
 
+/// The software mode with a window every ~1.1 ms of CPU (5x the default rate): short tests
+/// still see hundreds of windows.
+fn fast_software_sampler() -> pmu::PmuSampler {
+    pmu::start(PmuConfig {
+        long_period: 1_000_000,
+        window: 100_000,
+        ..PmuConfig::software()
+    })
+    .expect("the software mode starts")
+}
+
 fn software_or_skip(test: &str) -> bool {
     match Counters::open_with(Event::TaskClock, &[Event::PageFaults]) {
         Ok(_) => true,
@@ -123,12 +134,7 @@ fn software_mode_follows_threads_that_come_and_go() {
     if !software_or_skip("software_mode_follows_threads_that_come_and_go") {
         return;
     }
-    let sampler = pmu::start(PmuConfig {
-        long_period: 1_000_000,
-        window: 100_000,
-        ..PmuConfig::software()
-    })
-    .expect("the software mode starts");
+    let sampler = fast_software_sampler();
     // Churn: short-lived threads doing the workload, several generations, each long enough
     // for the watcher (every 20 ms) to find it.
     for _ in 0..6 {
@@ -196,12 +202,7 @@ fn a_forked_child_stopping_its_copy_leaves_the_parent_sampling() {
     if !software_or_skip("a_forked_child_stopping_its_copy_leaves_the_parent_sampling") {
         return;
     }
-    let sampler = pmu::start(PmuConfig {
-        long_period: 1_000_000,
-        window: 100_000,
-        ..PmuConfig::software()
-    })
-    .expect("the software mode starts");
+    let sampler = fast_software_sampler();
     workload(Duration::from_millis(100), None);
     // SAFETY: the child only stops its copy of the sampler and leaves with _exit; alarm turns
     // a hang into a SIGALRM death that the parent sees.

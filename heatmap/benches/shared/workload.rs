@@ -17,3 +17,30 @@ pub(crate) fn workload(buf: &[u8]) -> u64 {
     }
     h
 }
+
+/// The workload's input: 64 KiB of scrambled bytes.
+#[allow(dead_code)]
+pub(crate) fn input() -> Vec<u8> {
+    (0..65536u32).map(|i| (i * 2_654_435_761) as u8).collect()
+}
+
+/// The number of interleaved rounds: the first numeric argument, else `default`.
+#[allow(dead_code)]
+pub(crate) fn rounds_arg(default: usize) -> usize {
+    std::env::args()
+        .skip(1)
+        .find_map(|a| a.parse().ok())
+        .unwrap_or(default)
+}
+
+/// CPU seconds of the whole process (every thread, signal handlers included).
+#[allow(dead_code)]
+pub(crate) fn process_cpu() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a live timespec for clock_gettime to fill.
+    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
