@@ -8,6 +8,8 @@
 //! - a storm thread sends SIGUSR1 to every worker as fast as it can (`tgkill`), whose handler
 //!   counts deliveries, interrupting the workers inside points and tracepoint hooks,
 //! - a prober thread registers and unregisters a second probe on the tracepoint in a loop,
+//!   and the only probe of a second tracepoint, so that its site's code is patched on and off
+//!   (static keys) while the workers run through it,
 //! - a reader thread takes snapshots.
 //!
 //! Then: every point's count is exact, the permanent probe saw every firing, the tracepoint's
@@ -22,6 +24,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 profpoint::tracepoint!(fn storm_event(x: u64));
+profpoint::tracepoint!(fn storm_toggled(x: u64));
 
 #[profpoint::profile_point]
 #[inline(never)]
@@ -38,6 +41,7 @@ fn mix(x: u64) -> u64 {
 fn outer(x: u64) -> u64 {
     let h = mix(x);
     trace_storm_event(h);
+    trace_storm_toggled(h);
     mix(h)
 }
 
@@ -106,8 +110,10 @@ fn a_signal_storm_with_thread_and_probe_churn_loses_nothing() {
     let live_tids = Arc::new(std::sync::Mutex::new(Vec::<libc::pid_t>::new()));
 
     let churned_seen = Arc::new(AtomicU64::new(0));
+    let toggled_seen = Arc::new(AtomicU64::new(0));
     let prober = {
-        let (stop, churned_seen) = (stop.clone(), churned_seen.clone());
+        let (stop, churned_seen, toggled_seen) =
+            (stop.clone(), churned_seen.clone(), toggled_seen.clone());
         std::thread::spawn(move || {
             let mut cycles = 0u64;
             while !stop.load(Ordering::Relaxed) {
@@ -115,8 +121,13 @@ fn a_signal_storm_with_thread_and_probe_churn_loses_nothing() {
                 let h = register_trace_storm_event(move |_| {
                     c.fetch_add(1, Ordering::Relaxed);
                 });
+                let t = toggled_seen.clone();
+                let k = register_trace_storm_toggled(move |_| {
+                    t.fetch_add(1, Ordering::Relaxed);
+                });
                 std::thread::yield_now();
                 h.unregister();
+                k.unregister();
                 cycles += 1;
             }
             cycles
@@ -225,6 +236,19 @@ fn a_signal_storm_with_thread_and_probe_churn_loses_nothing() {
         .unwrap();
     assert_eq!(info.hits, calls, "every firing was counted");
     assert!(churned_seen.load(Ordering::Relaxed) <= calls);
+    // The toggled site ran its hook only while switched on, and its probe only while
+    // registered: both at most the calls, and the probe at most the hook's runs.
+    let toggled = profpoint::tracepoints()
+        .into_iter()
+        .find(|t| t.name == "reliability::storm_toggled")
+        .unwrap();
+    let toggled_calls = toggled_seen.load(Ordering::Relaxed);
+    println!(
+        "toggled site: {} hook runs, {toggled_calls} probe calls",
+        toggled.hits
+    );
+    assert!(toggled_calls <= toggled.hits && toggled.hits <= calls);
+    assert!(!toggled.enabled, "switched off at the end");
     // The storm was real: hundreds of signals landed on the workers (a standard signal sent
     // while one is pending merges with it, so deliveries are fewer than sends).
     assert!(generation >= 5, "{generation} generations");
