@@ -71,6 +71,20 @@ const IOC_REFRESH: libc::c_ulong = 0x2402;
 const IOC_PERIOD: libc::c_ulong = 0x4008_2404;
 /// `PERF_COUNT_SW_PAGE_FAULTS` from `enum perf_sw_ids`.
 const PERF_COUNT_SW_PAGE_FAULTS: u64 = 2;
+/// `PERF_TYPE_HW_CACHE` from `enum perf_type_id`.
+const PERF_TYPE_HW_CACHE: u32 = 3;
+/// `PERF_COUNT_HW_CACHE_L1D` (`enum perf_hw_cache_id`), `PERF_COUNT_HW_CACHE_OP_READ`
+/// (`enum perf_hw_cache_op_id`), and the results (`enum perf_hw_cache_op_result_id`).
+const PERF_COUNT_HW_CACHE_L1D: u64 = 0;
+const PERF_COUNT_HW_CACHE_OP_READ: u64 = 0;
+const PERF_COUNT_HW_CACHE_RESULT_ACCESS: u64 = 0;
+const PERF_COUNT_HW_CACHE_RESULT_MISS: u64 = 1;
+
+/// A `PERF_TYPE_HW_CACHE` config: `cache id | (op id << 8) | (result id << 16)`
+/// (`include/uapi/linux/perf_event.h`, the comment above `enum perf_hw_cache_id`).
+const fn l1d_read(result: u64) -> u64 {
+    PERF_COUNT_HW_CACHE_L1D | (PERF_COUNT_HW_CACHE_OP_READ << 8) | (result << 16)
+}
 /// The kernel's floor for a software clock's period (`perf_swevent_start_hrtimer`: 10 us).
 pub const MIN_SOFTWARE_WINDOW: u64 = 10_000;
 
@@ -95,6 +109,42 @@ pub enum Event {
     TaskClock,
     /// Page faults taken in user space (software).
     PageFaults,
+    /// Level-1 data cache read accesses (`PERF_TYPE_HW_CACHE`: L1D, read, access).
+    L1dReads,
+    /// Level-1 data cache read misses (`PERF_TYPE_HW_CACHE`: L1D, read, miss).
+    L1dReadMisses,
+}
+
+/// Every event, with the name `PROFPOINT_PMU_EVENTS` and the JSON report use.
+const EVENT_NAMES: [(Event, &str); 10] = [
+    (Event::Cycles, "cycles"),
+    (Event::Instructions, "instructions"),
+    (Event::CacheReferences, "cache-references"),
+    (Event::CacheMisses, "cache-misses"),
+    (Event::BranchInstructions, "branch-instructions"),
+    (Event::BranchMisses, "branch-misses"),
+    (Event::TaskClock, "task-clock"),
+    (Event::PageFaults, "page-faults"),
+    (Event::L1dReads, "l1d-reads"),
+    (Event::L1dReadMisses, "l1d-read-misses"),
+];
+
+impl std::str::FromStr for Event {
+    type Err = String;
+
+    /// An event by its name (`instructions`, `l1d-read-misses`, ...; see `EVENT_NAMES`).
+    fn from_str(name: &str) -> Result<Event, String> {
+        EVENT_NAMES
+            .iter()
+            .find(|(_, n)| *n == name)
+            .map(|(e, _)| *e)
+            .ok_or_else(|| {
+                format!(
+                    "{name:?} is not an event: expected one of {}",
+                    EVENT_NAMES.map(|(_, n)| n).join(", ")
+                )
+            })
+    }
 }
 
 impl Event {
@@ -109,6 +159,14 @@ impl Event {
             Event::BranchMisses => (PERF_TYPE_HARDWARE, 5),
             Event::TaskClock => (sys::PERF_TYPE_SOFTWARE, sys::PERF_COUNT_SW_TASK_CLOCK),
             Event::PageFaults => (sys::PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS),
+            Event::L1dReads => (
+                PERF_TYPE_HW_CACHE,
+                l1d_read(PERF_COUNT_HW_CACHE_RESULT_ACCESS),
+            ),
+            Event::L1dReadMisses => (
+                PERF_TYPE_HW_CACHE,
+                l1d_read(PERF_COUNT_HW_CACHE_RESULT_MISS),
+            ),
         }
     }
 
@@ -240,6 +298,22 @@ impl PmuConfig {
         };
         if let Some(n) = num("PROFPOINT_PMU_WINDOW", lo, 1_000_000, what)? {
             c.window = n;
+        }
+        if let Some(v) = get("PROFPOINT_PMU_EVENTS") {
+            let bad = || crate::EnvError {
+                variable: "PROFPOINT_PMU_EVENTS",
+                value: v.clone(),
+                expected: "up to 6 comma-separated events other than the leader, from: cycles, instructions, cache-references, cache-misses, branch-instructions, branch-misses, task-clock, page-faults, l1d-reads, l1d-read-misses",
+            };
+            let events: Vec<Event> = v
+                .split(',')
+                .map(|e| e.trim().parse::<Event>())
+                .collect::<Result<_, _>>()
+                .map_err(|_| bad())?;
+            if events.is_empty() || events.len() > MAX_MEMBERS || events.contains(&c.clock) {
+                return Err(bad());
+            }
+            c.events = events;
         }
         Ok(Some(c))
     }
@@ -1022,6 +1096,7 @@ impl PmuSampler {
             }
         }
         let mut multiplexed = 0;
+        let mut never_counted = 0;
         let threads = if forked {
             self.threads
                 .try_lock()
@@ -1045,6 +1120,9 @@ impl PmuSampler {
                 };
                 if n >= 24 && buf[2] < buf[1] {
                     multiplexed += 1;
+                }
+                if n >= 24 && buf[1] > 0 && buf[2] == 0 {
+                    never_counted += 1;
                 }
             }
         }
@@ -1075,6 +1153,12 @@ impl PmuSampler {
         let n = s.next.load(Ordering::Relaxed).min(RECORDS);
         let windows = (0..n).map(|i| load(&s, i)).collect();
         let mut warnings = Vec::new();
+        if never_counted > 0 {
+            warnings.push(format!(
+                "{never_counted} of {nthreads} threads' groups were never scheduled (time running 0): the PMU cannot count these {} events at once; choose fewer (PROFPOINT_PMU_EVENTS)",
+                self.config.events.len() + 1
+            ));
+        }
         if multiplexed > 0 {
             warnings.push(format!(
                 "{multiplexed} of {nthreads} threads' counters were multiplexed (time running < time enabled): another user of the PMU shares the counters; ratios stay valid, totals do not"
@@ -1154,6 +1238,10 @@ pub struct PmuRow {
     pub branch_misses_percent: Option<f64>,
     /// Page faults per millisecond of CPU time (the software mode).
     pub page_faults_per_ms: Option<f64>,
+    /// Share of all credited L1D read accesses, percent (`l1d-reads` counted).
+    pub l1d_reads_percent: Option<f64>,
+    /// Share of all credited L1D read misses, percent (`l1d-read-misses` counted).
+    pub l1d_misses_percent: Option<f64>,
 }
 
 /// How a report credited the counts.
@@ -1336,6 +1424,10 @@ impl PmuProfile {
             pos(Event::Instructions).map_or(0.0, total),
             pos(Event::BranchMisses).map_or(0.0, total),
         );
+        let (tla, tlm) = (
+            pos(Event::L1dReads).map_or(0.0, total),
+            pos(Event::L1dReadMisses).map_or(0.0, total),
+        );
         let pct = |x: f64, t: f64| if t > 0.0 { 100.0 * x / t } else { 0.0 };
         let mut rows: Vec<PmuRow> = per_fn
             .into_iter()
@@ -1363,6 +1455,8 @@ impl PmuProfile {
                         (Some(f), Some(ns)) if ns > 0.0 => Some(1e6 * f / ns),
                         _ => None,
                     },
+                    l1d_reads_percent: get(Event::L1dReads).map(|x| pct(x, tla)),
+                    l1d_misses_percent: get(Event::L1dReadMisses).map(|x| pct(x, tlm)),
                 }
             })
             .collect();
@@ -1464,14 +1558,21 @@ impl PmuReport {
                 "%T share of CPU time; PF/ms page faults per millisecond of CPU time (both over the windows credited)."
             )?;
         } else {
-            writeln!(
+            // The L1D shares only when those events were counted.
+            let l1d = self.events.contains(&Event::L1dReads)
+                || self.events.contains(&Event::L1dReadMisses);
+            write!(
                 w,
                 "{:<sw$}  {:>7}  {:>6}  {:>6}  {:>6}  {:>6}  {:>6}  {:>6}  {:>6}",
                 "Symbol", "#", "CPI", "BM/KI", "CM/KI", "%CM", "%CY", "%I", "%BM"
             )?;
+            if l1d {
+                write!(w, "  {:>6}  {:>6}", "%L1DA", "%L1DM")?;
+            }
+            writeln!(w)?;
             for r in &self.rows {
                 let name: String = r.symbol.chars().take(sw).collect();
-                writeln!(
+                write!(
                     w,
                     "{:<sw$}  {:>7}  {:>6}  {:>6}  {:>6}  {:>6}  {:>6.2}  {:>6}  {:>6}",
                     name,
@@ -1484,6 +1585,15 @@ impl PmuReport {
                     opt(r.instructions_percent, 2),
                     opt(r.branch_misses_percent, 2),
                 )?;
+                if l1d {
+                    write!(
+                        w,
+                        "  {:>6}  {:>6}",
+                        opt(r.l1d_reads_percent, 2),
+                        opt(r.l1d_misses_percent, 2)
+                    )?;
+                }
+                writeln!(w)?;
             }
             writeln!(
                 w,
@@ -1495,7 +1605,12 @@ impl PmuReport {
             )?;
             writeln!(
                 w,
-                "cache events count the last level (or L2) on most CPUs, not L1D."
+                "cache events count the last level (or L2) on most CPUs, not L1D.{}",
+                if l1d {
+                    " %L1DA %L1DM shares of L1D reads and L1D read misses."
+                } else {
+                    ""
+                }
             )?;
         }
         for warning in &self.warnings {
@@ -1630,6 +1745,83 @@ mod tests {
         }
         assert!(text.contains("2 that began and ended"), "{text}");
         assert!(text.contains("1 overlong"), "{text}");
+    }
+
+    #[test]
+    fn l1d_events_use_the_kernel_cache_encoding_and_every_event_has_one_name() {
+        // L1D = 0, OP_READ = 0, RESULT_MISS = 1: config 1 << 16 (perf_event.h).
+        assert_eq!(Event::L1dReads.kind(), (3, 0));
+        assert_eq!(Event::L1dReadMisses.kind(), (3, 0x10000));
+        for (e, name) in EVENT_NAMES {
+            assert_eq!(name.parse::<Event>(), Ok(e));
+            // The JSON name is the same.
+            assert_eq!(serde_json::to_string(&e).unwrap(), format!("\"{name}\""));
+        }
+        let e = "l1-misses".parse::<Event>().unwrap_err();
+        assert!(
+            e.contains("\"l1-misses\" is not an event") && e.contains("l1d-read-misses"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn pmu_events_come_from_the_environment_or_a_clear_error() {
+        let env = |events: &'static str| {
+            move |k: &str| match k {
+                "PROFPOINT_PMU" => Some("1".to_string()),
+                "PROFPOINT_PMU_EVENTS" => Some(events.to_string()),
+                _ => None,
+            }
+        };
+        let c = PmuConfig::from_env_vars(env("instructions, l1d-reads,l1d-read-misses"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            c.events,
+            [Event::Instructions, Event::L1dReads, Event::L1dReadMisses]
+        );
+        for bad in [
+            "",
+            "instructions,,",
+            "cycles",
+            "l1-misses",
+            "instructions,instructions,instructions,instructions,instructions,instructions,instructions",
+        ] {
+            let e = PmuConfig::from_env_vars(env(bad)).unwrap_err().to_string();
+            assert!(
+                e.starts_with(&format!("PROFPOINT_PMU_EVENTS={bad:?}: expected up to 6")),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_l1d_shares_appear_when_counted() {
+        let p = PmuProfile {
+            config: PmuConfig {
+                window: 5_000,
+                events: vec![Event::Instructions, Event::L1dReads, Event::L1dReadMisses],
+                ..PmuConfig::default()
+            },
+            windows: vec![
+                win(0x1010, 0x1020, [4000, 2000, 300, 30, 0]),
+                win(0x2010, 0x2020, [4000, 2000, 100, 10, 0]),
+            ],
+            calibration: Calibration::default(),
+            threads: 1,
+            wall_seconds: 1.0,
+            warnings: vec![],
+        };
+        let mut names = |pc: u64| Some(if pc < 0x2000 { "f" } else { "g" }.to_string());
+        let r = p.report_with(10, &mut names);
+        let f = r.rows.iter().find(|r| r.symbol == "f").unwrap();
+        assert_eq!(f.l1d_reads_percent, Some(75.0));
+        assert_eq!(f.l1d_misses_percent, Some(75.0));
+        let mut out = Vec::new();
+        r.write_table(&mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("%L1DA") && text.contains("%L1DM"), "{text}");
+        assert!(text.contains("75.00"), "{text}");
     }
 
     #[test]

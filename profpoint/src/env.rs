@@ -13,7 +13,7 @@
 //! | `PROFPOINT_TRACE` | comma-separated globs of tracepoint names whose counting probe to turn on | none |
 //! | `PROFPOINT_HEATMAP`, `PROFPOINT_HZ`, `PROFPOINT_SHIFT` | start the heatmap sampler (see the `heatmap` crate) | off |
 //! | `PROFPOINT_HEATMAP_TOP`, `PROFPOINT_HEATMAP_EXCLUDE` | rows and excluded function globs of the heatmap section | 20, none |
-//! | `PROFPOINT_PMU` (`PROFPOINT_PMU_LONG`, `PROFPOINT_PMU_WINDOW`) | `1`: per-function hardware metrics (`heatmap::pmu`) in the exit report; `software`: the same windows on the CPU clock with page faults, no PMU needed | off |
+//! | `PROFPOINT_PMU` (`PROFPOINT_PMU_LONG`, `PROFPOINT_PMU_WINDOW`, `PROFPOINT_PMU_EVENTS`) | `1`: per-function hardware metrics (`heatmap::pmu`) in the exit report; `software`: the same windows on the CPU clock with page faults, no PMU needed | off |
 //! | `PROFPOINT_CLOCK` | `tsc` or `monotonic` | `tsc` where invariant |
 
 use std::path::PathBuf;

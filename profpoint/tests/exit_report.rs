@@ -461,6 +461,7 @@ fn non_utf8_environment_values_get_one_clear_line() {
         ("PROFPOINT_PMU", None),
         ("PROFPOINT_PMU_LONG", Some(("PROFPOINT_PMU", "software"))),
         ("PROFPOINT_PMU_WINDOW", Some(("PROFPOINT_PMU", "software"))),
+        ("PROFPOINT_PMU_EVENTS", Some(("PROFPOINT_PMU", "software"))),
     ] {
         if cfg!(not(feature = "heatmap")) && (var.contains("HEATMAP") || var.contains("PMU")) {
             continue;
