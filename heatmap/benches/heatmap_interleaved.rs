@@ -77,17 +77,21 @@ fn main() {
     let buf = workload::input();
     // (rate, source): no sampler, perf at 1 and 10 kHz, and setitimer (250 Hz here, the
     // tick) as the baseline cost of a bare SIGPROF delivery without perf's hrtimer.
-    let configs: [Option<(u32, heatmap::Source)>; 4] = [
+    let configs: [Option<(u32, heatmap::Source)>; 6] = [
         None,
         Some((1000, heatmap::Source::PerfTaskClock)),
         Some((10_000, heatmap::Source::PerfTaskClock)),
         Some((1000, heatmap::Source::Setitimer)),
+        Some((1000, heatmap::Source::Tgkill)),
+        Some((10_000, heatmap::Source::Tgkill)),
     ];
     let n = configs.len();
     let mut per_call: Vec<Vec<f64>> = vec![Vec::new(); n];
     let mut samples = vec![0u64; n];
     let mut calls = vec![0u64; n];
     let mut achieved: Vec<Vec<f64>> = vec![Vec::new(); n];
+    let mut watcher = vec![0f64; n];
+    let mut wall = vec![0f64; n];
     let d = Duration::from_millis(300);
     for _ in 0..rounds {
         for (i, hz) in configs.iter().enumerate() {
@@ -101,6 +105,8 @@ fn main() {
             if let Some(s) = s {
                 let p = s.stop();
                 samples[i] += p.total_samples();
+                watcher[i] += p.watcher_cpu_seconds();
+                wall[i] += p.wall_seconds();
                 if let Some(a) = p.achieved_hz() {
                     achieved[i].push(a);
                 }
@@ -116,9 +122,10 @@ fn main() {
         let per_call_samples = samples[i] as f64 / calls[i] as f64;
         let cost = (m - base) / per_call_samples;
         println!(
-            "{} at {} Hz: {:.1} us per call, overhead {:+.2}%, {:.2} samples per call, ~{:.1} us per sample, achieved median {:.0} Hz per user-CPU second",
+            "{} at {} Hz: {:.1} us per call, overhead {:+.2}%, {:.2} samples per call, ~{:.1} us per sample, achieved median {:.0} Hz per user-CPU second; watcher thread {:.2}% of a core",
             match configs[i].unwrap().1 {
                 heatmap::Source::Setitimer => "setitimer",
+                heatmap::Source::Tgkill => "tgkill",
                 _ => "perf task-clock",
             },
             configs[i].unwrap().0,
@@ -127,6 +134,7 @@ fn main() {
             per_call_samples,
             cost * 1e6,
             median(&mut achieved[i].clone()),
+            100.0 * watcher[i] / wall[i].max(1e-9),
         );
     }
 }

@@ -38,6 +38,16 @@ pub enum Source {
     /// and the process-directed signal can reach a blocked thread (`EINTR` risk in `nanosleep`,
     /// `poll`, ...).
     Setitimer,
+    /// The watcher thread wakes `hz` times a second, reads every thread's CPU clock, and sends
+    /// `SIGPROF` (`tgkill`) to each thread that has run a period of CPU since its last sample.
+    /// No perf event and no timer per thread: where timer interrupts are slow (VMs), it costs a
+    /// fraction of `PerfTaskClock` on the sampled threads, while the watcher itself uses a few
+    /// percent of a core (measured in NOTES.md). The rate is at most the watcher's wake-up
+    /// rate. Samples include system time, at the pc where the thread returns to user space. A
+    /// thread that has not run since its last sample gets no signal, but one that blocks just
+    /// after running its period can: a system call that is not restarted (`poll`, `nanosleep`)
+    /// then returns `EINTR`, as with `setitimer`.
+    Tgkill,
 }
 
 /// How to sample. `Config::default()` is 1 kHz CPU sampling with 16-byte buckets.
@@ -121,8 +131,14 @@ impl Config {
         self.mode
     }
 
+    /// The source asked for.
+    pub fn get_source(&self) -> Source {
+        self.source
+    }
+
     /// Reads `PROFPOINT_HEATMAP` (`1` or `cpu`: CPU mode, `wall`: wall-clock mode, `0` or
-    /// empty or unset: not requested), `PROFPOINT_HZ` and `PROFPOINT_SHIFT` through `get`
+    /// empty or unset: not requested), `PROFPOINT_HZ`, `PROFPOINT_SHIFT` and
+    /// `PROFPOINT_HEATMAP_SOURCE` (`auto`, `perf`, `setitimer`, `tgkill`) through `get`
     /// (pass `|k| std::env::var(k).ok()`). Returns `Ok(None)` when no heatmap was requested;
     /// the rate and shift are checked even then, so a typo never goes unnoticed.
     ///
@@ -169,6 +185,21 @@ impl Config {
                 }
             };
         }
+        if let Some(v) = get("PROFPOINT_HEATMAP_SOURCE") {
+            config.source = match v.trim() {
+                "auto" => Source::Auto,
+                "perf" => Source::PerfTaskClock,
+                "setitimer" => Source::Setitimer,
+                "tgkill" => Source::Tgkill,
+                _ => {
+                    return Err(EnvError {
+                        variable: "PROFPOINT_HEATMAP_SOURCE",
+                        value: v,
+                        expected: "auto, perf (a task-clock event per thread), setitimer, or tgkill (a watcher thread signals threads by their CPU clocks)",
+                    });
+                }
+            };
+        }
         let Some(v) = get("PROFPOINT_HEATMAP") else {
             return Ok(None);
         };
@@ -195,6 +226,22 @@ mod tests {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         move |k| pairs.iter().find(|(pk, _)| pk == k).map(|(_, v)| v.clone())
+    }
+
+    #[test]
+    fn the_source_comes_from_the_environment_or_a_clear_error() {
+        let c = Config::from_env_vars(env(&[
+            ("PROFPOINT_HEATMAP", "1"),
+            ("PROFPOINT_HEATMAP_SOURCE", "tgkill"),
+        ]))
+        .unwrap()
+        .unwrap();
+        assert_eq!(c.get_source(), Source::Tgkill);
+        let e = Config::from_env_vars(env(&[("PROFPOINT_HEATMAP_SOURCE", "timer")])).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            r#"PROFPOINT_HEATMAP_SOURCE="timer": expected auto, perf (a task-clock event per thread), setitimer, or tgkill (a watcher thread signals threads by their CPU clocks)"#
+        );
     }
 
     #[test]

@@ -81,6 +81,7 @@ impl Profile {
         b.push(match self.source {
             SourceUsed::PerfTaskClock => 0,
             SourceUsed::Setitimer => 1,
+            SourceUsed::Tgkill => 2,
         });
         b.extend_from_slice(&0u16.to_le_bytes());
         b.extend_from_slice(&self.requested_hz.to_le_bytes());
@@ -187,6 +188,7 @@ impl Profile {
         let source = match r.u8("source")? {
             0 => SourceUsed::PerfTaskClock,
             1 => SourceUsed::Setitimer,
+            2 => SourceUsed::Tgkill,
             v => return Err(invalid("source", v, "0 (perf task-clock) or 1 (setitimer)")),
         };
         let reserved = r.u16("reserved")?;
@@ -315,6 +317,7 @@ impl Profile {
             proc_samples,
             user_cpu_ns,
             sys_cpu_ns,
+            watcher_cpu_ns: 0,
             wall_ns,
             threads,
             warnings,

@@ -17,6 +17,8 @@ pub enum SourceUsed {
     PerfTaskClock,
     /// `setitimer(ITIMER_PROF)`.
     Setitimer,
+    /// The watcher's CPU-clock reads and `tgkill`.
+    Tgkill,
 }
 
 impl SourceUsed {
@@ -25,6 +27,7 @@ impl SourceUsed {
         match self {
             SourceUsed::PerfTaskClock => "perf task-clock",
             SourceUsed::Setitimer => "setitimer",
+            SourceUsed::Tgkill => "tgkill",
         }
     }
 }
@@ -59,6 +62,8 @@ pub struct Profile {
     pub(crate) user_cpu_ns: u64,
     /// System CPU time of the process while sampling, less the watcher's own, in ns.
     pub(crate) sys_cpu_ns: u64,
+    /// CPU the watcher thread used (not in `user_cpu_ns`/`sys_cpu_ns`; not kept in dumps).
+    pub(crate) watcher_cpu_ns: u64,
     /// Wall time of the run, in ns.
     pub(crate) wall_ns: u64,
     /// Threads sampled (perf events opened) over the run.
@@ -135,6 +140,12 @@ impl Profile {
     /// signal delivery itself is counted here.
     pub fn sys_cpu_seconds(&self) -> f64 {
         self.sys_cpu_ns as f64 / 1e9
+    }
+
+    /// CPU seconds the sampler's own watcher thread used (thread scans, wall-mode reads, the
+    /// tgkill source's clock reads and signals); 0 for a profile read from a dump.
+    pub fn watcher_cpu_seconds(&self) -> f64 {
+        self.watcher_cpu_ns as f64 / 1e9
     }
 
     /// Signal samples per CPU second, user and system: lower than [`achieved_hz`] when part of

@@ -501,6 +501,7 @@ mod tests {
             proc_samples: 0,
             user_cpu_ns: 100_000_000,
             sys_cpu_ns: 0,
+            watcher_cpu_ns: 0,
             wall_ns: 100_000_000,
             threads: 1,
             warnings: vec![],

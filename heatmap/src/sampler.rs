@@ -143,6 +143,7 @@ fn start_claimed(config: Config) -> Result<Sampler, StartError> {
     // Choose the source before touching the signal disposition.
     let source = match config.source {
         Source::Setitimer => SourceUsed::Setitimer,
+        Source::Tgkill => SourceUsed::Tgkill,
         Source::PerfTaskClock | Source::Auto => {
             match sys::open_task_clock(sys::gettid(), period_ns) {
                 Ok(fd) => {
@@ -216,6 +217,8 @@ fn start_claimed(config: Config) -> Result<Sampler, StartError> {
         set,
         shared: Arc::clone(&shared),
         perf: source == SourceUsed::PerfTaskClock,
+        tgkill: source == SourceUsed::Tgkill,
+        pid: std::process::id() as libc::pid_t,
         wall: config.mode == Mode::Wall,
         period_ns,
         shift: config.shift,
@@ -375,6 +378,7 @@ impl Inner {
             proc_samples: self.shared.proc_samples.load(Ordering::Relaxed),
             user_cpu_ns,
             sys_cpu_ns,
+            watcher_cpu_ns: watcher_user + watcher_sys,
             wall_ns,
             // Relaxed: a tally.
             threads: self.shared.threads.load(Ordering::Relaxed),
@@ -404,6 +408,9 @@ impl Inner {
                     SourceUsed::Setitimer => {
                         "setitimer delivers at most one signal per kernel tick".to_owned()
                     }
+                    SourceUsed::Tgkill => "the watcher wakes late or the machine is busy: it \
+                                           signals each thread at most once per wake-up"
+                        .to_owned(),
                 };
                 p.warnings.push(format!(
                     "achieved {achieved:.0} samples per user-CPU second, below the {} Hz requested \
@@ -447,6 +454,9 @@ struct Watcher {
     set: Arc<TableSet>,
     shared: Arc<Shared>,
     perf: bool,
+    /// The tgkill source: the watcher samples each thread by its CPU clock.
+    tgkill: bool,
+    pid: libc::pid_t,
     wall: bool,
     period_ns: u64,
     shift: u32,
@@ -461,6 +471,10 @@ struct Tracked {
     fd: Option<libc::c_int>,
     /// `/proc/self/task/TID/syscall`, kept open (wall mode).
     syscall: Option<File>,
+    /// The tgkill source: the thread's CPU time at the last look, and the CPU time it has run
+    /// since its last sample (capped at one period: a late watcher does not burst).
+    cpu_ns: u64,
+    owed_ns: u64,
 }
 
 impl Watcher {
@@ -476,7 +490,7 @@ impl Watcher {
         let mut next_tick = Instant::now() + tick;
         loop {
             let now = Instant::now();
-            let wake = if self.wall {
+            let wake = if self.wall || self.tgkill {
                 next_tick.min(next_scan)
             } else {
                 next_scan
@@ -487,10 +501,15 @@ impl Watcher {
                 _ => break,
             }
             let now = Instant::now();
-            if self.wall && now >= next_tick {
-                self.sample_blocked(&threads, &mut buf);
-                // Relaxed: a tally.
-                self.shared.ticks.fetch_add(1, Ordering::Relaxed);
+            if (self.wall || self.tgkill) && now >= next_tick {
+                if self.tgkill {
+                    self.signal_runners(&mut threads);
+                }
+                if self.wall {
+                    self.sample_blocked(&threads, &mut buf);
+                    // Relaxed: a tally.
+                    self.shared.ticks.fetch_add(1, Ordering::Relaxed);
+                }
                 next_tick += tick;
                 if next_tick < now {
                     // Fell behind by more than a tick: do not burst to catch up.
@@ -597,7 +616,20 @@ impl Watcher {
             let mut tracked = Tracked {
                 fd: None,
                 syscall: None,
+                cpu_ns: 0,
+                owed_ns: 0,
             };
+            if self.tgkill {
+                match sys::thread_cpu_ns(tid) {
+                    Some(ns) => {
+                        tracked.cpu_ns = ns;
+                        // Relaxed: a tally.
+                        self.shared.threads.fetch_add(1, Ordering::Relaxed);
+                    }
+                    // Exited between the listing and now: nothing to sample.
+                    None => continue,
+                }
+            }
             if self.perf {
                 match sys::open_task_clock(tid, self.period_ns) {
                     Ok(fd) => match sys::route_and_enable(fd, tid, signal::SIGNAL) {
@@ -628,6 +660,24 @@ impl Watcher {
         if !exited {
             // Relaxed: a tally.
             self.shared.failed_threads.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// The tgkill source: sends `SIGPROF` to every thread that has run a period of CPU since
+    /// its last sample (the handler, on that thread, counts its pc).
+    fn signal_runners(&self, threads: &mut HashMap<libc::pid_t, Tracked>) {
+        for (&tid, t) in threads.iter_mut() {
+            let Some(now) = sys::thread_cpu_ns(tid) else {
+                continue;
+            };
+            t.owed_ns = (t.owed_ns + now.saturating_sub(t.cpu_ns)).min(2 * self.period_ns);
+            t.cpu_ns = now;
+            if t.owed_ns >= self.period_ns {
+                t.owed_ns -= self.period_ns;
+                // SAFETY: tgkill with integer arguments; a thread that exited since the clock
+                // read makes it fail with ESRCH, nothing else.
+                unsafe { libc::syscall(libc::SYS_tgkill, self.pid, tid, signal::SIGNAL) };
+            }
         }
     }
 

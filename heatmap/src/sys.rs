@@ -218,6 +218,26 @@ pub(crate) fn handler_mask() -> libc::sigset_t {
     }
 }
 
+/// The CPU-time clock of thread `tid` of this process, for `clock_gettime`: the kernel's
+/// `MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED)` (`include/linux/posix-timers_types.h`):
+/// `(~tid << 3) | CPUCLOCK_PERTHREAD_MASK (4) | CPUCLOCK_SCHED (2)`, as glibc's
+/// `pthread_getcpuclockid` builds it.
+pub(crate) fn thread_cpu_clock(tid: libc::pid_t) -> libc::clockid_t {
+    ((!tid) << 3) | 4 | 2
+}
+
+/// The CPU time of thread `tid` of this process in nanoseconds, or `None` once it has exited.
+pub(crate) fn thread_cpu_ns(tid: libc::pid_t) -> Option<u64> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a live timespec for clock_gettime to fill; an invalid clock id (a thread
+    // that exited) makes it fail with EINVAL, nothing else.
+    let r = unsafe { libc::clock_gettime(thread_cpu_clock(tid), &mut ts) };
+    (r == 0).then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
+}
+
 /// The calling thread's kernel thread id.
 pub(crate) fn gettid() -> libc::pid_t {
     // SAFETY: gettid has no arguments and cannot fail.
@@ -227,6 +247,44 @@ pub(crate) fn gettid() -> libc::pid_t {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_threads_cpu_clock_reads_what_it_reads_itself() {
+        // Burn a little CPU so the clock is well past zero, then read both ways.
+        let t = std::time::Instant::now();
+        while t.elapsed() < std::time::Duration::from_millis(5) {
+            std::hint::black_box(0u64);
+        }
+        let mut own = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: a live timespec.
+        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut own) };
+        let by_tid = thread_cpu_ns(gettid()).expect("our own clock");
+        let own = own.tv_sec as u64 * 1_000_000_000 + own.tv_nsec as u64;
+        assert!(
+            by_tid >= own && by_tid - own < 5_000_000,
+            "{by_tid} vs {own}"
+        );
+        // Another thread's clock, read from here, once it has run.
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let h = std::thread::spawn(move || {
+            let t = std::time::Instant::now();
+            while t.elapsed() < std::time::Duration::from_millis(20) {
+                std::hint::black_box(0u64);
+            }
+            tx.send(gettid()).unwrap();
+            done_rx.recv().unwrap();
+        });
+        let tid = rx.recv().unwrap();
+        let other = thread_cpu_ns(tid).expect("a live thread's clock");
+        assert!(other >= 15_000_000, "{other} ns");
+        done_tx.send(()).unwrap();
+        h.join().unwrap();
+        assert_eq!(thread_cpu_ns(tid), None, "an exited thread has no clock");
+    }
 
     #[test]
     fn the_handler_mask_holds_back_other_signals_but_not_faults() {

@@ -217,3 +217,74 @@ fn by_bucket_rows_sum_to_the_function_row() {
     assert!(by_fn > 0);
     assert_eq!(by_fn, by_bucket);
 }
+
+/// The tgkill source at 1 kHz: a thread burning 1 s of CPU gets at least 80% of 1000 samples,
+/// nearly all in the function that burned it (or its clock reads: this source counts system
+/// time too); a thread started later is found and sampled; it says what it is.
+#[test]
+fn tgkill_source_rate_attribution_and_late_threads() {
+    let _g = serial();
+    let s = heatmap::start(
+        Config::new()
+            .hz(1000)
+            .source(Source::Tgkill)
+            .scan_interval(Duration::from_millis(5)),
+    )
+    .expect("the tgkill source needs no perf event");
+    assert_eq!(s.source(), SourceUsed::Tgkill);
+    burn_cpu_alpha(Duration::from_millis(1000));
+    let late = std::thread::spawn(|| burn_cpu_beta(Duration::from_millis(300)));
+    late.join().unwrap();
+    let p = s.stop();
+    let r = full_report(&p);
+    let (alpha, beta) = (
+        samples_in(&r, "burn_cpu_alpha"),
+        samples_in(&r, "burn_cpu_beta"),
+    );
+    println!(
+        "tgkill: {alpha} samples in burn_cpu_alpha (1 s of CPU), {beta} in burn_cpu_beta (300 ms, a later thread), {} total; achieved {:?} Hz; warnings {:?}",
+        p.total_samples(),
+        p.achieved_hz(),
+        p.warnings()
+    );
+    assert_eq!(r.source, "tgkill");
+    assert!(alpha >= 800, "{alpha} samples for 1 s of CPU at 1 kHz");
+    assert!(beta >= 180, "{beta} samples for the late thread's 300 ms");
+    // The burners read their CPU clock between spins, a system call (the vDSO falls back to
+    // the kernel for thread clocks). This source counts system time too, where the thread
+    // returns to user space: those samples land in the vDSO. The rest is in the burners.
+    let vdso = samples_in(&r, "[vdso]");
+    assert!(
+        (alpha + beta + vdso) as f64 >= 0.95 * p.total_samples() as f64,
+        "only {} of {} samples in the burning functions and their clock reads",
+        alpha + beta + vdso,
+        p.total_samples()
+    );
+    assert!(p.threads() >= 2);
+}
+
+/// The tgkill source signals only threads that ran: a thread blocked in `poll` for the whole
+/// run is never interrupted (no `EINTR`), while a busy thread beside it is sampled.
+#[test]
+fn tgkill_source_leaves_blocked_threads_alone() {
+    let _g = serial();
+    let s = heatmap::start(
+        Config::new()
+            .hz(1000)
+            .source(Source::Tgkill)
+            .scan_interval(Duration::from_millis(5)),
+    )
+    .expect("the tgkill source needs no perf event");
+    let blocked = std::thread::spawn(|| {
+        // SAFETY: poll on no descriptors is a plain 400 ms sleep that a signal interrupts.
+        let r = unsafe { libc::poll(std::ptr::null_mut(), 0, 400) };
+        (r, std::io::Error::last_os_error().raw_os_error())
+    });
+    burn_cpu_alpha(Duration::from_millis(300));
+    let (r, errno) = blocked.join().unwrap();
+    let p = s.stop();
+    let alpha = samples_in(&full_report(&p), "burn_cpu_alpha");
+    println!("poll returned {r} (errno {errno:?}); {alpha} samples in the busy thread");
+    assert_eq!(r, 0, "poll was interrupted: errno {errno:?}");
+    assert!(alpha >= 200, "{alpha} samples for 300 ms of CPU");
+}

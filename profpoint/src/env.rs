@@ -11,7 +11,7 @@
 //! | `PROFPOINT_SAMPLE` | `N` (every point) or comma-separated `GLOB=N`: time one call in about N | every call timed |
 //! | `PROFPOINT_SUBTRACT_OVERHEAD` | `0` or `1` | `0` |
 //! | `PROFPOINT_TRACE` | comma-separated globs of tracepoint names whose counting probe to turn on | none |
-//! | `PROFPOINT_HEATMAP`, `PROFPOINT_HZ`, `PROFPOINT_SHIFT` | start the heatmap sampler (see the `heatmap` crate) | off |
+//! | `PROFPOINT_HEATMAP`, `PROFPOINT_HZ`, `PROFPOINT_SHIFT`, `PROFPOINT_HEATMAP_SOURCE` | start the heatmap sampler (see the `heatmap` crate; source `auto`, `perf`, `setitimer` or `tgkill`) | off |
 //! | `PROFPOINT_HEATMAP_TOP`, `PROFPOINT_HEATMAP_EXCLUDE` | rows and excluded function globs of the heatmap section | 20, none |
 //! | `PROFPOINT_PMU` (`PROFPOINT_PMU_LONG`, `PROFPOINT_PMU_WINDOW`, `PROFPOINT_PMU_EVENTS`) | `1`: per-function hardware metrics (`heatmap::pmu`) in the exit report; `software`: the same windows on the CPU clock with page faults, no PMU needed | off |
 //! | `PROFPOINT_CLOCK` | `tsc` or `monotonic` | `tsc` where invariant |

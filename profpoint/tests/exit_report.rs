@@ -454,6 +454,7 @@ fn non_utf8_environment_values_get_one_clear_line() {
         ("PROFPOINT_HZ", Some(("PROFPOINT_HEATMAP", "1"))),
         ("PROFPOINT_SHIFT", Some(("PROFPOINT_HEATMAP", "1"))),
         ("PROFPOINT_HEATMAP_TOP", Some(("PROFPOINT_HEATMAP", "1"))),
+        ("PROFPOINT_HEATMAP_SOURCE", Some(("PROFPOINT_HEATMAP", "1"))),
         (
             "PROFPOINT_HEATMAP_EXCLUDE",
             Some(("PROFPOINT_HEATMAP", "1")),
