@@ -1,15 +1,15 @@
 //! The dump file: a [`Profile`] on disk, to report from later or elsewhere.
 //!
-//! # Format, version 1
+//! # Format, version 2 (version 1 is still read)
 //!
 //! All integers little-endian; `str` is a `u32` byte length then that many bytes of UTF-8;
 //! `bytes` is a `u32` length then the bytes.
 //!
 //! ```text
 //! magic        8 bytes  "HEATMAP\0"
-//! version      u32      1
+//! version      u32      2 (1: the same without watcher_cpu_ns)
 //! mode         u8       0 = cpu, 1 = wall
-//! source       u8       0 = perf task-clock, 1 = setitimer
+//! source       u8       0 = perf task-clock, 1 = setitimer, 2 = tgkill
 //! reserved     u16      0
 //! requested_hz u32      1..=100000
 //! shift        u32      0..=24
@@ -19,6 +19,7 @@
 //! sys_cpu_ns   u64      system CPU time of the process while sampling
 //! wall_ns      u64      wall time of the run
 //! threads      u64      threads given a perf event
+//! watcher_cpu_ns u64    CPU time of the sampler's watcher thread (version 2 on)
 //! n_warnings   u32, then n_warnings × str            (each <= 64 KiB)
 //! n_objects    u32, then n_objects × {
 //!     path str (<= 4 KiB), bias u64, kind u8 (0 main, 1 shared, 2 vdso), build_id bytes (<= 64) }
@@ -47,7 +48,7 @@ use crate::profile::{Profile, Segment, SourceUsed};
 /// The first 8 bytes of every dump.
 pub const MAGIC: [u8; 8] = *b"HEATMAP\0";
 /// The format version this crate writes and reads.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 
 const MAX_WARNING: usize = 64 * 1024;
 const MAX_PATH: usize = 4096;
@@ -93,6 +94,7 @@ impl Profile {
             self.sys_cpu_ns,
             self.wall_ns,
             self.threads,
+            self.watcher_cpu_ns,
         ] {
             b.extend_from_slice(&v.to_le_bytes());
         }
@@ -160,7 +162,7 @@ impl Profile {
             end: bytes.len(),
         };
         let version = r.u32("version")?;
-        if version != VERSION {
+        if version != VERSION && version != 1 {
             return Err(DumpError::UnsupportedVersion {
                 found: version,
                 expected: VERSION,
@@ -189,7 +191,13 @@ impl Profile {
             0 => SourceUsed::PerfTaskClock,
             1 => SourceUsed::Setitimer,
             2 => SourceUsed::Tgkill,
-            v => return Err(invalid("source", v, "0 (perf task-clock) or 1 (setitimer)")),
+            v => {
+                return Err(invalid(
+                    "source",
+                    v,
+                    "0 (perf task-clock), 1 (setitimer) or 2 (tgkill)",
+                ));
+            }
         };
         let reserved = r.u16("reserved")?;
         if reserved != 0 {
@@ -209,6 +217,11 @@ impl Profile {
         let sys_cpu_ns = r.u64("sys_cpu_ns")?;
         let wall_ns = r.u64("wall_ns")?;
         let threads = r.u64("threads")?;
+        let watcher_cpu_ns = if version >= 2 {
+            r.u64("watcher_cpu_ns")?
+        } else {
+            0
+        };
 
         let n = r.count("n_warnings", 4)?;
         let mut warnings = Vec::with_capacity(n);
@@ -317,7 +330,7 @@ impl Profile {
             proc_samples,
             user_cpu_ns,
             sys_cpu_ns,
-            watcher_cpu_ns: 0,
+            watcher_cpu_ns,
             wall_ns,
             threads,
             warnings,
@@ -401,5 +414,53 @@ impl<'a> Reader<'a> {
         std::str::from_utf8(b)
             .map(str::to_owned)
             .map_err(|e| invalid(what, e, "valid UTF-8"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A version-1 dump (no watcher CPU) still reads, as the same profile with that field 0.
+    #[test]
+    fn version_1_dumps_still_read() {
+        let (objects, segments) = crate::buckets::discover();
+        let mut p = Profile {
+            mode: Mode::Cpu,
+            source: SourceUsed::Tgkill,
+            requested_hz: 1000,
+            shift: 4,
+            objects,
+            segments: segments
+                .iter()
+                .map(|s| Segment {
+                    object: s.object,
+                    start: s.start,
+                    end: s.end,
+                    counts: vec![(3, 7)],
+                })
+                .collect(),
+            other: 2,
+            proc_samples: 0,
+            user_cpu_ns: 5_000_000,
+            sys_cpu_ns: 1_000,
+            watcher_cpu_ns: 12_345,
+            wall_ns: 6_000_000,
+            threads: 2,
+            warnings: vec!["w".to_owned()],
+        };
+        let mut v2 = Vec::new();
+        p.write_dump(&mut v2).unwrap();
+        assert_eq!(Profile::read_dump(&v2).unwrap(), p);
+        // Version 1: version field 1, no watcher_cpu_ns (8 bytes after the 6 fixed u64s that
+        // follow magic, version, mode, source, reserved, hz and shift), checksum recomputed.
+        let at = MAGIC.len() + 4 + 1 + 1 + 2 + 4 + 4 + 6 * 8;
+        let mut v1 = v2[..v2.len() - 8].to_vec();
+        v1[MAGIC.len()..MAGIC.len() + 4].copy_from_slice(&1u32.to_le_bytes());
+        v1.drain(at..at + 8);
+        let sum = fnv1a(&v1);
+        v1.extend_from_slice(&sum.to_le_bytes());
+        p.watcher_cpu_ns = 0;
+        assert_eq!(Profile::read_dump(&v1).unwrap(), p);
     }
 }

@@ -170,7 +170,7 @@ impl fmt::Display for DumpError {
             ),
             DumpError::UnsupportedVersion { found, expected } => write!(
                 f,
-                "heatmap dump format version {found}: this reader expects version {expected}"
+                "heatmap dump format version {found}: this reader reads versions 1 to {expected}"
             ),
             DumpError::Truncated { what, offset, len } => write!(
                 f,

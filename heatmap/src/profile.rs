@@ -62,7 +62,7 @@ pub struct Profile {
     pub(crate) user_cpu_ns: u64,
     /// System CPU time of the process while sampling, less the watcher's own, in ns.
     pub(crate) sys_cpu_ns: u64,
-    /// CPU the watcher thread used (not in `user_cpu_ns`/`sys_cpu_ns`; not kept in dumps).
+    /// CPU the watcher thread used (not in `user_cpu_ns`/`sys_cpu_ns`).
     pub(crate) watcher_cpu_ns: u64,
     /// Wall time of the run, in ns.
     pub(crate) wall_ns: u64,
@@ -143,7 +143,7 @@ impl Profile {
     }
 
     /// CPU seconds the sampler's own watcher thread used (thread scans, wall-mode reads, the
-    /// tgkill source's clock reads and signals); 0 for a profile read from a dump.
+    /// tgkill source's clock reads and signals); 0 for a profile read from a version-1 dump.
     pub fn watcher_cpu_seconds(&self) -> f64 {
         self.watcher_cpu_ns as f64 / 1e9
     }
