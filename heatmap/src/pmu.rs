@@ -1127,7 +1127,10 @@ impl PmuSampler {
             }
         }
         SHARED.store(std::ptr::null_mut(), Ordering::SeqCst);
-        while ACTIVE.load(Ordering::SeqCst) != 0 {
+        // In a forked child, ACTIVE may count a handler of a thread that was not copied: it
+        // would never drain (and no handler of ours runs here: the counters signal the
+        // parent's threads).
+        while !forked && ACTIVE.load(Ordering::SeqCst) != 0 {
             std::hint::spin_loop();
         }
         // SAFETY: SIG_IGN discards pending instances (and any raised by a counter that a

@@ -297,7 +297,7 @@ impl Inner {
                 libc::setitimer(libc::ITIMER_PROF, &zero, std::ptr::null_mut());
             }
         }
-        signal::unpublish_and_drain();
+        signal::unpublish_and_drain(std::process::id() != self.pid);
         signal::restore(self.previous);
     }
 
@@ -472,7 +472,8 @@ struct Tracked {
     /// `/proc/self/task/TID/syscall`, kept open (wall mode).
     syscall: Option<File>,
     /// The tgkill source: the thread's CPU time at the last look, and the CPU time it has run
-    /// since its last sample (capped at one period: a late watcher does not burst).
+    /// since its last sample (at most two periods: a late watcher sends one signal per tick,
+    /// never a burst, and the debt it keeps is at most one period).
     cpu_ns: u64,
     owed_ns: u64,
 }

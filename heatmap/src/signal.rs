@@ -164,9 +164,16 @@ pub(crate) fn publish(table: *const TableSet) {
 
 /// Withdraws the table from the handler and waits until no handler still uses it. Afterwards
 /// the caller may read the final counts and free the table.
-pub(crate) fn unpublish_and_drain() {
+pub(crate) fn unpublish_and_drain(forked: bool) {
     // SeqCst: see the module docs.
     TABLE.store(std::ptr::null_mut(), Ordering::SeqCst);
+    if forked {
+        // A forked child's copy of ACTIVE may count a handler that was running on another
+        // thread at the fork: that thread was not copied, and the count would never drain.
+        // No handler runs in the child before this point but its own thread's, and that one
+        // is not running now (we are).
+        return;
+    }
     // SeqCst: see the module docs.
     while ACTIVE.load(Ordering::SeqCst) != 0 {
         // A handler runs for well under a microsecond; yield rather than burn the CPU in case

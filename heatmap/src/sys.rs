@@ -211,6 +211,8 @@ pub(crate) fn handler_mask() -> libc::sigset_t {
             libc::SIGFPE,
             libc::SIGTRAP,
             libc::SIGABRT,
+            // seccomp's SECCOMP_RET_TRAP: blocked, the kernel would kill the process.
+            libc::SIGSYS,
         ] {
             libc::sigdelset(&mut set, sig);
         }
@@ -299,7 +301,13 @@ mod tests {
         ] {
             assert!(member(s), "signal {s} waits while our handler runs");
         }
-        for s in [libc::SIGSEGV, libc::SIGBUS, libc::SIGILL, libc::SIGFPE] {
+        for s in [
+            libc::SIGSEGV,
+            libc::SIGBUS,
+            libc::SIGILL,
+            libc::SIGFPE,
+            libc::SIGSYS,
+        ] {
             assert!(!member(s), "fault {s} is never blocked");
         }
     }

@@ -47,9 +47,19 @@ static INIT_PID: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::ne
 /// the path becomes the process id; in a forked child (`forked`), a path without `{pid}` gets
 /// `.PID` appended, so parent and children each keep their own report.
 fn exit_path(path: &std::path::Path, pid: u32, forked: bool) -> std::path::PathBuf {
-    let text = path.to_string_lossy();
-    if text.contains("{pid}") {
-        return text.replace("{pid}", &pid.to_string()).into();
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    // On bytes: a path that is not UTF-8 keeps its bytes.
+    let bytes = path.as_os_str().as_bytes();
+    if let Some(at) = bytes.windows(5).position(|w| w == b"{pid}") {
+        let mut out = bytes[..at].to_vec();
+        out.extend_from_slice(pid.to_string().as_bytes());
+        out.extend_from_slice(&bytes[at + 5..]);
+        // Later `{pid}`s too.
+        return exit_path(
+            std::path::Path::new(&std::ffi::OsString::from_vec(out)),
+            pid,
+            false,
+        );
     }
     if forked {
         let mut p = path.as_os_str().to_owned();
@@ -232,5 +242,12 @@ mod tests {
         let templ = Path::new("/tmp/run-{pid}.json");
         assert_eq!(exit_path(templ, 42, false), Path::new("/tmp/run-42.json"));
         assert_eq!(exit_path(templ, 43, true), Path::new("/tmp/run-43.json"));
+        let two = Path::new("/tmp/{pid}/r-{pid}.json");
+        assert_eq!(exit_path(two, 7, true), Path::new("/tmp/7/r-7.json"));
+        // A path that is not UTF-8 keeps its bytes.
+        use std::os::unix::ffi::OsStrExt;
+        let raw = std::ffi::OsStr::from_bytes(b"/tmp/\xff-{pid}");
+        let got = exit_path(Path::new(raw), 9, false);
+        assert_eq!(got.as_os_str().as_bytes(), b"/tmp/\xff-9");
     }
 }

@@ -9,11 +9,15 @@
 //!   saw 29 of 40 children hang this way.
 //!
 //! So, with `pthread_atfork` (registered once, before `main`): the *prepare* handler takes the
-//! three locks in their order (writers, grace period, registry), so no other thread holds one
-//! at the fork; the *parent* handler releases them; the *child* handler closes every read
-//! section but the forking thread's own (their threads do not exist here) and then releases
-//! them. A thread that forks from inside a probe (inside a read section) only tries the locks:
-//! a grace period on another thread may be waiting for that very section while holding them.
+//! three locks in an order no other code can invert (grace period, writers, registry: a
+//! grace period waits for read sections, whose probes may take the writers' lock, so the
+//! grace-period lock must come first), so no other thread holds one at the fork; the
+//! *parent* handler releases them; the *child* handler closes every read section but the
+//! forking thread's own (their threads do not exist here) and then releases them. A thread
+//! that forks from inside a probe (inside a read section) only tries the grace-period lock
+//! (its holder may be waiting for that very section); if another thread held it, the child
+//! releases it anyway, since that thread was not copied. The handlers cannot panic: their
+//! thread-locals are reached with `try_with`.
 
 use crate::shard;
 use crate::tracepoint;
@@ -32,17 +36,16 @@ pub(crate) fn init() {
 }
 
 extern "C" fn prepare() {
-    let block = !tracepoint::in_read_section();
-    tracepoint::fork_hold(block);
-    shard::fork_hold(block);
+    tracepoint::fork_hold(tracepoint::in_read_section());
+    shard::fork_hold();
 }
 
 extern "C" fn parent() {
     shard::fork_release(false);
-    tracepoint::fork_release();
+    tracepoint::fork_release(false);
 }
 
 extern "C" fn child() {
     shard::fork_release(true);
-    tracepoint::fork_release();
+    tracepoint::fork_release(true);
 }

@@ -373,24 +373,18 @@ thread_local! {
         const { std::cell::RefCell::new(None) };
 }
 
-/// Takes the registry lock before a `fork` (only tries when `block` is false).
-pub(crate) fn fork_hold(block: bool) {
-    let g = if block {
-        Some(registry())
-    } else {
-        match REGISTRY.try_lock() {
-            Ok(g) => Some(g),
-            Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
-            Err(std::sync::TryLockError::WouldBlock) => None,
-        }
-    };
-    FORK_HELD.with(|h| *h.borrow_mut() = g);
+/// Takes the registry lock before a `fork` (its holders only push and pop: always waited
+/// for). A thread past its thread-local destructors forks without it.
+pub(crate) fn fork_hold() {
+    let mut g = Some(registry());
+    let _ = FORK_HELD.try_with(|h| *h.borrow_mut() = g.take());
+    drop(g);
 }
 
 /// Releases the registry lock after a `fork`. In the child (`child`), first closes the
 /// tracepoint read sections of every shard but this thread's: their threads were not copied.
 pub(crate) fn fork_release(child: bool) {
-    let held = FORK_HELD.with(|h| h.borrow_mut().take());
+    let held = FORK_HELD.try_with(|h| h.borrow_mut().take()).ok().flatten();
     if child && let Some(reg) = &held {
         let me = current().map(|s| s as *const Shard);
         for &s in reg.all.iter().filter(|&&s| Some(s as *const Shard) != me) {

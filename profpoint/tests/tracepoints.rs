@@ -339,3 +339,70 @@ fn forked_children_change_probes_while_the_parent_fires() {
     );
     assert!(fired > 0 && seen.load(Ordering::Relaxed) == fired);
 }
+
+profpoint::tracepoint!(fn fork_race(n: u64));
+
+/// The lock order of the fork handlers: a fork taken while a grace period (thread B) waits for
+/// a probe (thread C) that is about to register a probe itself. The fork must wait for the
+/// grace period before taking the writers' lock, or C (waiting for that lock) never lets B
+/// finish and all three hang. Run in a child process with an alarm, so a hang is a failure.
+#[test]
+fn a_fork_during_a_grace_period_that_waits_for_a_registering_probe_completes() {
+    // SAFETY: the child runs the scenario and leaves with _exit; the alarm turns a deadlock
+    // into a SIGALRM death.
+    let scenario = unsafe { libc::fork() };
+    assert!(scenario >= 0);
+    if scenario == 0 {
+        // SAFETY: plain calls in the child.
+        unsafe { libc::alarm(10) };
+        let inside = Arc::new(std::sync::Barrier::new(2));
+        let go = Arc::new(AtomicBool::new(false));
+        let (i, g) = (inside.clone(), go.clone());
+        let probe = register_trace_fork_race(move |n| {
+            if n == 1 {
+                i.wait();
+                // Relaxed: a flag polled in a loop.
+                while !g.load(Ordering::Relaxed) {
+                    std::thread::yield_now();
+                }
+                // Takes the writers' lock from inside the read section.
+                drop(register_trace_fork_race(|_| {}));
+            }
+        });
+        let other = register_trace_fork_race(|_| {});
+        let c = std::thread::spawn(|| trace_fork_race(1));
+        inside.wait();
+        // B: a grace period that waits for C's read section.
+        let b = std::thread::spawn(move || other.unregister());
+        std::thread::sleep(Duration::from_millis(50));
+        let g = go.clone();
+        let releaser = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(100));
+            // Relaxed: see above.
+            g.store(true, Ordering::Relaxed);
+        });
+        // A: fork now, while B holds the grace-period lock.
+        // SAFETY: the grandchild only exits.
+        let grandchild = unsafe { libc::fork() };
+        if grandchild == 0 {
+            // SAFETY: leaving at once.
+            unsafe { libc::_exit(0) };
+        }
+        let mut status = 0;
+        // SAFETY: waiting for our own child.
+        unsafe { libc::waitpid(grandchild, &mut status, 0) };
+        c.join().unwrap();
+        b.join().unwrap();
+        releaser.join().unwrap();
+        drop(probe);
+        // SAFETY: leaving the scenario process.
+        unsafe { libc::_exit(0) };
+    }
+    let mut status = 0;
+    // SAFETY: waiting for our own child.
+    unsafe { libc::waitpid(scenario, &mut status, 0) };
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "the scenario hung or failed: status {status:#x}"
+    );
+}

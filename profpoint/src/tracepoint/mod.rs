@@ -143,27 +143,37 @@ thread_local! {
         const { std::cell::RefCell::new(None) };
 }
 
-/// Takes the writers' and the grace-period locks, in that order, before a `fork` (only tries
-/// when `block` is false).
-pub(crate) fn fork_hold(block: bool) {
-    let g = if block {
-        Some(writers())
-    } else {
-        match WRITERS.try_lock() {
-            Ok(g) => Some(g),
-            Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
-            Err(std::sync::TryLockError::WouldBlock) => None,
-        }
-    };
-    FORK_HELD.with(|h| *h.borrow_mut() = g);
-    rcu::fork_hold(block);
+/// Takes the grace-period and the writers' locks, in that order, before a `fork`. The
+/// grace-period lock first: its holder waits for read sections, in which probes may take the
+/// writers' lock, so a thread holding the writers' lock must never wait for it. Inside a read
+/// section (`in_read`) the grace-period lock is only tried: its holder may be waiting for us.
+/// The writers' holders never wait for anything, so that lock is always waited for.
+pub(crate) fn fork_hold(in_read: bool) {
+    rcu::fork_hold(!in_read);
+    let g = writers();
+    // A thread past its thread-local destructors cannot stash the guard: it then forks without
+    // the lock (the child could inherit it held; rare enough to accept).
+    if let Err(g) = stash(g) {
+        drop(g);
+    }
 }
 
-/// Releases what [`fork_hold`] took, in reverse order.
-pub(crate) fn fork_release() {
-    rcu::fork_release();
-    let held = FORK_HELD.with(|h| h.borrow_mut().take());
+/// Keeps the writers' guard in this thread's slot, or gives it back if the slot is gone.
+fn stash(
+    g: std::sync::MutexGuard<'static, Retired>,
+) -> Result<(), std::sync::MutexGuard<'static, Retired>> {
+    let mut g = Some(g);
+    match FORK_HELD.try_with(|h| *h.borrow_mut() = g.take()) {
+        Ok(()) => Ok(()),
+        Err(_) => Err(g.take().expect("not moved when the slot is gone")),
+    }
+}
+
+/// Releases what [`fork_hold`] took, in reverse order (`child`: in the forked child).
+pub(crate) fn fork_release(child: bool) {
+    let held = FORK_HELD.try_with(|h| h.borrow_mut().take()).ok().flatten();
     drop(held);
+    rcu::fork_release(child);
 }
 
 /// Whether the calling thread is inside a tracepoint read section (a probe is running).

@@ -27,8 +27,9 @@
 //! [`read`] and [`synchronize`] as they are.
 
 use crate::shard::{self, Lease, Shard};
+use std::cell::Cell;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering, compiler_fence, fence};
-use std::sync::{Mutex, OnceLock};
 
 /// Constants of `include/uapi/linux/membarrier.h`, missing from the libc crate.
 mod sys {
@@ -41,33 +42,72 @@ mod sys {
 static EPOCH: AtomicU64 = AtomicU64::new(1);
 /// Whether `membarrier` private expedited is registered (readers may skip their fence).
 static MEMBARRIER: AtomicBool = AtomicBool::new(false);
-/// Serialises writers' grace periods.
-static GP: Mutex<()> = Mutex::new(());
+/// Serialises writers' grace periods. A flag rather than a `Mutex` (it guards no data): a
+/// `fork`ed child can reset it when the thread that held it was not copied (`crate::fork`).
+static GP_BUSY: AtomicBool = AtomicBool::new(false);
+
+/// Holds the grace-period lock until dropped.
+struct GpGuard;
+
+impl Drop for GpGuard {
+    fn drop(&mut self) {
+        // Release: the holder's work happens before the next holder's.
+        GP_BUSY.store(false, Ordering::Release);
+    }
+}
+
+/// Takes the grace-period lock once, or says it is taken.
+fn gp_try() -> Option<GpGuard> {
+    // Acquire: pairs with the previous holder's release.
+    GP_BUSY
+        .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+        .ok()
+        .map(|_| GpGuard)
+}
+
+/// Takes the grace-period lock, waiting for the holder (grace periods are rare and short
+/// unless a reader is slow, so a polite spin is enough).
+fn gp_lock() -> GpGuard {
+    let mut spins = 0u32;
+    loop {
+        if let Some(g) = gp_try() {
+            return g;
+        }
+        spins += 1;
+        if spins < 100 {
+            std::hint::spin_loop();
+        } else if spins < 1_000 {
+            std::thread::yield_now();
+        } else {
+            std::thread::sleep(std::time::Duration::from_micros(50));
+        }
+    }
+}
 
 thread_local! {
-    /// The grace-period lock, held by the forking thread across a `fork` (see `crate::fork`).
-    static FORK_HELD: std::cell::RefCell<Option<std::sync::MutexGuard<'static, ()>>> =
-        const { std::cell::RefCell::new(None) };
+    /// Whether this thread took the grace-period lock for a `fork` (`const`, no destructor:
+    /// usable even while the thread's other thread-locals are being torn down).
+    static FORK_HELD: Cell<bool> = const { Cell::new(false) };
 }
 
-/// Takes the grace-period lock before a `fork` (only tries when `block` is false).
+/// Takes the grace-period lock before a `fork`; only tries when `block` is false (the forking
+/// thread is inside a read section, which the holder may be waiting for).
 pub(crate) fn fork_hold(block: bool) {
-    let g = if block {
-        Some(GP.lock().unwrap_or_else(|e| e.into_inner()))
-    } else {
-        match GP.try_lock() {
-            Ok(g) => Some(g),
-            Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
-            Err(std::sync::TryLockError::WouldBlock) => None,
-        }
-    };
-    FORK_HELD.with(|h| *h.borrow_mut() = g);
+    let g = if block { Some(gp_lock()) } else { gp_try() };
+    let held = g.is_some();
+    // The flag stays set across the fork; `fork_release` clears it.
+    std::mem::forget(g);
+    let _ = FORK_HELD.try_with(|h| h.set(held));
 }
 
-/// Releases what [`fork_hold`] took.
-pub(crate) fn fork_release() {
-    let held = FORK_HELD.with(|h| h.borrow_mut().take());
-    drop(held);
+/// Releases the grace-period lock after a `fork`. In the child (`child`) it is released even
+/// when another thread held it at the fork: that thread was not copied.
+pub(crate) fn fork_release(child: bool) {
+    let held = FORK_HELD.try_with(|h| h.replace(false)).unwrap_or(false);
+    if held || child {
+        // Release: see `GpGuard`.
+        GP_BUSY.store(false, Ordering::Release);
+    }
 }
 
 /// Registers this process for `membarrier` (once); returns whether it can be used.
@@ -196,7 +236,7 @@ pub(crate) fn synchronize() -> u64 {
         heavy_barrier();
         return 0;
     }
-    let _gp = GP.lock().unwrap_or_else(|e| e.into_inner());
+    let _gp = gp_lock();
     let me = shard::current().map(|s| s as *const Shard);
     // SeqCst: orders the caller's earlier publication of a new array before the bump.
     let target = EPOCH.fetch_add(1, Ordering::SeqCst) + 1;
