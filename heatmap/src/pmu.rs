@@ -550,6 +550,11 @@ struct Shared {
     dropped: AtomicU64,
     /// Threads whose group was opened, over the whole run.
     threads_seen: AtomicU64,
+    /// A thread found no free slot (more than `SLOTS` threads at once): it went unsampled.
+    slots_ran_out: AtomicBool,
+    /// Why a thread could not be given its group, the first time (the watcher's; never the
+    /// handler's).
+    open_error: Mutex<Option<String>>,
     nmembers: usize,
     /// Position of the instructions counter in the group (cycles are at 0), if counted.
     instructions_at: Option<usize>,
@@ -798,6 +803,8 @@ pub fn start(config: PmuConfig) -> Result<PmuSampler, PmuError> {
         next: AtomicUsize::new(0),
         dropped: AtomicU64::new(0),
         threads_seen: AtomicU64::new(0),
+        slots_ran_out: AtomicBool::new(false),
+        open_error: Mutex::new(None),
         nmembers: config.events.len(),
         instructions_at: config
             .events
@@ -911,13 +918,33 @@ fn release_slot(s: &Shared, fd: libc::c_int) {
     }
 }
 
+/// Notes why a thread could not be given its group (not for a thread that has just exited).
+fn open_failed(s: &Shared, tid: libc::pid_t, e: &io::Error) {
+    if e.raw_os_error() == Some(libc::ESRCH)
+        || !std::path::Path::new(&format!("/proc/self/task/{tid}")).exists()
+    {
+        return;
+    }
+    let mut first = s.open_error.lock().unwrap_or_else(|p| p.into_inner());
+    first.get_or_insert_with(|| {
+        format!("threads could not be given their counters and were not sampled (first: {e})")
+    });
+}
+
 fn open_group(config: &PmuConfig, s: &Shared, tid: libc::pid_t) -> Option<Vec<libc::c_int>> {
-    let leader = open_event(tid, config.clock, config.long_period, -1).ok()?;
+    let leader = match open_event(tid, config.clock, config.long_period, -1) {
+        Ok(fd) => fd,
+        Err(e) => {
+            open_failed(s, tid, &e);
+            return None;
+        }
+    };
     let mut fds = vec![leader];
     for &ev in &config.events {
         match open_event(tid, ev, 0, leader) {
             Ok(fd) => fds.push(fd),
-            Err(_) => {
+            Err(e) => {
+                open_failed(s, tid, &e);
                 for &fd in fds.iter().rev() {
                     sys::disable_and_close(fd);
                 }
@@ -936,6 +963,8 @@ fn open_group(config: &PmuConfig, s: &Shared, tid: libc::pid_t) -> Option<Vec<li
         for &fd in fds.iter().rev() {
             sys::disable_and_close(fd);
         }
+        // Relaxed: a flag read at stop.
+        s.slots_ran_out.store(true, Ordering::Relaxed);
         return None;
     };
     // A reused slot must not carry its previous thread's phase or counts: reset it before
@@ -1173,6 +1202,20 @@ impl PmuSampler {
         {
             warnings.push(format!(
                 "the kernel lowered perf_event_max_sample_rate from {a} to {b} during the run (slow sampling interrupts): other samplers, the heatmap included, are throttled"
+            ));
+        }
+        if let Some(e) = s
+            .open_error
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
+            warnings.push(e);
+        }
+        // Relaxed: the watcher that sets it was joined.
+        if s.slots_ran_out.load(Ordering::Relaxed) {
+            warnings.push(format!(
+                "more than {SLOTS} threads ran at once: the ones beyond were not sampled"
             ));
         }
         let dropped = s.dropped.load(Ordering::Relaxed);

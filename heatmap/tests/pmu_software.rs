@@ -231,3 +231,54 @@ fn a_forked_child_stopping_its_copy_leaves_the_parent_sampling() {
         after - before
     );
 }
+
+/// Threads that cannot be given their counters (here: too few file descriptors left) are
+/// said to be unsampled, with the reason, instead of missing silently.
+#[test]
+fn threads_without_counters_are_reported() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if !software_or_skip("threads_without_counters_are_reported") {
+        return;
+    }
+    let mut old = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: reading and then lowering this process's own soft descriptor limit.
+    unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut old) };
+    let stop = std::sync::Arc::new(std::sync::Barrier::new(41));
+    let threads: Vec<_> = (0..40)
+        .map(|_| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                stop.wait();
+            })
+        })
+        .collect();
+    // 40 threads need 80 descriptors for their groups: with 64 the last ones cannot open.
+    let low = libc::rlimit {
+        rlim_cur: 64,
+        rlim_max: old.rlim_max,
+    };
+    // SAFETY: as above.
+    unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &low) };
+    let sampler = pmu::start(PmuConfig::software());
+    // SAFETY: restoring the limit read above.
+    unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &old) };
+    stop.wait();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let profile = sampler
+        .expect("the sampler starts (the main thread got its group)")
+        .stop();
+    println!("{:?}", profile.warnings);
+    assert!(
+        profile
+            .warnings
+            .iter()
+            .any(|w| w.contains("not sampled") && w.contains("Too many open files")),
+        "{:?}",
+        profile.warnings
+    );
+}
