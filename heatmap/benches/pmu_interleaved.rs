@@ -44,7 +44,10 @@ fn start(s: Setup) -> Running {
             } else {
                 PmuConfig::default()
             };
-            Running::Windows(pmu::start(config).expect("checked before the rounds"))
+            let mut s = pmu::start(config).expect("checked before the rounds");
+            // Steady state: the calibration's ~100 ms runs before the timed round.
+            s.calibrated();
+            Running::Windows(s)
         }
         Setup::Uniform(hz) => Running::Uniform(
             heatmap::start(

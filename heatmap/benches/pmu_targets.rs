@@ -60,6 +60,13 @@ fn both_reports(profile: &pmu::PmuProfile) -> (PmuReport, PmuReport) {
     (r, u)
 }
 
+/// A sampler past its calibration (steady state), for the overhead rounds.
+fn calibrated(config: PmuConfig) -> pmu::PmuSampler {
+    let mut s = pmu::start(config).expect("the mode started once already");
+    s.calibrated();
+    s
+}
+
 fn median(v: &[f64]) -> f64 {
     let mut v = v.to_vec();
     v.sort_by(f64::total_cmp);
@@ -94,7 +101,8 @@ fn software() -> bool {
         window: 300_000,
         ..PmuConfig::software()
     };
-    let sampler = pmu::start(config).expect("the software mode starts where it can count");
+    let mut sampler = pmu::start(config).expect("the software mode starts where it can count");
+    sampler.calibrated();
     let before = sampler.recorded();
     // The ground truth in the same run: a second group on this thread, read around every call
     // of fault_pages (the fault rate drifts with the machine's state).
@@ -172,14 +180,11 @@ fn software() -> bool {
         black_box(workload::workload(black_box(&buf)));
         calls += 1;
     }
-    let o = overhead(
-        &|| Some(pmu::start(PmuConfig::software()).expect("the software mode starts again")),
-        &mut || {
-            for _ in 0..calls {
-                black_box(workload::workload(black_box(&buf)));
-            }
-        },
-    );
+    let o = overhead(&|| Some(calibrated(PmuConfig::software())), &mut || {
+        for _ in 0..calls {
+            black_box(workload::workload(black_box(&buf)));
+        }
+    });
     ok &= check(
         "software: overhead at the defaults, wall time",
         100.0 * o,
@@ -227,7 +232,8 @@ fn hardware() -> bool {
         .map(|t| per_ki(t, Event::CacheMisses))
         .collect();
 
-    let sampler = pmu::start(PmuConfig::default()).expect("the hardware mode starts");
+    let mut sampler = pmu::start(PmuConfig::default()).expect("the hardware mode starts");
+    sampler.calibrated();
     let t = Instant::now();
     let mut round = 0;
     while t.elapsed() < Duration::from_secs(5) {
@@ -322,16 +328,13 @@ fn hardware() -> bool {
         );
         ok &= pass;
     }
-    let o = overhead(
-        &|| Some(pmu::start(PmuConfig::default()).expect("the hardware mode starts again")),
-        &mut || {
-            for round in 0..6 {
-                for f in seed::order(round) {
-                    seed::call(f, &buf, &mut rng);
-                }
+    let o = overhead(&|| Some(calibrated(PmuConfig::default())), &mut || {
+        for round in 0..6 {
+            for f in seed::order(round) {
+                seed::call(f, &buf, &mut rng);
             }
-        },
-    );
+        }
+    });
     ok &= check(
         "hardware: overhead at the defaults, wall time",
         100.0 * o,

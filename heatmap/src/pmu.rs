@@ -24,8 +24,10 @@
 //!   thread) so sampling cannot lock onto a loop's harmonic.
 //! - After the fact: start and end pcs are symbolised; a window counts for a function only if
 //!   both name it; the rest are counted as discarded. The fixed cost every window carries (the
-//!   signal path's own cycles, instructions and misses) is measured at start on a known loop
-//!   and subtracted from every window.
+//!   signal path's own cycles, instructions and misses) is measured at start on a known loop,
+//!   for ~100 ms on a thread of its own (`start` does not wait; `stop` does, or stops it early
+//!   in a short program: under 5 windows it is not trusted, nothing is subtracted and the
+//!   report says so), and subtracted from every window.
 //! - Its own rate is capped (the long period has a floor) so the kernel never throttles it:
 //!   slow overflow interrupts make the kernel lower `perf_event_max_sample_rate` for everyone.
 //!   The rate is read at start and stop and a drop is reported; multiplexing (time running <
@@ -721,6 +723,8 @@ pub struct PmuSampler {
     shared: *mut Shared,
     rate_at_start: Option<u64>,
     calibration: Calibration,
+    /// The calibration, running on a thread of its own so that `start` returns at once.
+    calibrator: Option<std::thread::JoinHandle<Calibration>>,
     started: std::time::Instant,
     /// The process that started sampling: a `fork`ed child has copies of the descriptors,
     /// which still name the parent's counters, and no watcher thread.
@@ -731,7 +735,7 @@ pub struct PmuSampler {
 // handlers; the sampler may move between threads.
 unsafe impl Send for PmuSampler {}
 
-/// The fixed cost every window carries, measured at start on a known loop.
+/// The fixed cost every window carries, measured at start on a known loop (its own thread).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct Calibration {
     /// Windows measured on the calibration loop.
@@ -853,6 +857,7 @@ pub fn start(config: PmuConfig) -> Result<PmuSampler, PmuError> {
         rate_at_start: max_sample_rate(),
         pid: std::process::id(),
         calibration: Calibration::default(),
+        calibrator: None,
         started: std::time::Instant::now(),
     };
     scan(&config, shared, &threads);
@@ -870,7 +875,34 @@ pub fn start(config: PmuConfig) -> Result<PmuSampler, PmuError> {
             })
             .map_err(PmuError::Io)?,
     );
-    sampler.calibration = calibrate(shared);
+    // The calibration runs its loop for ~100 ms on a thread of its own, once the watcher has
+    // given that thread its group: the caller (often the program's start-up) does not wait.
+    let threads = sampler.threads.clone();
+    let shared_addr = shared as usize;
+    let stopping = sampler.stop_watcher.clone();
+    sampler.calibrator = Some(
+        std::thread::Builder::new()
+            .name("pmu-calibration".into())
+            .spawn(move || {
+                let me = sys::gettid();
+                let t0 = std::time::Instant::now();
+                let has_group = || {
+                    threads
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .iter()
+                        .any(|(t, _)| *t == me)
+                };
+                while !has_group() {
+                    if t0.elapsed() > Duration::from_secs(2) {
+                        return Calibration::default();
+                    }
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                calibrate(shared_addr as *mut Shared, &stopping)
+            })
+            .map_err(PmuError::Io)?,
+    );
     Ok(sampler)
 }
 
@@ -1006,20 +1038,25 @@ fn calibration_loop(iters: u64) -> u64 {
     std::hint::black_box(a ^ b ^ c ^ d)
 }
 
+/// Fewer calibration windows than this measure nothing worth subtracting.
+const MIN_CALIBRATION_WINDOWS: usize = 5;
+
 /// Whether `pc` is in the calibration loop (it is small: a few hundred bytes).
 fn in_calibration_loop(pc: u64) -> bool {
     let f = calibration_loop as fn(u64) -> u64 as usize as u64;
     pc >= f && pc < f + 512
 }
 
-/// Runs the calibration loop on this thread for ~100 ms and measures the fixed extra counts of
-/// windows that began and ended in it.
-fn calibrate(shared: *mut Shared) -> Calibration {
-    // SAFETY: alive while the sampler runs.
+/// Runs the calibration loop on this thread (which must have its group) for ~100 ms and
+/// measures the fixed extra counts of windows that began and ended in it.
+fn calibrate(shared: *mut Shared, stopping: &AtomicBool) -> Calibration {
+    // SAFETY: alive while the sampler runs (stop joins this thread before freeing it).
     let s = unsafe { &*shared };
     let from = s.next.load(Ordering::Relaxed);
     let t = std::time::Instant::now();
-    while t.elapsed() < Duration::from_millis(100) {
+    // A program that ends sooner stops it early (with fewer windows measured).
+    // Relaxed: a stop flag.
+    while t.elapsed() < Duration::from_millis(100) && !stopping.load(Ordering::Relaxed) {
         calibration_loop(1_000_000);
     }
     let to = s.next.load(Ordering::Relaxed).min(RECORDS);
@@ -1032,7 +1069,9 @@ fn calibrate(shared: *mut Shared) -> Calibration {
         windows: windows.len() as u64,
         ..Calibration::default()
     };
-    if windows.is_empty() {
+    // Too few windows to say what a window's fixed cost is (the program ended before the
+    // calibration could run its course): nothing is subtracted, and the report says so.
+    if windows.len() < MIN_CALIBRATION_WINDOWS {
         return c;
     }
     // The leader: observed minus asked, the median (a window whose overflow came late, as a
@@ -1096,6 +1135,18 @@ fn load(s: &Shared, i: usize) -> Window {
 }
 
 impl PmuSampler {
+    /// Waits for the calibration (~100 ms of CPU on a thread of its own, started by
+    /// [`start`]) and returns it: a caller that times its own work in steady state calls this
+    /// first.
+    pub fn calibrated(&mut self) -> Calibration {
+        if let Some(c) = self.calibrator.take()
+            && let Ok(c) = c.join()
+        {
+            self.calibration = c;
+        }
+        self.calibration
+    }
+
     /// Windows recorded so far (the calibration's included): lets a caller count the windows
     /// of a stretch of its own work.
     pub fn recorded(&self) -> usize {
@@ -1116,6 +1167,16 @@ impl PmuSampler {
         // the fork, and the descriptors name the parent's counters, which a disable would stop
         // for the parent too. The child only closes its copies.
         let forked = std::process::id() != self.pid;
+        // Relaxed: a stop flag (the watcher and the calibration poll it).
+        self.stop_watcher.store(true, Ordering::Relaxed);
+        if let Some(c) = self.calibrator.take() {
+            if forked {
+                // Not copied into the child: joining it would wait forever.
+                std::mem::forget(c);
+            } else if let Ok(c) = c.join() {
+                self.calibration = c;
+            }
+        }
         self.stop_watcher.store(true, Ordering::Relaxed);
         if let Some(w) = self.watcher.take() {
             if forked {
@@ -1219,6 +1280,12 @@ impl PmuSampler {
             ));
         }
         let dropped = s.dropped.load(Ordering::Relaxed);
+        if (self.calibration.windows as usize) < MIN_CALIBRATION_WINDOWS {
+            warnings.push(format!(
+                "the calibration measured {} windows (it needs {MIN_CALIBRATION_WINDOWS}, ~100 ms after start): nothing subtracted, so each window's share of the signal path's own cost stays in the figures",
+                self.calibration.windows
+            ));
+        }
         if dropped > 0 {
             warnings.push(format!("{dropped} windows did not fit the record buffer"));
         }

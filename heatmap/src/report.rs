@@ -367,7 +367,7 @@ impl Report {
         if self.excluded > 0 {
             writeln!(
                 w,
-                "excluded by --exclude: {} samples (not in the total)",
+                "excluded by the exclusion globs: {} samples (not in the total)",
                 self.excluded
             )?;
         }

@@ -38,13 +38,25 @@ pub(crate) fn start_pmu_from_env() -> bool {
     }
 }
 
-/// The hardware-metrics section of the exit report (the sampler is stopped).
-pub(crate) fn pmu_report(stop: bool) -> Option<heatmap::pmu::PmuReport> {
+/// Stops the per-function metrics sampler (only when `stop`: it has no snapshot) and returns
+/// its windows, not yet symbolised.
+pub(crate) fn pmu_profile(stop: bool) -> Option<heatmap::pmu::PmuProfile> {
     if !stop {
         return None;
     }
     let sampler = PMU.lock().unwrap_or_else(|e| e.into_inner()).take()?;
-    Some(sampler.stop().report_through(30, &wrappers()))
+    Some(sampler.stop())
+}
+
+/// Both sections of a report. At exit (`stop`) both samplers stop before either is
+/// symbolised: symbolising is the profiler's own work and must not land in the other's samples.
+pub(crate) fn reports(stop: bool) -> (Option<heatmap::Report>, Option<heatmap::pmu::PmuReport>) {
+    let pmu = pmu_profile(stop);
+    let heat = heatmap_profile(stop);
+    (
+        heat.map(|p| p.report(&options())),
+        pmu.map(|p| p.report_through(30, &wrappers())),
+    )
 }
 
 fn sampler() -> std::sync::MutexGuard<'static, Option<heatmap::Sampler>> {
@@ -112,24 +124,24 @@ fn options() -> heatmap::ReportOptions {
             ),
         }
     }
+    // The per-function metrics' calibration (~100 ms of CPU at its start) is the profiler's
+    // own work, not the program's.
+    opts.exclude = vec!["heatmap::pmu::calibration_loop".to_owned()];
     if let Some(v) = env::var("PROFPOINT_HEATMAP_EXCLUDE") {
         match env::parse_globs("PROFPOINT_HEATMAP_EXCLUDE", &v) {
-            Ok(globs) => opts.exclude = globs,
+            Ok(globs) => opts.exclude.extend(globs),
             Err(e) => env::warn(&e, "no exclusion"),
         }
     }
     opts
 }
 
-/// The heatmap section of a report: a snapshot while sampling, or (`stop`) the final profile.
-pub(crate) fn report(stop: bool) -> Option<heatmap::Report> {
-    let profile = {
-        let mut s = sampler();
-        if stop {
-            s.take()?.stop()
-        } else {
-            s.as_ref()?.snapshot()
-        }
-    };
-    Some(profile.report(&options()))
+/// The heatmap's profile: stopped (`stop`) or a snapshot of the running sampler.
+fn heatmap_profile(stop: bool) -> Option<heatmap::Profile> {
+    let mut s = sampler();
+    if stop {
+        Some(s.take()?.stop())
+    } else {
+        Some(s.as_ref()?.snapshot())
+    }
 }

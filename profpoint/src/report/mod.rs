@@ -209,6 +209,9 @@ impl Report {
             .map(|(p, c)| point_report(p, c, &clock, wall_ns, sub_ticks))
             .collect();
         points.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(a.name.cmp(&b.name)));
+        // At exit both samplers stop before either is symbolised (that is the profiler's work).
+        #[cfg(feature = "heatmap")]
+        let (heatmap, pmu) = crate::sampling::reports(opts.final_report);
         Report {
             schema: SCHEMA,
             version: VERSION,
@@ -224,9 +227,9 @@ impl Report {
             points,
             tracepoints: crate::tracepoint::infos(),
             #[cfg(feature = "heatmap")]
-            heatmap: crate::sampling::report(opts.final_report),
+            heatmap,
             #[cfg(feature = "heatmap")]
-            pmu: crate::sampling::pmu_report(opts.final_report),
+            pmu,
         }
     }
 
