@@ -45,6 +45,55 @@ fn report_reads_a_real_report() {
     );
 }
 
+profpoint::tracepoint!(fn cli_event(n: u64));
+
+#[profpoint::profile_point]
+#[inline(never)]
+fn busy_cli(mut x: u64) -> u64 {
+    for i in 0..20_000u64 {
+        x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(i));
+    }
+    x
+}
+
+/// `report` shows every section the JSON has: tracepoints and, when the sampler ran, the
+/// heatmap.
+#[cfg(feature = "heatmap")]
+#[test]
+fn report_shows_tracepoints_and_the_heatmap() {
+    profpoint::trace_count("cli::cli_event");
+    profpoint::start_heatmap(heatmap::Config::new().hz(1000)).expect("the heatmap starts");
+    let t = std::time::Instant::now();
+    let mut n = 0;
+    let mut x = 0;
+    while t.elapsed() < std::time::Duration::from_millis(300) {
+        x = busy_cli(x);
+        trace_cli_event(n);
+        n += 1;
+    }
+    let path = dir().join("sections.json");
+    std::fs::write(&path, profpoint::snapshot().to_json()).unwrap();
+    let (code, out, err) = profpoint(&["report", path.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let tp = out
+        .lines()
+        .find(|l| l.starts_with("cli::cli_event"))
+        .unwrap_or_else(|| panic!("no tracepoint row:\n{out}"));
+    assert_eq!(
+        tp.split_whitespace().last(),
+        Some(n.to_string().as_str()),
+        "{tp}"
+    );
+    assert!(out.contains("\nheatmap: "), "{out}");
+    assert!(
+        out.lines().any(|l| l.starts_with("cli::busy_cli")
+            && l.split_whitespace()
+                .nth(1)
+                .is_some_and(|x| x.parse::<u64>().is_ok())),
+        "the busy function has a heatmap row:\n{out}"
+    );
+}
+
 /// A minimal version-1 report with one point per (name, avg, sd, timed).
 fn synthetic(points: &[(&str, u64, u64, u64)]) -> String {
     let pts: Vec<String> = points

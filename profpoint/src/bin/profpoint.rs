@@ -26,6 +26,54 @@ struct Run {
     version: u32,
     wall_ns: u64,
     points: Vec<Point>,
+    #[serde(default)]
+    tracepoints: Vec<Tracepoint>,
+    #[serde(default)]
+    heatmap: Option<Heatmap>,
+    #[serde(default)]
+    pmu: Option<Pmu>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Tracepoint {
+    name: String,
+    enabled: bool,
+    probes: u64,
+    counting: bool,
+    hits: u64,
+}
+
+#[derive(Debug, Deserialize)]
+struct Heatmap {
+    source: String,
+    total_samples: u64,
+    requested_hz: u64,
+    rows: Vec<HeatRow>,
+}
+
+#[derive(Debug, Deserialize)]
+struct HeatRow {
+    function: String,
+    nr: u64,
+    percent: f64,
+}
+
+#[derive(Debug, Deserialize)]
+struct Pmu {
+    events: Vec<String>,
+    windows: u64,
+    rows: Vec<PmuRow>,
+}
+
+#[derive(Debug, Deserialize)]
+struct PmuRow {
+    symbol: String,
+    windows: u64,
+    clock_percent: f64,
+    cpi: Option<f64>,
+    bm_per_ki: Option<f64>,
+    cm_per_ki: Option<f64>,
+    page_faults_per_ms: Option<f64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -123,7 +171,81 @@ fn report(args: Vec<String>) -> Result<ExitCode, String> {
             p.p99_ns
         );
     }
+    print_sections(&run, top);
     Ok(ExitCode::SUCCESS)
+}
+
+/// The report's other sections, where present: tracepoints, the heatmap, per-function metrics.
+fn print_sections(run: &Run, top: usize) {
+    let opt = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.2}"));
+    if !run.tracepoints.is_empty() {
+        let w = run
+            .tracepoints
+            .iter()
+            .map(|t| t.name.len())
+            .max()
+            .unwrap_or(4)
+            .max(16);
+        println!("\ntracepoints: {}", run.tracepoints.len());
+        println!(
+            "{:<w$}  {:>8}  {:>6}  {:>8}  {:>12}",
+            "name", "enabled", "probes", "counting", "hits"
+        );
+        for t in run.tracepoints.iter().take(top) {
+            println!(
+                "{:<w$}  {:>8}  {:>6}  {:>8}  {:>12}",
+                t.name, t.enabled, t.probes, t.counting, t.hits
+            );
+        }
+    }
+    if let Some(h) = &run.heatmap {
+        let w = h
+            .rows
+            .iter()
+            .map(|r| r.function.len())
+            .max()
+            .unwrap_or(8)
+            .clamp(8, 80);
+        println!(
+            "\nheatmap: {} samples, source {}, {} Hz requested",
+            h.total_samples, h.source, h.requested_hz
+        );
+        println!("{:<w$}  {:>10}  {:>7}", "function", "samples", "%");
+        for r in h.rows.iter().take(top) {
+            let name: String = r.function.chars().take(w).collect();
+            println!("{name:<w$}  {:>10}  {:>7.2}", r.nr, r.percent);
+        }
+    }
+    if let Some(p) = &run.pmu {
+        let w = p
+            .rows
+            .iter()
+            .map(|r| r.symbol.len())
+            .max()
+            .unwrap_or(8)
+            .clamp(8, 80);
+        println!(
+            "\nper-function metrics: {} windows, events {}",
+            p.windows,
+            p.events.join(", ")
+        );
+        println!(
+            "{:<w$}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}",
+            "symbol", "windows", "%clock", "CPI", "BM/KI", "CM/KI", "PF/ms"
+        );
+        for r in p.rows.iter().take(top) {
+            let name: String = r.symbol.chars().take(w).collect();
+            println!(
+                "{name:<w$}  {:>7}  {:>7.2}  {:>7}  {:>7}  {:>7}  {:>7}",
+                r.windows,
+                r.clock_percent,
+                opt(r.cpi),
+                opt(r.bm_per_ki),
+                opt(r.cm_per_ki),
+                opt(r.page_faults_per_ms)
+            );
+        }
+    }
 }
 
 /// The verdict on one point's change of mean time per call.
