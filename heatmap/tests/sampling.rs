@@ -218,19 +218,24 @@ fn by_bucket_rows_sum_to_the_function_row() {
     assert_eq!(by_fn, by_bucket);
 }
 
+/// The tgkill source at 1 kHz, looking for new threads every 5 ms.
+fn start_tgkill() -> heatmap::Sampler {
+    heatmap::start(
+        Config::new()
+            .hz(1000)
+            .source(Source::Tgkill)
+            .scan_interval(Duration::from_millis(5)),
+    )
+    .expect("the tgkill source needs no perf event")
+}
+
 /// The tgkill source at 1 kHz: a thread burning 1 s of CPU gets at least 80% of 1000 samples,
 /// nearly all in the function that burned it (or its clock reads: this source counts system
 /// time too); a thread started later is found and sampled; it says what it is.
 #[test]
 fn tgkill_source_rate_attribution_and_late_threads() {
     let _g = serial();
-    let s = heatmap::start(
-        Config::new()
-            .hz(1000)
-            .source(Source::Tgkill)
-            .scan_interval(Duration::from_millis(5)),
-    )
-    .expect("the tgkill source needs no perf event");
+    let s = start_tgkill();
     assert_eq!(s.source(), SourceUsed::Tgkill);
     burn_cpu_alpha(Duration::from_millis(1000));
     let late = std::thread::spawn(|| burn_cpu_beta(Duration::from_millis(300)));
@@ -275,13 +280,7 @@ fn tgkill_source_rate_attribution_and_late_threads() {
 #[test]
 fn tgkill_source_leaves_blocked_threads_alone() {
     let _g = serial();
-    let s = heatmap::start(
-        Config::new()
-            .hz(1000)
-            .source(Source::Tgkill)
-            .scan_interval(Duration::from_millis(5)),
-    )
-    .expect("the tgkill source needs no perf event");
+    let s = start_tgkill();
     let blocked = std::thread::spawn(|| {
         // SAFETY: poll on no descriptors is a plain 400 ms sleep that a signal interrupts.
         let r = unsafe { libc::poll(std::ptr::null_mut(), 0, 400) };

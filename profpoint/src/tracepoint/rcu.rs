@@ -73,14 +73,19 @@ fn gp_lock() -> GpGuard {
         if let Some(g) = gp_try() {
             return g;
         }
-        spins += 1;
-        if spins < 100 {
-            std::hint::spin_loop();
-        } else if spins < 1_000 {
-            std::thread::yield_now();
-        } else {
-            std::thread::sleep(std::time::Duration::from_micros(50));
-        }
+        back_off(&mut spins);
+    }
+}
+
+/// One step of a polite wait: spin a little, then yield, then sleep 50 us at a time.
+fn back_off(spins: &mut u32) {
+    *spins += 1;
+    if *spins < 100 {
+        std::hint::spin_loop();
+    } else if *spins < 1_000 {
+        std::thread::yield_now();
+    } else {
+        std::thread::sleep(std::time::Duration::from_micros(50));
     }
 }
 
@@ -252,14 +257,7 @@ pub(crate) fn synchronize() -> u64 {
             if e == 0 || e >= target {
                 break;
             }
-            spins += 1;
-            if spins < 100 {
-                std::hint::spin_loop();
-            } else if spins < 1_000 {
-                std::thread::yield_now();
-            } else {
-                std::thread::sleep(std::time::Duration::from_micros(50));
-            }
+            back_off(&mut spins);
         }
     }
     heavy_barrier();
