@@ -248,8 +248,8 @@ impl PmuConfig {
 
     /// Reads `PROFPOINT_PMU` (`1` or `hardware` for the hardware mode, `software` for the
     /// software clock, `0`/unset off), `PROFPOINT_PMU_LONG` and `PROFPOINT_PMU_WINDOW` (in the
-    /// leader's unit: cycles, or nanoseconds in the software mode) through `get`. `Ok(None)`
-    /// when not requested.
+    /// leader's unit: cycles, or nanoseconds in the software mode) and `PROFPOINT_PMU_EVENTS`
+    /// (comma-separated event names) through `get`. `Ok(None)` when not requested.
     pub fn from_env_vars(
         get: impl Fn(&str) -> Option<String>,
     ) -> Result<Option<PmuConfig>, crate::EnvError> {

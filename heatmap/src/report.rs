@@ -82,7 +82,7 @@ pub struct Row {
 /// A ranked, symbolised view of a [`Profile`].
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Report {
-    /// `perf task-clock` or `setitimer`.
+    /// `perf task-clock`, `setitimer` or `tgkill`.
     pub source: String,
     /// `cpu` or `wall`.
     pub mode: String,

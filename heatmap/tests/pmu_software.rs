@@ -96,8 +96,8 @@ fn software_windows_credit_page_faults_to_the_function_that_takes_them() {
         "fault_pages: sampled {fr:.1}/ms vs counted {true_rate:.1}/ms\n{text}"
     );
     assert!(sr < fr / 20.0, "spin: {sr:.2}/ms vs {fr:.1}/ms\n{text}");
-    // Both took real time: neither share is empty.
-    assert!(f.clock_percent > 5.0 && s.clock_percent > 5.0, "{text}");
+    // (No bound on the shares: windows can only begin in user space, so fault_pages, which
+    // spends most of its time in the kernel's fault handler, gets a small %T; see pmu.rs.)
 
     // The seed's baseline from the same run: uniform sampling at the long period credits each
     // period's faults to the function where it ended, so spin is charged with faults that
