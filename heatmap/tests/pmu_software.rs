@@ -86,7 +86,9 @@ fn software_windows_credit_page_faults_to_the_function_that_takes_them() {
             .unwrap_or_else(|| panic!("no row for {name}:\n{text}"))
     };
     let (f, s) = (row("fault_pages"), row("spin"));
-    assert!(f.windows >= 5 && s.windows >= 5, "{text}");
+    // fault_pages gets few windows (they begin only in user space): a handful is enough for
+    // the generous rate bound below.
+    assert!(f.windows >= 3 && s.windows >= 5, "{text}");
     let (fr, sr) = (f.page_faults_per_ms.unwrap(), s.page_faults_per_ms.unwrap());
     // Generous bounds: the sampled rate is within a factor of three of the counted one, and
     // spin's is near zero (counters are per thread; a window in spin can still see a fault from
