@@ -255,3 +255,76 @@ fn a_signal_storm_with_thread_and_probe_churn_loses_nothing() {
     assert!(delivered >= 100, "only {delivered} SIGUSR1 delivered");
     assert!(probe_cycles >= 10, "only {probe_cycles} probe cycles");
 }
+
+#[profpoint::profile_point]
+#[inline(never)]
+fn victim(x: u64) -> u64 {
+    std::hint::black_box(x.wrapping_mul(3))
+}
+
+static HANDLER_CALLS: AtomicU64 = AtomicU64::new(0);
+
+extern "C" fn calls_victim(_: libc::c_int) {
+    // A signal handler that calls profiled code: the point's update must not be lost even when
+    // the signal lands inside the interrupted thread's own update of the same point.
+    victim(7);
+    // Relaxed: a tally read after the storm.
+    HANDLER_CALLS.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Calls from a signal handler that interrupts its thread inside the same point are counted
+/// exactly: every call, the thread's and the handler's (see ARCHITECTURE.md, "Known limits",
+/// for why a split update is possible in principle and why it is not seen).
+#[test]
+fn a_signal_handler_calling_the_interrupted_point_loses_no_count() {
+    // SAFETY: a handler for SIGUSR2 that calls profiled code and bumps an atomic; SA_RESTART.
+    unsafe {
+        let mut act: libc::sigaction = std::mem::zeroed();
+        act.sa_sigaction = calls_victim as extern "C" fn(libc::c_int) as usize;
+        act.sa_flags = libc::SA_RESTART;
+        libc::sigemptyset(&mut act.sa_mask);
+        assert_eq!(
+            libc::sigaction(libc::SIGUSR2, &act, std::ptr::null_mut()),
+            0
+        );
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let worker = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            // SAFETY: gettid has no preconditions.
+            tx.send(unsafe { libc::syscall(libc::SYS_gettid) } as libc::pid_t)
+                .unwrap();
+            let mut n = 0u64;
+            // Relaxed: a stop flag.
+            while !stop.load(Ordering::Relaxed) {
+                victim(n);
+                n += 1;
+            }
+            n
+        })
+    };
+    let tid = rx.recv().unwrap();
+    // SAFETY: getpid has no preconditions.
+    let pid = unsafe { libc::getpid() };
+    let t = Instant::now();
+    let mut sent = 0u64;
+    while t.elapsed() < Duration::from_millis(1500) {
+        // SAFETY: SIGUSR2 to the worker, whose handler is installed.
+        unsafe { libc::syscall(libc::SYS_tgkill, pid, tid, libc::SIGUSR2) };
+        sent += 1;
+    }
+    stop.store(true, Ordering::Relaxed);
+    let made = worker.join().unwrap();
+    let handled = HANDLER_CALLS.load(Ordering::Relaxed);
+    let nr = point("reliability::victim").nr;
+    println!("{made} calls by the thread, {handled} by its handler ({sent} signals sent): nr {nr}");
+    assert!(handled >= 1000, "only {handled} handler calls");
+    assert_eq!(
+        nr,
+        made + handled,
+        "lost {} counts",
+        (made + handled) as i64 - nr as i64
+    );
+}
