@@ -293,10 +293,13 @@ fn a_signal_handler_calling_the_interrupted_point_loses_no_count() {
     let worker = {
         let stop = stop.clone();
         std::thread::spawn(move || {
+            // The first call gives the thread its shard (which takes a lock a handler must not
+            // find held): only then may signals come.
+            victim(0);
             // SAFETY: gettid has no preconditions.
             tx.send(unsafe { libc::syscall(libc::SYS_gettid) } as libc::pid_t)
                 .unwrap();
-            let mut n = 0u64;
+            let mut n = 1u64;
             // Relaxed: a stop flag.
             while !stop.load(Ordering::Relaxed) {
                 victim(n);
