@@ -114,6 +114,19 @@ fn main() {
         }
     }
     signal_round_trip();
+    // The tgkill source's watcher while every thread sleeps (it looks less often when idle).
+    let s = heatmap::start(
+        heatmap::Config::new()
+            .hz(1000)
+            .source(heatmap::Source::Tgkill),
+    )
+    .expect("the tgkill source needs no perf event");
+    std::thread::sleep(Duration::from_secs(1));
+    let p = s.stop();
+    println!(
+        "tgkill at 1000 Hz, every thread asleep for 1 s: watcher thread {:.2}% of a core",
+        100.0 * p.watcher_cpu_seconds() / p.wall_seconds()
+    );
     let base = median(&mut per_call[0].clone());
     println!("interleaved: {rounds} rounds of {d:?} per configuration");
     println!("no sampling: {:.1} us per workload call", base * 1e6);

@@ -449,6 +449,9 @@ fn rusage_ns(who: libc::c_int) -> (u64, u64) {
 
 // === the watcher thread ===
 
+/// The tgkill source's longest pause between looks while every thread is idle, in ticks.
+const MAX_IDLE_TICKS: u32 = 8;
+
 struct Watcher {
     /// The set published last (by `start` or by this watcher).
     set: Arc<TableSet>,
@@ -489,6 +492,7 @@ impl Watcher {
         let tick = Duration::from_nanos(self.period_ns);
         let mut next_scan = Instant::now() + self.scan_interval;
         let mut next_tick = Instant::now() + tick;
+        let mut idle = 1u32;
         loop {
             let now = Instant::now();
             let wake = if self.wall || self.tgkill {
@@ -503,8 +507,9 @@ impl Watcher {
             }
             let now = Instant::now();
             if (self.wall || self.tgkill) && now >= next_tick {
+                let mut ran = true;
                 if self.tgkill {
-                    self.signal_runners(&mut threads);
+                    ran = self.signal_runners(&mut threads);
                 }
                 if self.wall {
                     self.sample_blocked(&threads, &mut buf);
@@ -515,6 +520,19 @@ impl Watcher {
                 if next_tick < now {
                     // Fell behind by more than a tick: do not burst to catch up.
                     next_tick = now + tick;
+                }
+                // The tgkill source in CPU mode: while no thread runs, look half as often each
+                // time, down to one look per MAX_IDLE_TICKS ticks (an idle program should not
+                // pay a core's few percent); the first look that finds a thread running goes
+                // back to every tick. A burst that starts meanwhile loses at most the samples
+                // of those ticks beyond the two periods a thread may owe.
+                if self.tgkill && !self.wall {
+                    idle = if ran {
+                        1
+                    } else {
+                        (idle * 2).min(MAX_IDLE_TICKS)
+                    };
+                    next_tick += tick * (idle - 1);
                 }
             }
             if now >= next_scan {
@@ -666,11 +684,14 @@ impl Watcher {
 
     /// The tgkill source: sends `SIGPROF` to every thread that has run a period of CPU since
     /// its last sample (the handler, on that thread, counts its pc).
-    fn signal_runners(&self, threads: &mut HashMap<libc::pid_t, Tracked>) {
+    /// Returns whether any thread ran since the last look.
+    fn signal_runners(&self, threads: &mut HashMap<libc::pid_t, Tracked>) -> bool {
+        let mut ran = false;
         for (&tid, t) in threads.iter_mut() {
             let Some(now) = sys::thread_cpu_ns(tid) else {
                 continue;
             };
+            ran |= now > t.cpu_ns;
             t.owed_ns = (t.owed_ns + now.saturating_sub(t.cpu_ns)).min(2 * self.period_ns);
             t.cpu_ns = now;
             if t.owed_ns >= self.period_ns {
@@ -680,6 +701,7 @@ impl Watcher {
                 unsafe { libc::syscall(libc::SYS_tgkill, self.pid, tid, signal::SIGNAL) };
             }
         }
+        ran
     }
 
     /// Wall mode: counts the pc of every blocked thread once.
