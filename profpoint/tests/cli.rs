@@ -94,6 +94,29 @@ fn report_shows_tracepoints_and_the_heatmap() {
     );
 }
 
+/// `compare` lists tracepoint hits beside the points: the same program firing a tracepoint
+/// twice as often shows +100%.
+#[test]
+fn compare_lists_tracepoint_hits() {
+    let d = dir();
+    let run = |hits: u64| {
+        format!(
+            r#"{{"schema":"profpoint.report","version":1,"wall_ns":1,"points":[],"tracepoints":[{{"name":"net::rx","enabled":true,"probes":1,"counting":false,"hits":{hits},"error":null,"file":"x.rs","line":1}}]}}"#
+        )
+    };
+    let (a, b) = (d.join("tp-a.json"), d.join("tp-b.json"));
+    std::fs::write(&a, run(500)).unwrap();
+    std::fs::write(&b, run(1000)).unwrap();
+    let (code, out, err) = profpoint(&["compare", a.to_str().unwrap(), b.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let row = out
+        .lines()
+        .find(|l| l.starts_with("net::rx"))
+        .unwrap_or_else(|| panic!("no tracepoint row:\n{out}"));
+    let cols: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(cols, ["net::rx", "500", "1000", "+100.0%"], "{out}");
+}
+
 /// A minimal version-1 report with one point per (name, avg, sd, timed).
 fn synthetic(points: &[(&str, u64, u64, u64)]) -> String {
     let pts: Vec<String> = points

@@ -14,7 +14,8 @@
 //! moved by more than the threshold (default 2%). With one report per side the test sees
 //! within-run variation only; give several reports per side (repeated runs, separated by
 //! `--`) and it tests the per-run means against each other: run-to-run noise. With `--fail-on-regression` the exit status is 1 when
-//! any point got significantly slower: a benchmark harness can gate on it.
+//! any point got significantly slower: a benchmark harness can gate on it. Tracepoint hits
+//! (counts, no noise test) are listed after the points.
 
 use serde::Deserialize;
 use std::process::ExitCode;
@@ -173,6 +174,46 @@ fn report(args: Vec<String>) -> Result<ExitCode, String> {
     }
     print_sections(&run, top);
     Ok(ExitCode::SUCCESS)
+}
+
+/// Tracepoint hits, base against new (mean over the runs of each side): counts, not times, so
+/// no noise test; printed when either side has a tracepoint that fired.
+fn compare_tracepoints(base: &[Run], new: &[Run]) {
+    let mut names: Vec<&str> = Vec::new();
+    for t in new.iter().chain(base).flat_map(|r| &r.tracepoints) {
+        if t.hits > 0 && !names.contains(&t.name.as_str()) {
+            names.push(&t.name);
+        }
+    }
+    if names.is_empty() {
+        return;
+    }
+    let mean_hits = |runs: &[Run], name: &str| {
+        runs.iter()
+            .map(|r| {
+                r.tracepoints
+                    .iter()
+                    .find(|t| t.name == name)
+                    .map_or(0, |t| t.hits)
+            })
+            .sum::<u64>() as f64
+            / runs.len() as f64
+    };
+    let w = names.iter().map(|n| n.len()).max().unwrap_or(4).max(16);
+    println!("\ntracepoint hits (mean per run)");
+    println!(
+        "{:<w$}  {:>12}  {:>12}  {:>9}",
+        "name", "base", "new", "change"
+    );
+    for name in names {
+        let (a, b) = (mean_hits(base, name), mean_hits(new, name));
+        let change = if a == 0.0 {
+            "new".to_string()
+        } else {
+            format!("{:+.1}%", 100.0 * (b - a) / a)
+        };
+        println!("{name:<w$}  {a:>12.0}  {b:>12.0}  {change:>9}");
+    }
 }
 
 /// The report's other sections, where present: tracepoints, the heatmap, per-function metrics.
@@ -464,6 +505,7 @@ fn compare(args: Vec<String>) -> Result<ExitCode, String> {
             }
         );
     }
+    compare_tracepoints(&base, &new);
     if gate && regressions > 0 {
         eprintln!("profpoint: {regressions} point(s) significantly slower");
         return Ok(ExitCode::from(1));
