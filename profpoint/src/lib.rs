@@ -42,7 +42,7 @@
 //! ## Features
 //! - `heatmap` (default): link the `heatmap` sampler.
 //! - `off`: every macro expands to the bare code; the functions stay and report nothing.
-//! - `criterion`: [`criterion::Profiler`](crate::criterion), a points (and heatmap) report per
+//! - `criterion`: `profpoint::criterion::Profiler`, a points (and heatmap) report per
 //!   benchmark under `cargo bench -- --profile-time N`.
 //! - `tracepoint-atomic`: tracepoint sites test an atomic flag instead of being patched
 //!   (static keys are the default on x86_64 Linux); for systems that forbid code patching.
