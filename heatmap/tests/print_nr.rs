@@ -62,8 +62,9 @@ fn print_goes_to_stderr() {
     let pct: f64 = fields[3].parse().unwrap();
     // 300 ms of CPU at setitimer's 250 Hz is ~75 samples on a quiet machine; the tick-based
     // accounting behind ITIMER_PROF delivers fewer when the CPUs are oversubscribed (26 seen
-    // with two busy loops beside the test run), so the bound only proves the rows are counts.
-    assert!(nr >= 10 && pct > 50.0, "{row}");
+    // with two busy loops beside the test run, fewer with the suite running beside them too),
+    // so the bound only proves the rows are counts.
+    assert!(nr >= 3 && pct > 50.0, "{row}");
     assert!(
         String::from_utf8_lossy(&out.stdout)
             .lines()
