@@ -13,7 +13,7 @@ use profpoint::heatmap;
 
 #[path = "../../heatmap/benches/shared/workload.rs"]
 mod workload;
-use workload::workload;
+use workload::{median, workload};
 
 fn cpu_seconds() -> f64 {
     // SAFETY: an all-zero rusage is a valid out-parameter.
@@ -84,17 +84,9 @@ fn start(i: usize) -> Running {
     }
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    v[v.len() / 2]
-}
-
 fn main() {
-    let rounds: usize = std::env::args()
-        .skip(1)
-        .find_map(|a| a.parse().ok())
-        .unwrap_or(11);
-    let buf: Vec<u8> = (0..65536u32).map(|i| (i * 2_654_435_761) as u8).collect();
+    let rounds = workload::rounds_arg(11);
+    let buf = workload::input();
     let d = Duration::from_millis(300);
     let mut per_call = vec![Vec::new(); NAMES.len()];
     let mut samples = vec![0u64; NAMES.len()];
@@ -121,10 +113,10 @@ fn main() {
             samples[i] += running.stop();
         }
     }
-    let base = median(per_call[0].clone());
+    let base = median(&per_call[0]);
     println!("heatmap_vs_pprof: {rounds} interleaved rounds of {d:?} per configuration");
     for &i in &only {
-        let m = median(per_call[i].clone());
+        let m = median(&per_call[i]);
         println!(
             "{:34} {:8.1} us per call, overhead {:+6.2}%, {:6.0} samples per CPU second",
             NAMES[i],

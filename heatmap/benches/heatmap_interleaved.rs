@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 #[path = "shared/workload.rs"]
 mod workload;
-use workload::workload;
+use workload::{median, workload};
 
 /// Runs the workload for about `d`, returns (calls, elapsed).
 fn round(buf: &[u8], d: Duration) -> (u64, Duration) {
@@ -22,11 +22,6 @@ fn round(buf: &[u8], d: Duration) -> (u64, Duration) {
         n += 1;
     }
     (n, t.elapsed())
-}
-
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    v[v.len() / 2]
 }
 
 /// The cost of one SIGPROF round trip into our handler without any timer: `tgkill` to the
@@ -127,11 +122,11 @@ fn main() {
         "tgkill at 1000 Hz, every thread asleep for 1 s: watcher thread {:.2}% of a core",
         100.0 * p.watcher_cpu_seconds() / p.wall_seconds()
     );
-    let base = median(&mut per_call[0].clone());
+    let base = median(&per_call[0]);
     println!("interleaved: {rounds} rounds of {d:?} per configuration");
     println!("no sampling: {:.1} us per workload call", base * 1e6);
     for i in 1..n {
-        let m = median(&mut per_call[i].clone());
+        let m = median(&per_call[i]);
         let per_call_samples = samples[i] as f64 / calls[i] as f64;
         let cost = (m - base) / per_call_samples;
         println!(
@@ -146,7 +141,7 @@ fn main() {
             (m / base - 1.0) * 100.0,
             per_call_samples,
             cost * 1e6,
-            median(&mut achieved[i].clone()),
+            median(&achieved[i]),
             100.0 * watcher[i] / wall[i].max(1e-9),
         );
     }

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 #[path = "shared/workload.rs"]
 mod workload;
-use workload::{process_cpu, workload};
+use workload::{median, process_cpu, workload};
 
 #[derive(Clone, Copy, Debug)]
 enum Setup {
@@ -68,12 +68,6 @@ fn stop(r: Running, windows_before: usize) -> u64 {
         Running::Windows(s) => 2 * (s.stop().windows.len() - windows_before) as u64,
         Running::Uniform(s) => s.stop().total_samples(),
     }
-}
-
-fn median(v: &[f64]) -> f64 {
-    let mut v = v.to_vec();
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 fn main() {

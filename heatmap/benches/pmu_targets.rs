@@ -67,12 +67,6 @@ fn calibrated(config: PmuConfig) -> pmu::PmuSampler {
     s
 }
 
-fn median(v: &[f64]) -> f64 {
-    let mut v = v.to_vec();
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 /// Overhead of running `work` under a sampler started by `start`, interleaved with runs
 /// without it: the ratio of median wall times per round, minus one.
 fn overhead(start: &dyn Fn() -> Option<pmu::PmuSampler>, work: &mut dyn FnMut()) -> f64 {
@@ -87,7 +81,7 @@ fn overhead(start: &dyn Fn() -> Option<pmu::PmuSampler>, work: &mut dyn FnMut())
         with.push(t.elapsed().as_secs_f64());
         drop(s);
     }
-    median(&with) / median(&without) - 1.0
+    workload::median(&with) / workload::median(&without) - 1.0
 }
 
 fn software() -> bool {

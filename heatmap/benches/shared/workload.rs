@@ -24,6 +24,14 @@ pub(crate) fn input() -> Vec<u8> {
     (0..65536u32).map(|i| (i * 2_654_435_761) as u8).collect()
 }
 
+/// The median of `v` (the upper one of an even count).
+#[allow(dead_code)]
+pub(crate) fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
 /// The number of interleaved rounds: the first numeric argument, else `default`.
 #[allow(dead_code)]
 pub(crate) fn rounds_arg(default: usize) -> usize {
