@@ -337,6 +337,40 @@ pub unsafe fn call_hook(args: *const u8, thunk: unsafe extern "C" fn(*const u8))
     }
 }
 
+/// The body of a trampoline: saves rbp and the 9 caller-saved integer registers (rax, rcx,
+/// rdx, rsi, rdi, r8-r11; rbp then addresses them), runs the given instructions, restores them
+/// from rbp and returns. Both trampoline variants share it: only what they do between differs.
+macro_rules! around_saved_registers {
+    ($($line:literal),* $(,)?) => {
+        core::arch::naked_asm!(
+            "push rbp",
+            "mov rbp, rsp",
+            "push rax",
+            "push rcx",
+            "push rdx",
+            "push rsi",
+            "push rdi",
+            "push r8",
+            "push r9",
+            "push r10",
+            "push r11",
+            $($line,)*
+            "lea rsp, [rbp - 72]",
+            "pop r11",
+            "pop r10",
+            "pop r9",
+            "pop r8",
+            "pop rdi",
+            "pop rsi",
+            "pop rdx",
+            "pop rcx",
+            "pop rax",
+            "pop rbp",
+            "ret",
+        )
+    };
+}
+
 /// Saves every caller-saved general-purpose register, aligns the stack, calls `thunk(args)`
 /// (rsi, rdi), restores. Entered from [`call_hook`] only.
 ///
@@ -348,33 +382,7 @@ pub unsafe fn call_hook(args: *const u8, thunk: unsafe extern "C" fn(*const u8))
 #[cfg(not(target_feature = "avx"))]
 #[unsafe(naked)]
 unsafe extern "C" fn trampoline() {
-    core::arch::naked_asm!(
-        "push rbp",
-        "mov rbp, rsp",
-        "push rax",
-        "push rcx",
-        "push rdx",
-        "push rsi",
-        "push rdi",
-        "push r8",
-        "push r9",
-        "push r10",
-        "push r11",
-        "and rsp, -16",
-        "call rsi",
-        "lea rsp, [rbp - 72]",
-        "pop r11",
-        "pop r10",
-        "pop r9",
-        "pop r8",
-        "pop rdi",
-        "pop rsi",
-        "pop rdx",
-        "pop rcx",
-        "pop rax",
-        "pop rbp",
-        "ret",
-    );
+    around_saved_registers!("and rsp, -16", "call rsi");
 }
 
 /// See the variant above; this one also saves the extended state a compiled Rust function can
@@ -384,18 +392,7 @@ unsafe extern "C" fn trampoline() {
 #[cfg(target_feature = "avx")]
 #[unsafe(naked)]
 unsafe extern "C" fn trampoline() {
-    core::arch::naked_asm!(
-        "push rbp",
-        "mov rbp, rsp",
-        "push rax",
-        "push rcx",
-        "push rdx",
-        "push rsi",
-        "push rdi",
-        "push r8",
-        "push r9",
-        "push r10",
-        "push r11",
+    around_saved_registers!(
         "and rsp, -64",
         "sub rsp, 4096",
         "xor eax, eax",
@@ -414,18 +411,6 @@ unsafe extern "C" fn trampoline() {
         "mov eax, 0xe7",
         "xor edx, edx",
         "xrstor64 [rsp]",
-        "lea rsp, [rbp - 72]",
-        "pop r11",
-        "pop r10",
-        "pop r9",
-        "pop r8",
-        "pop rdi",
-        "pop rsi",
-        "pop rdx",
-        "pop rcx",
-        "pop rax",
-        "pop rbp",
-        "ret",
     );
 }
 
