@@ -27,12 +27,12 @@ fn macros_expand_to_the_bare_code() {
     let h = register_trace_event(|_| panic!("never called"));
     trace_event(1);
     assert!(!trace_event_enabled());
-    let mut evaluated = false;
+    let evaluated = std::cell::Cell::new(false);
     profpoint::trace!(event({
-        evaluated = true;
+        evaluated.set(true);
         2
     }));
-    assert!(!evaluated, "compiled out: arguments not evaluated");
+    assert!(!evaluated.get(), "compiled out: arguments not evaluated");
     h.unregister();
     assert!(
         profpoint::tracepoints().is_empty(),
