@@ -1,16 +1,19 @@
 //! Expansion of `#[profile_point]` and `#[main]`.
 //!
-//! A sync function gets a block-scoped `static` point in the linker-gathered slice and a guard
-//! as its first statement; the guard's drop records the call on every exit path, unwinding
-//! included. An `async fn` gets the same static and its body moved into an `async move` block
-//! wrapped in a timing future; a never-taken `return` of a value of the declared return type
-//! pins the block's output type so `?` keeps inferring as in the original body.
+//! A function gets a block-scoped `static` point in the linker-gathered slice and a guard as
+//! the first statement of its own body (after its inner attributes and leading items); the
+//! guard's drop records the call on every exit path, unwinding included. Nothing else of the
+//! body changes: no closure, no inner future, so the annotated function compiles, infers,
+//! lints, drops and reports `Location::caller()` exactly as the bare one. An `async fn` gets an
+//! async guard instead, created when the body starts (first poll) and dropped when it
+//! completes or is cancelled; it is `Send` and `Sync`, so the future keeps its auto traits.
+//! Paths reach `core` through `profpoint::__private`, so crates of every edition resolve them.
 
 use crate::attr;
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
+use syn::ItemFn;
 use syn::spanned::Spanned;
-use syn::{ItemFn, ReturnType};
 
 /// Parses the item, rejecting what the attribute cannot time, with the error on the token at
 /// fault.
@@ -93,7 +96,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenS
             quote!(#private::Name::Marker(__profpoint_name)),
             quote_spanned! {span=>
                 fn __profpoint_name() -> &'static str {
-                    ::core::any::type_name_of_val(&__profpoint_name)
+                    #private::core::any::type_name_of_val(&__profpoint_name)
                 }
             },
         ),
@@ -109,7 +112,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenS
         #[#private::linkme::distributed_slice(#private::POINTS)]
         #[linkme(crate = #private::linkme)]
         static __PROFPOINT_POINT: #private::Point =
-            #private::Point::new(#name, #kind, ::core::file!(), ::core::line!());
+            #private::Point::new(#name, #kind, #private::core::file!(), #private::core::line!());
     };
     let ItemFn {
         attrs,
@@ -117,78 +120,37 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenS
         sig,
         block,
     } = f;
-    let body = if is_async {
-        let stmts = &block.stmts;
-        let pin_output = match &sig.output {
-            ReturnType::Type(_, ty) if !mentions_impl(&quote!(#ty)) => quote! {
-                #[allow(
-                    unknown_lints,
-                    unreachable_code,
-                    clippy::diverging_sub_expression,
-                    clippy::empty_loop,
-                    clippy::let_unit_value,
-                    clippy::needless_return
-                )]
-                if false {
-                    let __profpoint_output: #ty = loop {};
-                    return __profpoint_output;
-                }
-            },
-            _ => quote!(),
-        };
-        quote! {
-            #point
-            #private::Timed::new(&__PROFPOINT_POINT, async move {
-                #pin_output
-                #(#stmts)*
-            })
-            .await
-        }
-    } else if attrs.iter().any(|a| a.path().is_ident("track_caller")) {
-        // `#[track_caller]`: a closure would change what `Location::caller()` reports. A
-        // guard times it; the off path then tests the status at both ends.
-        quote! {
-            #point
-            let __profpoint_guard = __PROFPOINT_POINT.guard();
-            #block
-        }
+    // syn keeps the body's inner attributes (`#![allow(...)]`) with the outer ones: they go
+    // back first in the body, where they were.
+    let (inner, outer): (Vec<_>, Vec<_>) = attrs
+        .into_iter()
+        .partition(|a| matches!(a.style, syn::AttrStyle::Inner(_)));
+    // The user's leading items stay ahead of the guard's `let`: an item after a statement is
+    // what `clippy::items_after_statements` reports, and it must fire only where it did.
+    let stmts = block.stmts;
+    let lead = stmts
+        .iter()
+        .take_while(|s| matches!(s, syn::Stmt::Item(i) if !matches!(i, syn::Item::Macro(_))))
+        .count();
+    let (items, rest) = stmts.split_at(lead);
+    // The body stays the function's own: a guard declared first (so dropped last, after
+    // every local of the body and before the parameters, as any local) times it. Nothing is
+    // moved into a closure or another future, so inference, drop order, lints,
+    // `Location::caller()` and the paths of nested items are those of the bare function.
+    let enter = if is_async {
+        quote_spanned!(span=> __PROFPOINT_POINT.__async_enter())
     } else {
-        // The body becomes a closure called from two branches: off, it is called bare (the
-        // whole cost is the status test); on, under a guard. The closure's return type is the
-        // function's, so `?` and `return` keep their meaning.
-        let ret = match &sig.output {
-            ReturnType::Type(_, ty) if !mentions_impl(&quote!(#ty)) => quote!(-> #ty),
-            ReturnType::Type(..) => quote!(),
-            ReturnType::Default => quote!(-> ()),
-        };
-        // `__once` makes the closure's expected kind `FnOnce`: a body that returns a borrow
-        // of a `&mut` argument (`&mut self.x`, `self.items.iter_mut()`, a constructor keeping
-        // a `&'a mut`) would otherwise be inferred `FnMut`, from which no borrow may escape.
-        quote! {
-            #point
-            #[allow(unused_mut, clippy::redundant_closure_call)]
-            let mut __profpoint_body = #private::__once(move || #ret #block);
-            if __PROFPOINT_POINT.__status() == 0 {
-                __profpoint_body()
-            } else {
-                #private::Point::__call_on(__profpoint_body, &__PROFPOINT_POINT)
-            }
-        }
+        quote_spanned!(span=> __PROFPOINT_POINT.__enter())
     };
     Ok(quote! {
-        #(#attrs)*
+        #(#outer)*
         #vis #sig {
-            #body
+            #(#inner)*
+            #(#items)*
+            #point
+            let __profpoint_guard = #enter;
+            #(#rest)*
         }
-    })
-}
-
-/// Whether a type mentions `impl Trait` (which cannot be written in a `let`).
-fn mentions_impl(ty: &TokenStream) -> bool {
-    ty.clone().into_iter().any(|t| match t {
-        proc_macro2::TokenTree::Ident(i) => i == "impl",
-        proc_macro2::TokenTree::Group(g) => mentions_impl(&g.stream()),
-        _ => false,
     })
 }
 

@@ -111,7 +111,7 @@ pub(crate) fn expand(input: TokenStream) -> syn::Result<TokenStream> {
     let names: Vec<&Ident> = args.iter().map(|a| &a.name).collect();
     let types: Vec<&Type> = args.iter().map(|a| &a.ty).collect();
     let params = quote!(#(#names: #types),*);
-    let probe_ty = quote!(::std::boxed::Box<dyn ::core::ops::Fn(#(#types),*) + ::core::marker::Send + ::core::marker::Sync>);
+    let probe_ty = quote!(#private::std::boxed::Box<dyn #private::core::ops::Fn(#(#types),*) + #private::core::marker::Send + #private::core::marker::Sync>);
     let cond_check = cond.map(|c| quote!(if !(#c) { return; }));
     // Every probe gets the same arguments, so they must be `Copy` (references, integers...):
     // say so at the type, not as a "use of moved value" inside the generated hook.
@@ -138,7 +138,7 @@ pub(crate) fn expand(input: TokenStream) -> syn::Result<TokenStream> {
                 // the label block; the block passes a pointer to a tuple of this tracepoint's
                 // argument types to the thunk generated for exactly that tuple.
                 unsafe {
-                    ::core::arch::asm!(
+                    #private::core::arch::asm!(
                         "2: .byte 0x0f, 0x1f, 0x44, 0x00, 0x00",
                         ".pushsection __profpoint_sites,\"aR\",@progbits",
                         ".balign 8",
@@ -195,9 +195,9 @@ pub(crate) fn expand(input: TokenStream) -> syn::Result<TokenStream> {
         #[#private::linkme::distributed_slice(#private::TRACEPOINTS)]
         #[linkme(crate = #private::linkme)]
         #vis static #stat: #krate::tracepoint::Tracepoint = #krate::tracepoint::Tracepoint::new(
-            ::core::concat!(::core::module_path!(), "::", ::core::stringify!(#name)),
-            ::core::file!(),
-            ::core::line!(),
+            #private::core::concat!(#private::core::module_path!(), "::", #private::core::stringify!(#name)),
+            #private::core::file!(),
+            #private::core::line!(),
         );
 
         #(#attrs)*
@@ -217,10 +217,10 @@ pub(crate) fn expand(input: TokenStream) -> syn::Result<TokenStream> {
 
         #[doc = #doc_register]
         #vis fn #register(
-            probe: impl ::core::ops::Fn(#(#types),*) + ::core::marker::Send + ::core::marker::Sync + 'static,
+            probe: impl #private::core::ops::Fn(#(#types),*) + #private::core::marker::Send + #private::core::marker::Sync + 'static,
         ) -> #krate::tracepoint::ProbeHandle {
-            let probe: #probe_ty = ::std::boxed::Box::new(probe);
-            #stat.__register(::std::boxed::Box::new(probe))
+            let probe: #probe_ty = #private::std::boxed::Box::new(probe);
+            #stat.__register(#private::std::boxed::Box::new(probe))
         }
 
         #[doc(hidden)]
@@ -229,7 +229,7 @@ pub(crate) fn expand(input: TokenStream) -> syn::Result<TokenStream> {
         #vis fn #hook(#params) {
             #cond_check
             #stat.__fire(|__profpoint_probe| {
-                if let ::core::option::Option::Some(__profpoint_f) =
+                if let #private::core::option::Option::Some(__profpoint_f) =
                     __profpoint_probe.downcast::<#probe_ty>()
                 {
                     __profpoint_f(#(#names),*);
@@ -238,7 +238,7 @@ pub(crate) fn expand(input: TokenStream) -> syn::Result<TokenStream> {
         }
 
         const _: () = {
-            fn __profpoint_assert_copy<T: ::core::marker::Copy>() {}
+            fn __profpoint_assert_copy<T: #private::core::marker::Copy>() {}
             #[allow(dead_code)]
             fn __profpoint_check() {
                 #(#copy_checks)*
@@ -260,6 +260,7 @@ fn expand_off(
     let register = format_ident!("register_trace_{}", name);
     let names: Vec<&Ident> = args.iter().map(|a| &a.name).collect();
     let types: Vec<&Type> = args.iter().map(|a| &a.ty).collect();
+    let private = quote!(#krate::__private);
     quote! {
         #(#attrs)*
         #[inline(always)]
@@ -272,9 +273,9 @@ fn expand_off(
         }
 
         #vis fn #register(
-            probe: impl ::core::ops::Fn(#(#types),*) + ::core::marker::Send + ::core::marker::Sync + 'static,
+            probe: impl #private::core::ops::Fn(#(#types),*) + #private::core::marker::Send + #private::core::marker::Sync + 'static,
         ) -> #krate::tracepoint::ProbeHandle {
-            ::core::mem::drop(probe);
+            #private::core::mem::drop(probe);
             #krate::tracepoint::ProbeHandle::__inert()
         }
     }

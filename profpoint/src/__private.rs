@@ -1,6 +1,6 @@
 //! What macro expansions use. **Not a stable API**: anything here may change in any release.
 
-pub use crate::point::{Kind, Name, OffPoint, POINTS, Point, Timed};
+pub use crate::point::{AsyncGuard, Guard, Kind, Name, OffPoint, POINTS, Point};
 pub use crate::tracepoint::TRACEPOINTS;
 #[cfg(all(
     target_arch = "x86_64",
@@ -9,11 +9,8 @@ pub use crate::tracepoint::TRACEPOINTS;
 ))]
 pub use crate::tracepoint::patch::call_hook;
 pub use crate::tracepoint::probe_panicked;
+/// `core`, for expansions in crates of any edition (2015 does not resolve `::core`).
+pub use core;
 pub use linkme;
-
-/// Returns `f` unchanged, typed `FnOnce`: `#[profile_point]` passes the function body's
-/// closure through it so that the closure's kind is inferred as `FnOnce` (see the macro).
-#[inline(always)]
-pub fn __once<R, F: FnOnce() -> R>(f: F) -> F {
-    f
-}
+/// `std`, for the same reason.
+pub use std;

@@ -17,6 +17,7 @@ use crate::point::{Kind, Name, Point};
 use crate::shard;
 use serde::Serialize;
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The cost of an enabled point, in nanoseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -25,6 +26,22 @@ pub struct Overhead {
     pub per_call_ns: f64,
     /// The part of it that a point's own interval includes (median).
     pub in_interval_ns: f64,
+    /// Time spent in first-use work (a thread's first point call, a point's first call on a
+    /// thread), which no interval includes: profpoint's own cost, not the program's.
+    pub setup_ns: f64,
+    /// How many calls did first-use work.
+    pub setup_calls: u64,
+}
+
+/// First-use work so far: ticks and calls (see [`Overhead::setup_ns`]).
+static SETUP_TICKS: AtomicU64 = AtomicU64::new(0);
+static SETUP_CALLS: AtomicU64 = AtomicU64::new(0);
+
+/// Adds one call's first-use work (cold path).
+pub(crate) fn add_setup(ticks: u64) {
+    // Relaxed: tallies read at report time; no other memory depends on them.
+    SETUP_TICKS.fetch_add(ticks, Ordering::Relaxed);
+    SETUP_CALLS.fetch_add(1, Ordering::Relaxed);
 }
 
 #[linkme::distributed_slice(crate::point::POINTS)]
@@ -53,8 +70,10 @@ pub(crate) fn measure() {
         for _ in 0..ROUNDS {
             let t0 = clock::now();
             for i in 0..CALLS {
-                // The path `#[profile_point]` takes when the point is on.
-                Point::__call_on(|| std::hint::black_box(i), &CALIBRATION);
+                // The path an enabled `#[profile_point]` takes: the same two out-of-line calls
+                // of profpoint's own code that every annotated function makes.
+                let _g = CALIBRATION.__enter();
+                std::hint::black_box(i);
             }
             let per = (clock::now() - t0) as f64 / CALLS as f64;
             best = best.min(per);
@@ -72,5 +91,8 @@ pub(crate) fn get(clk: &clock::ClockInfo) -> Option<Overhead> {
     MEASURED.get().map(|&(per_call, inside)| Overhead {
         per_call_ns: clk.to_ns_f(per_call),
         in_interval_ns: clk.to_ns_f(inside),
+        // Relaxed: tallies (see `add_setup`).
+        setup_ns: clk.to_ns_f(SETUP_TICKS.load(Ordering::Relaxed) as f64),
+        setup_calls: SETUP_CALLS.load(Ordering::Relaxed),
     })
 }

@@ -30,8 +30,10 @@
 
 use crate::clock;
 use crate::hist;
+use crate::overhead;
 use crate::shard::{self, Lease, Shard, Slot, bump};
 use std::marker::PhantomData;
+use std::mem::ManuallyDrop;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU8, AtomicU32, Ordering};
 
@@ -312,7 +314,7 @@ impl Point {
         let saved_child = shard.child_acc.load(Ordering::Relaxed);
         let mode = if active == 0 { T_TIMED } else { T_NESTED };
         Token {
-            t0: clock::now_with(flags & T_MONO == 0),
+            t0: shard.now(flags & T_MONO == 0),
             saved_child,
             slot,
             shard,
@@ -324,6 +326,11 @@ impl Point {
     #[cold]
     #[inline(never)]
     fn start_cold(&'static self, status: u8) -> Token {
+        // First-use work (the thread's shard, this point's slot: ~10 us with its page faults)
+        // must not land in the intervals of the points open on this thread: its time goes to
+        // the shard's `setup`, which every point's clock reads subtract, and to the process's
+        // own-cost tally in the report.
+        let began = clock::now();
         let index = self.index();
         let (shard, mut flags) = match shard::current() {
             Some(s) => (s, 0),
@@ -336,155 +343,70 @@ impl Point {
             flags |= T_MONO;
         }
         let slot = shard.slot_or_new(index);
+        let spent = clock::now().saturating_sub(began);
+        // The shard's clock is the process clock (`shard.tsc` is a copy of its choice).
+        bump(&shard.setup, spent);
+        overhead::add_setup(spent);
         self.start_in(status, shard, slot, flags)
     }
 
     /// Stops timing and records the call.
     #[inline(always)]
     pub fn leave(&'static self, token: Token) {
-        if token.mode == T_OFF {
-            return;
-        }
-        self.leave_on(&token);
-        // Left: its drop (which handles tokens never left) must not run.
-        std::mem::forget(token);
+        leave_token(token);
     }
 
-    #[inline(always)]
-    fn leave_on(&self, token: &Token) {
-        // SAFETY: the token was made by `start_in` on this thread (Token is !Send), from a
-        // shard and slot that are never freed.
-        let (shard, slot) = unsafe { (&*token.shard, &*token.slot) };
-        let mode = token.mode & !(T_BORROWED | T_MONO);
-        if mode == T_SKIPPED {
-            // Relaxed: owner-only (see shard.rs).
-            slot.depth.store(0, Ordering::Relaxed);
-            slot.write_begin();
-            bump(&slot.skipped, 1);
-            slot.write_end();
-        } else if mode == T_SKIPPED_NESTED {
-            slot.write_begin();
-            bump(&slot.nested, 1);
-            slot.write_end();
-        } else {
-            let dur = clock::now_with(token.mode & T_MONO == 0).saturating_sub(token.t0);
-            // Relaxed: owner-only fields (see shard.rs).
-            let children = shard
-                .child_acc
-                .load(Ordering::Relaxed)
-                .wrapping_sub(token.saved_child);
-            shard
-                .child_acc
-                .store(token.saved_child.wrapping_add(dur), Ordering::Relaxed);
-            if mode == T_TIMED {
-                slot.depth.store(0, Ordering::Relaxed);
-            }
-            slot.write_begin();
-            bump(&slot.self_ticks, dur.saturating_sub(children));
-            if mode == T_TIMED {
-                record_interval(slot, dur);
-            } else {
-                bump(&slot.nested, 1);
-            }
-            slot.write_end();
-        }
-        if token.mode & T_BORROWED != 0 {
-            shard::release(shard);
-        }
-    }
-
-    /// The status byte, for `#[profile_point]` expansions: 0 is off.
+    /// What `#[profile_point]` puts first in a synchronous function: a guard that times the
+    /// rest of the body and records the call when it drops (returns, `?`, panics). The body
+    /// stays the function's own (same inference, drop order, lints, `Location::caller()`,
+    /// nested item paths); only this test is inlined into it, and the enabled path is two
+    /// calls into code compiled once, here, whatever the user's crate's opt-level or generics.
     #[doc(hidden)]
     #[inline(always)]
-    pub fn __status(&self) -> u8 {
+    pub fn __enter(&'static self) -> Guard {
         // Relaxed: see `is_enabled`.
-        self.status.load(Ordering::Relaxed)
-    }
-
-    /// Calls `body` under the point (which `#[profile_point]` found on). Out of line, so that
-    /// the annotated function's own code is only the status test and the bare body: the
-    /// enabled path's registers and stack are set up here. The common case (this thread
-    /// already has the slot, every call timed) is straight-line code with the token in
-    /// registers; everything else takes the general path.
-    ///
-    /// `body` comes first: in the caller it holds the function's arguments, which then stay in
-    /// the argument registers they arrived in, on both paths.
-    #[doc(hidden)]
-    #[inline(never)]
-    pub fn __call_on<R>(body: impl FnOnce() -> R, point: &'static Self) -> R {
-        let this = point;
-        this.call_on(body)
-    }
-
-    #[inline(always)]
-    fn call_on<R>(&'static self, body: impl FnOnce() -> R) -> R {
-        // Relaxed: see `is_enabled`. Re-read: the caller's test may be stale, which is fine.
-        let status = self.status.load(Ordering::Relaxed);
-        if status == OFF {
-            return self.call_general(body);
+        if self.status.load(Ordering::Relaxed) == OFF {
+            return Guard {
+                token: ManuallyDrop::new(Token::OFF),
+            };
         }
-        // Relaxed: the index is a pure function of the address (see `index`).
-        let index = self.index.load(Ordering::Relaxed);
-        let Some(shard) = shard::current() else {
-            return self.call_general(body);
-        };
-        let Some(slot) = shard.slot(index) else {
-            return self.call_general(body);
-        };
-        // Two copies of the same path, each with its status a constant: the timed one
-        // carries no sampling code, the sampled one no extra test.
-        if status == ON {
-            self.run_in(ON, shard, slot, body)
-        } else {
-            self.run_in(SAMPLED, shard, slot, body)
-        }
+        self.enter_on()
     }
 
-    #[inline(always)]
-    fn run_in<R>(
-        &'static self,
-        status: u8,
-        shard: &Shard,
-        slot: &Slot,
-        body: impl FnOnce() -> R,
-    ) -> R {
-        let guard = Guard {
-            point: self,
-            token: self.start_in(status, shard, slot, 0),
-        };
-        let out = body();
-        // The normal path leaves explicitly (inlined here); the guard's drop runs only when
-        // `body` unwinds.
-        let guard = std::mem::ManuallyDrop::new(guard);
-        self.leave_on(&guard.token);
-        out
-    }
-
-    /// Every other case of [`Point::__call_on`]: first call on this thread, sampled mode, a
-    /// status that changed under us.
-    #[cold]
+    /// The enabled half of [`Point::__enter`], out of line: one copy for every point.
     #[inline(never)]
-    fn call_general<R>(&'static self, body: impl FnOnce() -> R) -> R {
-        let _guard = self.guard();
-        body()
+    fn enter_on(&'static self) -> Guard {
+        Guard {
+            token: ManuallyDrop::new(self.start()),
+        }
     }
 
     /// Starts a guard that leaves the point when dropped (also during unwinding).
     #[inline(always)]
     pub fn guard(&'static self) -> Guard {
-        Guard {
-            point: self,
-            token: self.start(),
-        }
+        self.__enter()
     }
 
-    /// Starts the timing of one `async` call (see [`AsyncGuard`]).
+    /// Starts the timing of one `async` call (see [`AsyncGuard`]); call it when the call
+    /// starts running (its first poll).
     #[inline]
     pub fn async_guard(&'static self) -> AsyncGuard {
         AsyncGuard {
             point: self,
             t0: None,
         }
+    }
+
+    /// What `#[profile_point]` puts first in an `async fn`'s body: a guard that lives in the
+    /// future's state from its first poll (when the body starts) to its completion, or its
+    /// drop if it is cancelled. `Send` and `Sync`, so the future keeps its auto traits; the
+    /// body stays the function's own.
+    #[doc(hidden)]
+    #[inline]
+    pub fn __async_enter(&'static self) -> AsyncGuard {
+        let mut g = self.async_guard();
+        g.poll();
+        g
     }
 
     /// Records one completed async call of `dur` ticks on the current thread.
@@ -508,6 +430,50 @@ impl Point {
     }
 }
 
+/// Records a started call (every token mode but off).
+#[inline(always)]
+fn leave_on(token: &Token) {
+    // SAFETY: the token was made by `start_in` on this thread (Token is !Send), from a
+    // shard and slot that are never freed.
+    let (shard, slot) = unsafe { (&*token.shard, &*token.slot) };
+    let mode = token.mode & !(T_BORROWED | T_MONO);
+    if mode == T_SKIPPED {
+        // Relaxed: owner-only (see shard.rs).
+        slot.depth.store(0, Ordering::Relaxed);
+        slot.write_begin();
+        bump(&slot.skipped, 1);
+        slot.write_end();
+    } else if mode == T_SKIPPED_NESTED {
+        slot.write_begin();
+        bump(&slot.nested, 1);
+        slot.write_end();
+    } else {
+        let dur = shard.now(token.mode & T_MONO == 0).saturating_sub(token.t0);
+        // Relaxed: owner-only fields (see shard.rs).
+        let children = shard
+            .child_acc
+            .load(Ordering::Relaxed)
+            .wrapping_sub(token.saved_child);
+        shard
+            .child_acc
+            .store(token.saved_child.wrapping_add(dur), Ordering::Relaxed);
+        if mode == T_TIMED {
+            slot.depth.store(0, Ordering::Relaxed);
+        }
+        slot.write_begin();
+        bump(&slot.self_ticks, dur.saturating_sub(children));
+        if mode == T_TIMED {
+            record_interval(slot, dur);
+        } else {
+            bump(&slot.nested, 1);
+        }
+        slot.write_end();
+    }
+    if token.mode & T_BORROWED != 0 {
+        shard::release(shard);
+    }
+}
+
 /// Adds one timed interval to a slot (inside the caller's seqlock write).
 #[inline(always)]
 fn record_interval(slot: &Slot, dur: u64) {
@@ -527,21 +493,41 @@ fn record_interval(slot: &Slot, dur: u64) {
 }
 
 /// Leaves its point when dropped: returns, `?`, `break` and panics all count.
+///
+/// 40 bytes on the stack of the timed function (the token; its point is not needed to leave).
 #[derive(Debug)]
 #[must_use = "the point is left when the guard drops: bind it with `let _g = ...`"]
 pub struct Guard {
-    point: &'static Point,
-    token: Token,
+    /// Never dropped as a token: the guard's own drop leaves it.
+    token: ManuallyDrop<Token>,
 }
 
 impl Drop for Guard {
     #[inline(always)]
     fn drop(&mut self) {
         if self.token.mode != T_OFF {
-            self.point.leave_on(&self.token);
-            self.token.mode = T_OFF;
+            leave_guard(&mut self.token);
         }
     }
+}
+
+/// The enabled half of a guard's drop, out of line: one copy for every point.
+#[inline(never)]
+fn leave_guard(token: &mut ManuallyDrop<Token>) {
+    // SAFETY: the guard owns the token and never uses it again after this.
+    let token = unsafe { ManuallyDrop::take(token) };
+    leave_token(token);
+}
+
+/// Records a token's call (the body of [`Point::leave`], which needs no point).
+#[inline(always)]
+fn leave_token(token: Token) {
+    if token.mode == T_OFF {
+        return;
+    }
+    leave_on(&token);
+    // Left: its drop (which handles tokens never left) must not run.
+    std::mem::forget(token);
 }
 
 impl Drop for Token {
@@ -591,48 +577,6 @@ impl Drop for AsyncGuard {
     }
 }
 
-/// A future that marks each poll on its [`AsyncGuard`] and drops it when the inner future is
-/// done, so the time is recorded on completion (not when the caller drops the future).
-#[doc(hidden)]
-#[derive(Debug)]
-pub struct Timed<F> {
-    guard: Option<AsyncGuard>,
-    inner: F,
-}
-
-impl<F> Timed<F> {
-    #[doc(hidden)]
-    pub fn new(point: &'static Point, inner: F) -> Self {
-        Timed {
-            guard: Some(point.async_guard()),
-            inner,
-        }
-    }
-}
-
-impl<F: std::future::Future> std::future::Future for Timed<F> {
-    type Output = F::Output;
-
-    fn poll(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<F::Output> {
-        // SAFETY: `inner` is structurally pinned: it is never moved out of `self` and `Timed`
-        // has no `Unpin`-dependent behaviour or Drop that moves it; `guard` is not pinned.
-        let this = unsafe { self.get_unchecked_mut() };
-        if let Some(g) = this.guard.as_mut() {
-            g.poll();
-        }
-        // SAFETY: see above; `this.inner` stays where it is for the life of `self`.
-        let inner = unsafe { std::pin::Pin::new_unchecked(&mut this.inner) };
-        let out = inner.poll(cx);
-        if out.is_ready() {
-            this.guard = None;
-        }
-        out
-    }
-}
-
 /// Times until the end of the enclosing scope: `let _g = profile_scope!("name");`.
 ///
 /// The name must be a string literal (it is stored in a `static`). Expands to the bare code
@@ -646,8 +590,8 @@ macro_rules! profile_scope {
         static __PROFPOINT_SCOPE: $crate::__private::Point = $crate::__private::Point::new(
             $crate::__private::Name::Static($name),
             $crate::__private::Kind::Sync,
-            ::core::file!(),
-            ::core::line!(),
+            $crate::__private::core::file!(),
+            $crate::__private::core::line!(),
         );
         __PROFPOINT_SCOPE.guard()
     }};
@@ -677,7 +621,7 @@ macro_rules! profile_scope {
 #[macro_export]
 macro_rules! define_profile_point {
     ($vis:vis $ident:ident $(,)?) => {
-        $crate::define_profile_point!($vis $ident, ::core::stringify!($ident));
+        $crate::define_profile_point!($vis $ident, $crate::__private::core::stringify!($ident));
     };
     ($vis:vis $ident:ident, $name:expr $(,)?) => {
         #[$crate::__private::linkme::distributed_slice($crate::__private::POINTS)]
@@ -685,8 +629,8 @@ macro_rules! define_profile_point {
         $vis static $ident: $crate::__private::Point = $crate::__private::Point::new(
             $crate::__private::Name::Static($name),
             $crate::__private::Kind::Sync,
-            ::core::file!(),
-            ::core::line!(),
+            $crate::__private::core::file!(),
+            $crate::__private::core::line!(),
         );
     };
 }

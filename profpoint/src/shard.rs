@@ -253,6 +253,10 @@ pub(crate) struct Shard {
     /// Time of nested points accumulated since the innermost active point started (ticks).
     /// Only the owning thread touches it.
     pub(crate) child_acc: AtomicU64,
+    /// Clock ticks this thread spent in profpoint's first-use work (a new shard, a new slot):
+    /// points read their clock minus this, so that work lies outside every open interval.
+    /// Only the owning thread touches it.
+    pub(crate) setup: AtomicU64,
     /// State of the xorshift generator for sampled timing.
     pub(crate) rng: AtomicU64,
     /// Tracepoint RCU: 0 outside a read section, else the grace-period epoch read when the
@@ -280,6 +284,7 @@ impl Shard {
                 .collect(),
             tsc,
             child_acc: AtomicU64::new(0),
+            setup: AtomicU64::new(0),
             rng: AtomicU64::new(seed | 1),
         }
     }
@@ -328,6 +333,14 @@ impl Shard {
         let p = self.slots.get(index)?.load(Ordering::Acquire);
         // SAFETY: see `slot`.
         unsafe { p.as_ref() }
+    }
+
+    /// The clock as this thread's points read it: raw ticks minus the thread's first-use work
+    /// (hot path; owner only).
+    #[inline(always)]
+    pub(crate) fn now(&self, tsc: bool) -> u64 {
+        // Relaxed: owner-only.
+        crate::clock::now_with(tsc).wrapping_sub(self.setup.load(Ordering::Relaxed))
     }
 
     /// Next pseudo-random number (xorshift64), owner only.

@@ -19,14 +19,16 @@ pub fn write_table(report: &Report, w: &mut dyn Write) -> io::Result<()> {
     writeln!(w, "Profile Points")?;
     let overhead = match &report.overhead {
         Some(o) => format!(
-            "overhead {:.1} ns/call ({:.1} ns inside the timed interval, {})",
+            "overhead {:.1} ns/call ({:.1} ns inside the timed interval, {}), first-use set-up {:.3} ms in {} calls (in no interval)",
             o.per_call_ns,
             o.in_interval_ns,
             if report.overhead_subtracted {
                 "subtracted"
             } else {
                 "not subtracted"
-            }
+            },
+            o.setup_ns / 1e6,
+            o.setup_calls
         ),
         None => "overhead not measured".to_string(),
     };
