@@ -26,14 +26,29 @@ pub struct Overhead {
     pub per_call_ns: f64,
     /// The part of it that a point's own interval includes (median).
     pub in_interval_ns: f64,
-    /// Time spent in first-use work (a thread's first point call, a point's first call on a
-    /// thread), which no interval includes: profpoint's own cost, not the program's.
-    pub setup_ns: f64,
-    /// How many calls did first-use work.
-    pub setup_calls: u64,
 }
 
-/// First-use work so far: ticks and calls (see [`Overhead::setup_ns`]).
+/// profpoint's first-use work (a thread's first point call, a point's first call on a
+/// thread: a shard, a slot), which no interval includes: profpoint's own cost, not the
+/// program's.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Setup {
+    /// Time spent in it, nanoseconds.
+    pub ns: f64,
+    /// How many calls did it.
+    pub calls: u64,
+}
+
+/// The first-use work so far.
+pub(crate) fn setup(clk: &clock::ClockInfo) -> Setup {
+    Setup {
+        // Relaxed: tallies (see `add_setup`).
+        ns: clk.to_ns_f(SETUP_TICKS.load(Ordering::Relaxed) as f64),
+        calls: SETUP_CALLS.load(Ordering::Relaxed),
+    }
+}
+
+/// First-use work so far: ticks and calls (see [`Setup`]).
 static SETUP_TICKS: AtomicU64 = AtomicU64::new(0);
 static SETUP_CALLS: AtomicU64 = AtomicU64::new(0);
 
@@ -91,8 +106,5 @@ pub(crate) fn get(clk: &clock::ClockInfo) -> Option<Overhead> {
     MEASURED.get().map(|&(per_call, inside)| Overhead {
         per_call_ns: clk.to_ns_f(per_call),
         in_interval_ns: clk.to_ns_f(inside),
-        // Relaxed: tallies (see `add_setup`).
-        setup_ns: clk.to_ns_f(SETUP_TICKS.load(Ordering::Relaxed) as f64),
-        setup_calls: SETUP_CALLS.load(Ordering::Relaxed),
     })
 }

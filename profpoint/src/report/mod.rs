@@ -53,6 +53,8 @@ pub struct Report {
     pub overhead: Option<overhead::Overhead>,
     /// Whether `overhead.in_interval_ns` was subtracted from every timed call's interval.
     pub overhead_subtracted: bool,
+    /// profpoint's first-use work, which no interval includes.
+    pub setup: overhead::Setup,
     /// Nanoseconds from process start-up (profpoint's initialiser) to this report.
     pub wall_ns: u64,
     /// Every profile point, sorted by total time, longest first.
@@ -223,6 +225,7 @@ impl Report {
             },
             overhead,
             overhead_subtracted: opts.subtract_overhead && sub_ticks > 0.0,
+            setup: overhead::setup(&clock),
             wall_ns,
             points,
             tracepoints: crate::tracepoint::infos(),

@@ -19,16 +19,14 @@ pub fn write_table(report: &Report, w: &mut dyn Write) -> io::Result<()> {
     writeln!(w, "Profile Points")?;
     let overhead = match &report.overhead {
         Some(o) => format!(
-            "overhead {:.1} ns/call ({:.1} ns inside the timed interval, {}), first-use set-up {:.3} ms in {} calls (in no interval)",
+            "overhead {:.1} ns/call ({:.1} ns inside the timed interval, {})",
             o.per_call_ns,
             o.in_interval_ns,
             if report.overhead_subtracted {
                 "subtracted"
             } else {
                 "not subtracted"
-            },
-            o.setup_ns / 1e6,
-            o.setup_calls
+            }
         ),
         None => "overhead not measured".to_string(),
     };
@@ -40,6 +38,14 @@ pub fn write_table(report: &Report, w: &mut dyn Write) -> io::Result<()> {
         overhead,
         report.wall_ns as f64 / 1e9
     )?;
+    if report.setup.calls > 0 {
+        writeln!(
+            w,
+            "profpoint's first-use set-up {:.3} ms in {} calls (outside every interval)",
+            report.setup.ns / 1e6,
+            report.setup.calls
+        )?;
+    }
     let rule = format!(
         "{:->7}  {:-<name_w$}  {:->15}  {:->15}  {:->12}  {:->10}  {:->10}  {:->10}  {:->12}  {:->6}",
         "", "", "", "", "", "", "", "", "", ""
