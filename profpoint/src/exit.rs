@@ -77,10 +77,14 @@ fn plan() -> std::sync::MutexGuard<'static, ExitPlan> {
 // SAFETY: `.init_array` entries are called by the dynamic loader (or libc for static
 // executables) with the usual C calling convention, once, before `main`; `init` takes no
 // arguments (the extra argc/argv/envp the loader passes are ignored by the C ABI).
+//
+// Not under the `off` feature: nothing roots the runtime then, so the linker leaves it out.
+#[cfg(not(feature = "off"))]
 #[used]
 #[unsafe(link_section = ".init_array")]
 static INIT: extern "C" fn() = init;
 
+#[cfg_attr(feature = "off", allow(dead_code))]
 extern "C" fn init() {
     // A panic must not unwind into the loader.
     let _ = std::panic::catch_unwind(init_inner);
@@ -159,6 +163,7 @@ fn init_inner() {
 }
 
 /// Arms the report at exit (idempotent).
+#[cfg_attr(feature = "off", allow(dead_code))]
 pub(crate) fn opt_in() {
     plan().opted_in = true;
     crate::overhead::measure();

@@ -143,7 +143,9 @@ pub fn write_profile_points(w: &mut dyn std::io::Write) -> std::io::Result<()> {
 /// Asks for the report when the process exits (return from `main` or `std::process::exit`):
 /// the table on stderr, or whatever `PROFPOINT_REPORT` names. Call it once, early;
 /// `#[profpoint::main]` does it for you. Measures the point overhead now (about 1 ms).
+/// Does nothing under the `off` feature.
 pub fn report_at_exit() {
+    #[cfg(not(feature = "off"))]
     exit::opt_in();
 }
 

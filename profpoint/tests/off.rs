@@ -40,3 +40,20 @@ fn macros_expand_to_the_bare_code() {
     );
     assert!(profpoint::snapshot().points.is_empty());
 }
+
+/// Nothing roots profpoint's runtime in an `off` build: its start-up initialiser (which reads
+/// the `PROFPOINT_*` variables) is not linked, so none of its strings is in the binary. (This
+/// test binary itself calls `snapshot()`, so the report code is linked; the initialiser and
+/// what only it reaches must still be absent.)
+#[test]
+fn the_runtime_initialiser_is_not_linked() {
+    let exe = std::fs::read(std::env::current_exe().unwrap()).unwrap();
+    // Built at run time: the whole names must not be literals of this test itself.
+    for var in ["SUBTRACT_OVERHEAD", "SAMPLE", "HEATMAP_SOURCE"] {
+        let needle = format!("PROFPOINT_{var}");
+        assert!(
+            !exe.windows(needle.len()).any(|w| w == needle.as_bytes()),
+            "{needle} is in the off build: the runtime's initialiser was linked"
+        );
+    }
+}

@@ -174,12 +174,17 @@ fn first_use_work_is_in_no_interval_and_is_reported_as_profpoints_own() {
         verdicts.push((total, setup));
     }
     println!("(parent total ns, first-use set-up ns in its interval): {verdicts:?}");
-    assert!(verdicts.iter().all(|&(_, s)| s > 0.0), "set-up was reported");
+    assert!(
+        verdicts.iter().all(|&(_, s)| s > 0.0),
+        "set-up was reported"
+    );
     // Were the set-up inside the parent's interval, the parent's total would be at least the
     // set-up, every time. It is not: one call's own cost is far below it (a preempted call
     // can exceed it, so one attempt of eight suffices).
     assert!(
-        verdicts.iter().any(|&(total, setup)| (total as f64) < setup),
+        verdicts
+            .iter()
+            .any(|&(total, setup)| (total as f64) < setup),
         "every parent's total includes its child's first-use set-up"
     );
 }
