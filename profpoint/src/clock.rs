@@ -50,8 +50,7 @@ pub(crate) fn now_with(tsc: bool) -> u64 {
     #[cfg(target_arch = "x86_64")]
     {
         if tsc {
-            // SAFETY: `rdtsc` has no preconditions on x86_64; it only reads a counter.
-            return unsafe { core::arch::x86_64::_rdtsc() };
+            return crate::owned::rdtsc();
         }
     }
     let _ = tsc;

@@ -34,7 +34,8 @@ pub(crate) const BUCKETS: usize = ((48 - SUB_BITS as usize) * SUB as usize) + SU
 /// table.
 #[inline(always)]
 pub(crate) fn index(v: u64) -> usize {
-    let v = v.min(LIMIT);
+    // Not `min`: a call at opt-level 0, and this is the hot path.
+    let v = if v > LIMIT { LIMIT } else { v };
     let shift = (63 - (v | SUB).leading_zeros()) - SUB_BITS;
     ((shift as usize) << SUB_BITS) + (v >> shift) as usize
 }

@@ -60,6 +60,7 @@ mod fork;
 mod glob;
 mod hist;
 mod overhead;
+mod owned;
 mod point;
 mod report;
 #[cfg(feature = "heatmap")]

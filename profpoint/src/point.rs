@@ -31,6 +31,7 @@
 use crate::clock;
 use crate::hist;
 use crate::overhead;
+use crate::owned;
 use crate::shard::{self, Lease, Shard, Slot, bump};
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
@@ -236,96 +237,78 @@ impl Point {
     /// Starts timing; hand the token to [`Point::leave`] on the same thread.
     #[inline(always)]
     pub fn start(&'static self) -> Token {
+        let mut t = Token::OFF;
         // Relaxed: see `is_enabled`.
-        let status = self.status.load(Ordering::Relaxed);
-        if status == OFF {
-            return Token::OFF;
+        let status = owned::get8(&self.status);
+        if status != OFF {
+            self.start_on(status, &mut t);
         }
-        self.start_on(status)
+        t
     }
 
+    /// Starts an enabled call into `t` (which is off). The token is filled in place, field by
+    /// field: an unoptimised build copies a returned 40-byte token with `memcpy` each time.
     #[inline(always)]
-    fn start_on(&'static self, status: u8) -> Token {
+    fn start_on(&'static self, status: u8, t: &mut Token) {
         // Relaxed: the index is a pure function of the address (see `index`).
-        let index = self.index.load(Ordering::Relaxed);
-        let (shard, slot) = match shard::current() {
-            Some(shard) => match shard.slot(index) {
-                Some(slot) => (shard, slot),
-                None => return self.start_cold(status),
-            },
-            None => return self.start_cold(status),
-        };
-        self.start_in(status, shard, slot, 0)
+        let index = owned::get32(&self.index);
+        if let Some(shard) = shard::current()
+            && let Some(slot) = shard.slot(index)
+        {
+            self.start_in(status, shard, slot, 0, t);
+        } else {
+            self.start_cold(status, t);
+        }
     }
 
     #[inline(always)]
-    fn start_in(&self, status: u8, shard: &Shard, slot: &Slot, flags: u8) -> Token {
+    fn start_in(&self, status: u8, shard: &Shard, slot: &Slot, flags: u8, t: &mut Token) {
+        t.slot = slot;
+        t.shard = shard;
         // Relaxed: owner-only fields (see shard.rs). `depth` says whether the point is active
         // on this thread: 0 no, ACTIVE_TIMED by a timed outermost call, ACTIVE_SKIPPED by an
         // outermost call that sampled timing left untimed.
-        let active = slot.depth.load(Ordering::Relaxed);
+        let active = owned::get32(&slot.depth);
         if status == SAMPLED {
             if active != 0 {
                 // Recursion: counted as nested, never timed. Its time is in the outermost
                 // call's interval anyway, and timing it would inflate the timed calls (whose
                 // durations the estimate scales up) by the clock reads.
-                return Token {
-                    mode: T_SKIPPED_NESTED | flags,
-                    slot,
-                    shard,
-                    t0: 0,
-                    saved_child: 0,
-                    _not_send: PhantomData,
-                };
+                t.mode = T_SKIPPED_NESTED | flags;
+                return;
             }
-            if active == 0 {
-                // Sampling picks among outermost calls only.
-                let every = self.sample_every.load(Ordering::Relaxed).max(1);
-                // A countdown drawn under a sparser rate is cut to the current one's range.
-                let left = slot
-                    .countdown
-                    .load(Ordering::Relaxed)
-                    .min(2 * every.min(1 << 30) - 1);
-                if left > 1 {
-                    slot.countdown.store(left - 1, Ordering::Relaxed);
-                    slot.depth.store(ACTIVE_SKIPPED, Ordering::Relaxed);
-                    return Token {
-                        mode: T_SKIPPED | flags,
-                        slot,
-                        shard,
-                        t0: 0,
-                        saved_child: 0,
-                        _not_send: PhantomData,
-                    };
-                }
-                let every = u64::from(every);
-                // Uniform on 1..=2N-1 (mean N, so one call in N is timed on average), by a
-                // multiply-shift of 32 random bits instead of a division (N <= 2^30, see
-                // `set_sampling`, so nothing overflows).
-                let next = 1 + (((shard.next_random() >> 32) * (2 * every - 1)) >> 32);
-                slot.countdown.store(next as u32, Ordering::Relaxed);
+            // Sampling picks among outermost calls only.
+            let every = owned::get32(&self.sample_every).max(1);
+            // A countdown drawn under a sparser rate is cut to the current one's range.
+            let left = owned::get32(&slot.countdown).min(2 * every.min(1 << 30) - 1);
+            if left > 1 {
+                owned::set32(&slot.countdown, left - 1);
+                owned::set32(&slot.depth, ACTIVE_SKIPPED);
+                t.mode = T_SKIPPED | flags;
+                return;
             }
+            let every = u64::from(every);
+            // Uniform on 1..=2N-1 (mean N, so one call in N is timed on average), by a
+            // multiply-shift of 32 random bits instead of a division (N <= 2^30, see
+            // `set_sampling`, so nothing overflows).
+            let next = 1 + (((shard.next_random() >> 32) * (2 * every - 1)) >> 32);
+            owned::set32(&slot.countdown, next as u32);
         }
         if active == 0 {
-            slot.depth.store(ACTIVE_TIMED, Ordering::Relaxed);
+            owned::set32(&slot.depth, ACTIVE_TIMED);
+            t.mode = T_TIMED | flags;
+        } else {
+            t.mode = T_NESTED | flags;
         }
         // The accumulator only grows: the time of points nested in this call is what it
         // gained by the time this call leaves.
-        let saved_child = shard.child_acc.load(Ordering::Relaxed);
-        let mode = if active == 0 { T_TIMED } else { T_NESTED };
-        Token {
-            t0: shard.now(flags & T_MONO == 0),
-            saved_child,
-            slot,
-            shard,
-            mode: mode | flags,
-            _not_send: PhantomData,
-        }
+        t.saved_child = owned::get(&shard.child_acc);
+        t.t0 = shard.now(flags & T_MONO == 0);
     }
 
     #[cold]
     #[inline(never)]
-    fn start_cold(&'static self, status: u8) -> Token {
+    fn start_cold(&'static self, status: u8, t: &mut Token) {
         // First-use work (the thread's shard, this point's slot: ~10 us with its page faults)
         // must not land in the intervals of the points open on this thread: its time goes to
         // the shard's `setup`, which every point's clock reads subtract, and to the process's
@@ -347,7 +330,7 @@ impl Point {
         // The shard's clock is the process clock (`shard.tsc` is a copy of its choice).
         bump(&shard.setup, spent);
         overhead::add_setup(spent);
-        self.start_in(status, shard, slot, flags)
+        self.start_in(status, shard, slot, flags, t);
     }
 
     /// Stops timing and records the call.
@@ -364,20 +347,24 @@ impl Point {
     #[doc(hidden)]
     #[inline(always)]
     pub fn __enter(&'static self) -> Guard {
+        let mut g = Guard {
+            token: ManuallyDrop::new(Token::OFF),
+        };
         // Relaxed: see `is_enabled`.
-        if self.status.load(Ordering::Relaxed) == OFF {
-            return Guard {
-                token: ManuallyDrop::new(Token::OFF),
-            };
+        if owned::get8(&self.status) != OFF {
+            self.enter_on(&mut g.token);
         }
-        self.enter_on()
+        g
     }
 
     /// The enabled half of [`Point::__enter`], out of line: one copy for every point.
     #[inline(never)]
-    fn enter_on(&'static self) -> Guard {
-        Guard {
-            token: ManuallyDrop::new(self.start()),
+    fn enter_on(&'static self, t: &mut Token) {
+        // Relaxed: see `is_enabled`. Re-read: the caller's test may be stale, which is fine
+        // (a point turned off in between is timed once more).
+        let status = owned::get8(&self.status);
+        if status != OFF {
+            self.start_on(status, t);
         }
     }
 
@@ -439,7 +426,7 @@ fn leave_on(token: &Token) {
     let mode = token.mode & !(T_BORROWED | T_MONO);
     if mode == T_SKIPPED {
         // Relaxed: owner-only (see shard.rs).
-        slot.depth.store(0, Ordering::Relaxed);
+        owned::set32(&slot.depth, 0);
         slot.write_begin();
         bump(&slot.skipped, 1);
         slot.write_end();
@@ -450,15 +437,10 @@ fn leave_on(token: &Token) {
     } else {
         let dur = shard.now(token.mode & T_MONO == 0).saturating_sub(token.t0);
         // Relaxed: owner-only fields (see shard.rs).
-        let children = shard
-            .child_acc
-            .load(Ordering::Relaxed)
-            .wrapping_sub(token.saved_child);
-        shard
-            .child_acc
-            .store(token.saved_child.wrapping_add(dur), Ordering::Relaxed);
+        let children = owned::get(&shard.child_acc).wrapping_sub(token.saved_child);
+        owned::set(&shard.child_acc, token.saved_child.wrapping_add(dur));
         if mode == T_TIMED {
-            slot.depth.store(0, Ordering::Relaxed);
+            owned::set32(&slot.depth, 0);
         }
         slot.write_begin();
         bump(&slot.self_ticks, dur.saturating_sub(children));
@@ -480,16 +462,15 @@ fn record_interval(slot: &Slot, dur: u64) {
     bump(&slot.timed, 1);
     bump(&slot.total, dur);
     // Relaxed: owner-only fields.
-    if dur < slot.min.load(Ordering::Relaxed) {
-        slot.min.store(dur, Ordering::Relaxed);
+    if dur < owned::get(&slot.min) {
+        owned::set(&slot.min, dur);
     }
-    if dur > slot.max.load(Ordering::Relaxed) {
-        slot.max.store(dur, Ordering::Relaxed);
+    if dur > owned::get(&slot.max) {
+        owned::set(&slot.max, dur);
     }
-    // SAFETY: `hist::index` returns a value below `hist::BUCKETS` for every input (it clamps
-    // its argument; `hist::tests::buckets_are_contiguous_and_exact_below_64` checks the last
-    // bucket and `huge_values_share_the_last_bucket` the clamp), and `hist` has that length.
-    bump(unsafe { slot.hist.get_unchecked(hist::index(dur)) }, 1);
+    // Indexed with a bounds check: built into the language (no call at opt-level 0), and
+    // `hist::index` never exceeds the last bucket (`hist::tests`), so it never fails.
+    bump(&slot.hist[hist::index(dur)], 1);
 }
 
 /// Leaves its point when dropped: returns, `?`, `break` and panics all count.
@@ -506,17 +487,17 @@ impl Drop for Guard {
     #[inline(always)]
     fn drop(&mut self) {
         if self.token.mode != T_OFF {
-            leave_guard(&mut self.token);
+            leave_guard(&self.token);
         }
     }
 }
 
-/// The enabled half of a guard's drop, out of line: one copy for every point.
+/// The enabled half of a guard's drop, out of line: one copy for every point. The token is
+/// read in place (never moved: see `start_on`); the guard's `ManuallyDrop` keeps its own
+/// drop from running afterwards.
 #[inline(never)]
-fn leave_guard(token: &mut ManuallyDrop<Token>) {
-    // SAFETY: the guard owns the token and never uses it again after this.
-    let token = unsafe { ManuallyDrop::take(token) };
-    leave_token(token);
+fn leave_guard(token: &Token) {
+    leave_on(token);
 }
 
 /// Records a token's call (the body of [`Point::leave`], which needs no point).

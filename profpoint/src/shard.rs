@@ -149,9 +149,9 @@ impl Counts {
 /// Adds `d` to a counter only its owning thread writes: a plain load and store, no `lock`.
 #[inline(always)]
 pub(crate) fn bump(c: &AtomicU64, d: u64) {
-    // Relaxed: only the owning thread writes this counter, so no update can be lost; readers
-    // order their reads through the slot's seqlock.
-    c.store(c.load(Ordering::Relaxed).wrapping_add(d), Ordering::Relaxed);
+    // Only the owning thread writes this counter, so no update can be lost; readers order
+    // their reads through the slot's seqlock (`owned.rs`: one `add` to memory on x86_64).
+    crate::owned::add(c, d);
 }
 
 impl Slot {
@@ -168,23 +168,19 @@ impl Slot {
     /// Marks the start of an update by the owner.
     #[inline(always)]
     pub(crate) fn write_begin(&self) {
-        // Relaxed store then a release fence: the odd number becomes visible no later than the
-        // data stores that follow (on x86_64 both compile to a plain `mov`).
-        self.seq.store(
-            self.seq.load(Ordering::Relaxed).wrapping_add(1),
-            Ordering::Relaxed,
-        );
-        fence(Ordering::Release);
+        // An owner's relaxed increment then a release fence: the odd number becomes visible no
+        // later than the data stores that follow (on x86_64 an `add` and a compiler barrier).
+        crate::owned::add(&self.seq, 1);
+        crate::owned::release_fence();
     }
 
     /// Marks the end of an update by the owner.
     #[inline(always)]
     pub(crate) fn write_end(&self) {
-        // Release: the data stores before it are visible to a reader that sees the even number.
-        self.seq.store(
-            self.seq.load(Ordering::Relaxed).wrapping_add(1),
-            Ordering::Release,
-        );
+        // A release increment: the data stores before it are visible to a reader that sees the
+        // even number (the fence orders them before the owner's increment).
+        crate::owned::release_fence();
+        crate::owned::add(&self.seq, 1);
     }
 
     /// A copy of the slot: the scalar counters consistent with each other (retried while the
@@ -298,15 +294,19 @@ impl Shard {
         if index as usize >= self.fast_len {
             return None;
         }
-        // SAFETY: `fast_len` is 0 or `slots.len()` (set once in `Shard::new`), and `index` is
-        // below it: the element exists.
-        let cell = unsafe { self.slots.get_unchecked(index as usize) };
+        // `fast_len` is 0 or `slots.len()`, so the bounds check never fails; it is built into
+        // the language, where `get_unchecked` is a call in unoptimised builds.
+        let cell = &self.slots[index as usize];
         // Relaxed: only the owning thread (the caller) stores into its shard's cells; other
         // threads read them through `slot_for_read`, which acquires.
-        let p = cell.load(Ordering::Relaxed);
+        let p = crate::owned::get_ptr(cell);
+        // A cast and a compare, not `as_ref` (a call at opt-level 0).
+        if p as usize == 0 {
+            return None;
+        }
         // SAFETY: a non-null pointer here came from `Box::into_raw` in `slot_or_new` and slots
         // are never freed (shards and their slots live for the rest of the process).
-        unsafe { p.as_ref() }
+        Some(unsafe { &*p })
     }
 
     /// The slot of point `index`, allocating it on first use (cold path, owner only).
@@ -340,7 +340,7 @@ impl Shard {
     #[inline(always)]
     pub(crate) fn now(&self, tsc: bool) -> u64 {
         // Relaxed: owner-only.
-        crate::clock::now_with(tsc).wrapping_sub(self.setup.load(Ordering::Relaxed))
+        crate::clock::now_with(tsc).wrapping_sub(crate::owned::get(&self.setup))
     }
 
     /// Next pseudo-random number (xorshift64), owner only.
@@ -433,8 +433,12 @@ impl Drop for ReleaseOnExit {
 #[inline(always)]
 pub(crate) fn current() -> Option<&'static Shard> {
     let p = CURRENT.with(|c| c.get());
+    // A cast and a compare, not `as_ref` (a call at opt-level 0).
+    if p as usize == 0 {
+        return None;
+    }
     // SAFETY: non-null pointers in CURRENT come from `acquire` and point to leaked shards.
-    unsafe { p.as_ref() }
+    Some(unsafe { &*p })
 }
 
 /// How a call got its shard.

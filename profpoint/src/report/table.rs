@@ -30,22 +30,24 @@ pub fn write_table(report: &Report, w: &mut dyn Write) -> io::Result<()> {
         ),
         None => "overhead not measured".to_string(),
     };
+    // profpoint's own first-use work (shards, slots), which no interval includes.
+    let setup = if report.setup.calls > 0 {
+        format!(
+            ", set-up {:.3} ms in {} first calls (outside every interval)",
+            report.setup.ns / 1e6,
+            report.setup.calls
+        )
+    } else {
+        String::new()
+    };
     writeln!(
         w,
-        "clock {} {:.3} GHz, {}, wall {:.3} s",
+        "clock {} {:.3} GHz, {}, wall {:.3} s{setup}",
         report.clock.source,
         report.clock.ghz,
         overhead,
         report.wall_ns as f64 / 1e9
     )?;
-    if report.setup.calls > 0 {
-        writeln!(
-            w,
-            "profpoint's first-use set-up {:.3} ms in {} calls (outside every interval)",
-            report.setup.ns / 1e6,
-            report.setup.calls
-        )?;
-    }
     let rule = format!(
         "{:->7}  {:-<name_w$}  {:->15}  {:->15}  {:->12}  {:->10}  {:->10}  {:->10}  {:->12}  {:->6}",
         "", "", "", "", "", "", "", "", "", ""
