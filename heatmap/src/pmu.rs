@@ -1633,7 +1633,7 @@ impl PmuReport {
                     .zip(self.calibration.fixed)
                     .map(|(e, f)| format!(
                         "{f:.0} {}",
-                        serde_json::to_string(e)
+                        profpoint_json::to_string(e)
                             .unwrap_or_default()
                             .trim_matches('"')
                     ))
@@ -1868,7 +1868,10 @@ mod tests {
         for (e, name) in EVENT_NAMES {
             assert_eq!(name.parse::<Event>(), Ok(e));
             // The JSON name is the same.
-            assert_eq!(serde_json::to_string(&e).unwrap(), format!("\"{name}\""));
+            assert_eq!(
+                profpoint_json::to_string(&e).unwrap(),
+                format!("\"{name}\"")
+            );
         }
         let e = "l1-misses".parse::<Event>().unwrap_err();
         assert!(

@@ -386,7 +386,7 @@ impl Report {
 
     /// The report as pretty-printed JSON (the fields of [`Report`]).
     pub fn to_json(&self) -> String {
-        serde_json::to_string_pretty(self)
+        profpoint_json::to_string_pretty(self)
             .expect("a Report serialises: plain data, no maps with non-string keys")
     }
 }
@@ -562,6 +562,8 @@ mod tests {
         assert!(line.starts_with(&format!("{f1:016x}")), "{line}");
         assert!(line.contains("70") && line.contains("70.00"), "{line}");
         assert!(text.contains("other (outside every executable segment): 5 samples (5.00%)"));
+        // Byte for byte what serde_json writes (it wrote this report before profpoint-json).
+        assert_eq!(r.to_json(), serde_json::to_string_pretty(&r).unwrap());
         let v: serde_json::Value = serde_json::from_str(&r.to_json()).unwrap();
         assert_eq!(v["total_samples"], 100);
         assert_eq!(v["other"], 5);

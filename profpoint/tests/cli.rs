@@ -191,6 +191,12 @@ fn bad_input_gets_a_clear_error() {
         r#"{"schema":"x","version":1,"wall_ns":0,"points":[]}"#,
     )
     .unwrap();
+    let mistyped = d.join("mistyped.json");
+    std::fs::write(
+        &mistyped,
+        r#"{"schema":"profpoint.report","version":1,"wall_ns":0,"points":[{"name":"a","nr":"7"}]}"#,
+    )
+    .unwrap();
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (
             vec!["report", "/no/such/file.json"],
@@ -199,6 +205,14 @@ fn bad_input_gets_a_clear_error() {
         (
             vec!["report", junk.to_str().unwrap()],
             "not a profpoint JSON report",
+        ),
+        (
+            vec!["report", mistyped.to_str().unwrap()],
+            r#"(points[0].nr: expected u64, found string "7")"#,
+        ),
+        (
+            vec!["report", junk.to_str().unwrap()],
+            "(expected `null` at line 1 column 2)",
         ),
         (
             vec!["report", other.to_str().unwrap()],

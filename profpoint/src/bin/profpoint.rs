@@ -96,7 +96,7 @@ const USAGE: &str = "usage: profpoint report RUN.json [--top N]\n       profpoin
 
 fn load(path: &str) -> Result<Run, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("{path}: cannot read it: {e}"))?;
-    let run: Run = serde_json::from_slice(&bytes).map_err(|e| {
+    let run: Run = profpoint_json::from_slice(&bytes).map_err(|e| {
         format!(
             "{path}: not a profpoint JSON report ({e}); write one with PROFPOINT_REPORT=json:{path}"
         )

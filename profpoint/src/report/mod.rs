@@ -10,8 +10,9 @@
 //! # Mechanism
 //! [`Report::collect`] sums every point's per-thread slots (each read through its seqlock),
 //! subtracts the baseline left by [`crate::reset`], and derives avg, self, percentiles and the
-//! share of wall time. The JSON form is the serde serialisation of [`Report`], versioned by
-//! [`SCHEMA`] and [`VERSION`]; `docs/report-schema.md` documents it.
+//! share of wall time. The JSON form is the serde serialisation of [`Report`], written by
+//! `profpoint-json` (serde_json's format, without serde_json's trait impls reaching users),
+//! versioned by [`SCHEMA`] and [`VERSION`]; `docs/report-schema.md` documents it.
 //!
 //! # Extending
 //! A new section (tracepoints, heatmap, hardware metrics) is a field of [`Report`] filled in
@@ -239,7 +240,7 @@ impl Report {
     /// The report as one JSON object (see `docs/report-schema.md`).
     pub fn to_json(&self) -> String {
         // Serialising plain data with string keys cannot fail.
-        serde_json::to_string_pretty(self).expect("a report serialises to JSON")
+        profpoint_json::to_string_pretty(self).expect("a report serialises to JSON")
     }
 
     /// The points as CSV: a header row, then one row per point.
@@ -373,6 +374,149 @@ impl RunInfo {
             cpu_model,
             kernel,
             shards: shard::shard_count(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// xorshift64*: reproducible values for the report's float fields.
+    fn next(state: &mut u64) -> u64 {
+        *state ^= *state >> 12;
+        *state ^= *state << 25;
+        *state ^= *state >> 27;
+        state.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// A float of the kinds reports hold: percentages, ratios, rates, seconds, and now and then
+    /// an edge (zero, integral, tiny, huge, not finite).
+    fn float(state: &mut u64) -> f64 {
+        let r = next(state);
+        match r % 8 {
+            0 => {
+                [0.0, 100.0, 1e-7, 1e300, f64::NAN, f64::INFINITY, -0.0, 2.5][(r >> 8) as usize % 8]
+            }
+            1 => f64::from_bits(next(state)),
+            _ => (r >> 11) as f64 / (1u64 << 53) as f64 * 10f64.powi((r % 7) as i32 * 2 - 4),
+        }
+    }
+
+    /// The JSON report is exactly what serde_json writes for it (it was written by serde_json
+    /// before profpoint-json replaced it; readers of the schema see no change).
+    #[test]
+    fn json_is_what_serde_json_writes() {
+        let mut state = 0x1234_5678_9abc_def0;
+        let mut report = crate::snapshot();
+        for round in 0..50 {
+            let s = &mut state;
+            report.clock.ghz = float(s);
+            report.overhead = (round % 2 == 0).then(|| overhead::Overhead {
+                per_call_ns: float(s),
+                in_interval_ns: float(s),
+            });
+            report.run.command = vec!["prog".into(), "--name=\"a b\"\n\t\u{1}é🦀".into()];
+            report.points.push(PointReport {
+                name: format!("crate::f{round}<\"T\">"),
+                file: "src/\\lib.rs",
+                line: round,
+                enabled: round % 3 == 0,
+                kind: "sync",
+                sampling: (round % 2 == 1).then_some(round),
+                estimated: round % 2 == 1,
+                nr: next(s),
+                timed: next(s) >> 3,
+                nested: 0,
+                total_ns: u64::MAX,
+                self_ns: next(s) % 1000,
+                avg_ns: 1,
+                min_ns: 0,
+                max_ns: next(s),
+                p50_ns: 5,
+                p90_ns: 9,
+                p99_ns: 99,
+                p999_ns: 999,
+                stddev_ns: 3,
+                wall_percent: float(s),
+            });
+            report.tracepoints.push(crate::tracepoint::TracepointInfo {
+                name: format!("net::rx{round}"),
+                enabled: true,
+                probes: 2,
+                counting: false,
+                hits: next(s),
+                error: (round % 4 == 0).then(|| "W^X: \"mprotect\" failed".to_string()),
+                file: "x.rs",
+                line: 7,
+            });
+            #[cfg(feature = "heatmap")]
+            {
+                report.heatmap = Some(heatmap::Report {
+                    source: "perf task-clock".into(),
+                    mode: "cpu".into(),
+                    by: heatmap::By::Function,
+                    bucket_size: 16,
+                    requested_hz: 997,
+                    achieved_hz: (round % 2 == 0).then(|| float(s)),
+                    achieved_hz_per_cpu_second: Some(float(s)),
+                    user_cpu_seconds: float(s),
+                    sys_cpu_seconds: float(s),
+                    wall_seconds: float(s),
+                    total_samples: next(s),
+                    other: 1,
+                    proc_samples: 0,
+                    excluded: 2,
+                    base: 3,
+                    warnings: vec!["throttled\n".into()],
+                    rows: vec![heatmap::Row {
+                        address: next(s),
+                        function: "<alloc::vec::Vec<T> as Drop>::drop".into(),
+                        library: Some("libc.so.6".into()),
+                        nr: 70,
+                        percent: float(s),
+                        location: None,
+                        inlined: vec!["a".into(), "b".into()],
+                    }],
+                });
+                let mut calibration = heatmap::pmu::Calibration {
+                    windows: 40,
+                    ..Default::default()
+                };
+                calibration.fixed.iter_mut().for_each(|f| *f = float(s));
+                report.pmu = Some(heatmap::pmu::PmuReport {
+                    method: heatmap::pmu::Method::UniformLongPeriod,
+                    windows: 10,
+                    discarded: 1,
+                    overlong: 0,
+                    long_period: 10_000_000,
+                    window: 3_000,
+                    calibration,
+                    events: vec![
+                        heatmap::pmu::Event::TaskClock,
+                        heatmap::pmu::Event::PageFaults,
+                    ],
+                    warnings: vec![],
+                    rows: vec![heatmap::pmu::PmuRow {
+                        symbol: "f".into(),
+                        windows: 3,
+                        cpi: Some(float(s)),
+                        bm_per_ki: None,
+                        cm_per_ki: Some(float(s)),
+                        cm_percent: Some(float(s)),
+                        clock_percent: float(s),
+                        instructions_percent: None,
+                        branch_misses_percent: Some(float(s)),
+                        page_faults_per_ms: Some(float(s)),
+                        l1d_reads_percent: None,
+                        l1d_misses_percent: Some(float(s)),
+                    }],
+                });
+            }
+            assert_eq!(
+                report.to_json(),
+                serde_json::to_string_pretty(&report).unwrap()
+            );
         }
     }
 }

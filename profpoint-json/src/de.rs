@@ -1,0 +1,644 @@
+//! Reading: JSON text parsed into a tree of [`Value`]s, then a serde `Deserializer` over the
+//! tree.
+
+use crate::{Error, MAX_DEPTH, Segment};
+use serde::de::{self, DeserializeSeed, IntoDeserializer, Unexpected, Visitor};
+use std::fmt::Write as _;
+
+/// A parsed JSON value. Objects keep their keys in document order (duplicates too: a struct's
+/// visitor reports a duplicate field).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Value {
+    Null,
+    Bool(bool),
+    /// A non-negative integer that fits in 64 bits.
+    Unsigned(u64),
+    /// A negative integer that fits in 64 bits.
+    Signed(i64),
+    /// Any other number (with a fraction or exponent, or too large for 64 bits).
+    Float(f64),
+    String(String),
+    Array(Vec<Value>),
+    Object(Vec<(String, Value)>),
+}
+
+/// Parses a whole document.
+pub(crate) fn parse(text: &str) -> Result<Value, Error> {
+    let mut p = Parser {
+        text,
+        bytes: text.as_bytes(),
+        pos: 0,
+    };
+    let value = p.value(0)?;
+    p.skip_whitespace();
+    if p.pos < p.bytes.len() {
+        return Err(p.error("trailing characters after the value"));
+    }
+    Ok(value)
+}
+
+struct Parser<'a> {
+    text: &'a str,
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl Parser<'_> {
+    fn error(&self, msg: &str) -> Error {
+        Error::at(self.bytes, self.pos, msg.to_string())
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.bytes.get(self.pos).copied()
+    }
+
+    fn skip_whitespace(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
+            self.pos += 1;
+        }
+    }
+
+    /// Consumes `word` (after its first byte was seen).
+    fn literal(&mut self, word: &str, value: Value) -> Result<Value, Error> {
+        for &b in word.as_bytes() {
+            if self.peek() != Some(b) {
+                return Err(self.error(&format!("expected `{word}`")));
+            }
+            self.pos += 1;
+        }
+        Ok(value)
+    }
+
+    /// A value; `depth` arrays and objects are open around it.
+    fn value(&mut self, depth: usize) -> Result<Value, Error> {
+        self.skip_whitespace();
+        match self.peek() {
+            None => Err(self.error("unexpected end of input, expected a value")),
+            Some(b'n') => self.literal("null", Value::Null),
+            Some(b't') => self.literal("true", Value::Bool(true)),
+            Some(b'f') => self.literal("false", Value::Bool(false)),
+            Some(b'"') => Ok(Value::String(self.string()?)),
+            Some(b'-' | b'0'..=b'9') => self.number(),
+            Some(b'[') => {
+                self.enter(depth)?;
+                let mut items = Vec::new();
+                self.skip_whitespace();
+                if self.peek() == Some(b']') {
+                    self.pos += 1;
+                    return Ok(Value::Array(items));
+                }
+                loop {
+                    items.push(self.value(depth + 1)?);
+                    self.skip_whitespace();
+                    match self.peek() {
+                        Some(b',') => self.pos += 1,
+                        Some(b']') => {
+                            self.pos += 1;
+                            return Ok(Value::Array(items));
+                        }
+                        None => return Err(self.error("unexpected end of input in an array")),
+                        Some(_) => return Err(self.error("expected `,` or `]`")),
+                    }
+                }
+            }
+            Some(b'{') => {
+                self.enter(depth)?;
+                let mut entries = Vec::new();
+                self.skip_whitespace();
+                if self.peek() == Some(b'}') {
+                    self.pos += 1;
+                    return Ok(Value::Object(entries));
+                }
+                loop {
+                    self.skip_whitespace();
+                    match self.peek() {
+                        Some(b'"') => {}
+                        None => return Err(self.error("unexpected end of input in an object")),
+                        Some(_) => return Err(self.error("expected a string key")),
+                    }
+                    let key = self.string()?;
+                    self.skip_whitespace();
+                    match self.peek() {
+                        Some(b':') => self.pos += 1,
+                        None => return Err(self.error("unexpected end of input in an object")),
+                        Some(_) => return Err(self.error("expected `:`")),
+                    }
+                    let value = self.value(depth + 1)?;
+                    entries.push((key, value));
+                    self.skip_whitespace();
+                    match self.peek() {
+                        Some(b',') => self.pos += 1,
+                        Some(b'}') => {
+                            self.pos += 1;
+                            return Ok(Value::Object(entries));
+                        }
+                        None => return Err(self.error("unexpected end of input in an object")),
+                        Some(_) => return Err(self.error("expected `,` or `}`")),
+                    }
+                }
+            }
+            Some(_) => Err(self.error("expected a value")),
+        }
+    }
+
+    /// Consumes the `[` or `{` of a container opened inside `depth` others.
+    fn enter(&mut self, depth: usize) -> Result<(), Error> {
+        if depth >= MAX_DEPTH {
+            return Err(self.error(&format!(
+                "arrays and objects nested more than {MAX_DEPTH} deep"
+            )));
+        }
+        self.pos += 1;
+        Ok(())
+    }
+
+    /// A string literal, from its opening quote.
+    fn string(&mut self) -> Result<String, Error> {
+        self.pos += 1;
+        let mut out = String::new();
+        let mut start = self.pos;
+        loop {
+            let Some(b) = self.peek() else {
+                return Err(self.error("unexpected end of input in a string"));
+            };
+            match b {
+                b'"' => {
+                    // Slices start and end at ASCII bytes: character boundaries.
+                    out.push_str(&self.text[start..self.pos]);
+                    self.pos += 1;
+                    return Ok(out);
+                }
+                b'\\' => {
+                    out.push_str(&self.text[start..self.pos]);
+                    self.pos += 1;
+                    self.escape(&mut out)?;
+                    start = self.pos;
+                }
+                0..=0x1f => return Err(self.error("control character in a string")),
+                _ => self.pos += 1,
+            }
+        }
+    }
+
+    /// The escape after a `\`.
+    fn escape(&mut self, out: &mut String) -> Result<(), Error> {
+        let Some(b) = self.peek() else {
+            return Err(self.error("unexpected end of input in a string"));
+        };
+        let c = match b {
+            b'"' => '"',
+            b'\\' => '\\',
+            b'/' => '/',
+            b'b' => '\u{8}',
+            b'f' => '\u{c}',
+            b'n' => '\n',
+            b'r' => '\r',
+            b't' => '\t',
+            b'u' => {
+                self.pos += 1;
+                let first = self.hex4()?;
+                let c = match first {
+                    0xd800..=0xdbff => {
+                        // A leading surrogate: its trailing half must follow as `\uDC00`..
+                        if self.bytes.get(self.pos..self.pos + 2) != Some(b"\\u") {
+                            return Err(self.error("lone leading surrogate in a \\u escape"));
+                        }
+                        self.pos += 2;
+                        let second = self.hex4()?;
+                        if !(0xdc00..=0xdfff).contains(&second) {
+                            return Err(
+                                self.error("expected a trailing surrogate after a leading one")
+                            );
+                        }
+                        0x10000 + ((first - 0xd800) << 10) + (second - 0xdc00)
+                    }
+                    0xdc00..=0xdfff => {
+                        return Err(self.error("lone trailing surrogate in a \\u escape"));
+                    }
+                    _ => first,
+                };
+                out.push(char::from_u32(c).expect("surrogates were handled above"));
+                return Ok(());
+            }
+            _ => return Err(self.error("invalid escape")),
+        };
+        self.pos += 1;
+        out.push(c);
+        Ok(())
+    }
+
+    /// Four hex digits of a `\u` escape.
+    fn hex4(&mut self) -> Result<u32, Error> {
+        let mut n = 0;
+        for _ in 0..4 {
+            let digit = self.peek().and_then(|b| (b as char).to_digit(16));
+            let Some(d) = digit else {
+                return Err(self.error("expected four hex digits after \\u"));
+            };
+            n = n * 16 + d;
+            self.pos += 1;
+        }
+        Ok(n)
+    }
+
+    fn digits(&mut self) -> usize {
+        let start = self.pos;
+        while let Some(b'0'..=b'9') = self.peek() {
+            self.pos += 1;
+        }
+        self.pos - start
+    }
+
+    /// A number: `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`.
+    fn number(&mut self) -> Result<Value, Error> {
+        let start = self.pos;
+        let negative = self.peek() == Some(b'-');
+        if negative {
+            self.pos += 1;
+        }
+        match self.peek() {
+            Some(b'0') => {
+                self.pos += 1;
+                if let Some(b'0'..=b'9') = self.peek() {
+                    return Err(self.error("leading zero in a number"));
+                }
+            }
+            Some(b'1'..=b'9') => {
+                self.digits();
+            }
+            _ => return Err(self.error("expected a digit")),
+        }
+        let mut integral = true;
+        if self.peek() == Some(b'.') {
+            integral = false;
+            self.pos += 1;
+            if self.digits() == 0 {
+                return Err(self.error("expected a digit after the decimal point"));
+            }
+        }
+        if let Some(b'e' | b'E') = self.peek() {
+            integral = false;
+            self.pos += 1;
+            if let Some(b'+' | b'-') = self.peek() {
+                self.pos += 1;
+            }
+            if self.digits() == 0 {
+                return Err(self.error("expected a digit in the exponent"));
+            }
+        }
+        let literal = &self.text[start..self.pos];
+        if integral {
+            if negative {
+                if let Ok(n) = literal.parse::<i64>() {
+                    return Ok(if n == 0 {
+                        // `-0`: keep the sign, as a float.
+                        Value::Float(-0.0)
+                    } else {
+                        Value::Signed(n)
+                    });
+                }
+            } else if let Ok(n) = literal.parse::<u64>() {
+                return Ok(Value::Unsigned(n));
+            }
+        }
+        // The grammar above is a subset of what `f64::from_str` reads (correctly rounded).
+        match literal.parse::<f64>() {
+            Ok(f) if f.is_finite() => Ok(Value::Float(f)),
+            _ => {
+                self.pos = start;
+                Err(self.error("number out of range"))
+            }
+        }
+    }
+}
+
+/// Deserializes a `T` from a parsed document.
+pub(crate) fn deserialize<T: de::DeserializeOwned>(value: &Value) -> Result<T, Error> {
+    T::deserialize(ValueDeserializer(value))
+}
+
+/// What a type error says was found.
+pub(crate) fn describe(unexp: &Unexpected<'_>) -> String {
+    match *unexp {
+        Unexpected::Unit => "null".to_string(),
+        Unexpected::Bool(b) => format!("boolean {b}"),
+        Unexpected::Unsigned(n) => format!("integer {n}"),
+        Unexpected::Signed(n) => format!("integer {n}"),
+        Unexpected::Float(f) => format!("number {f}"),
+        Unexpected::Str(s) => {
+            // Quoted, and cut short: the value may be anything the input held.
+            let mut out = String::from("string ");
+            let mut short: String = s.chars().take(40).collect();
+            if short.len() < s.len() {
+                short.push_str("...");
+            }
+            let _ = write!(out, "{short:?}");
+            out
+        }
+        Unexpected::Seq => "array".to_string(),
+        Unexpected::Map => "object".to_string(),
+        ref other => other.to_string(),
+    }
+}
+
+impl Value {
+    fn unexpected(&self) -> Unexpected<'_> {
+        match self {
+            Value::Null => Unexpected::Unit,
+            Value::Bool(b) => Unexpected::Bool(*b),
+            Value::Unsigned(n) => Unexpected::Unsigned(*n),
+            Value::Signed(n) => Unexpected::Signed(*n),
+            Value::Float(f) => Unexpected::Float(*f),
+            Value::String(s) => Unexpected::Str(s),
+            Value::Array(_) => Unexpected::Seq,
+            Value::Object(_) => Unexpected::Map,
+        }
+    }
+}
+
+/// Deserializes from one value of the tree.
+struct ValueDeserializer<'de>(&'de Value);
+
+impl<'de> de::Deserializer<'de> for ValueDeserializer<'de> {
+    type Error = Error;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        match self.0 {
+            Value::Null => visitor.visit_unit(),
+            Value::Bool(b) => visitor.visit_bool(*b),
+            Value::Unsigned(n) => visitor.visit_u64(*n),
+            Value::Signed(n) => visitor.visit_i64(*n),
+            Value::Float(f) => visitor.visit_f64(*f),
+            Value::String(s) => visitor.visit_borrowed_str(s),
+            Value::Array(items) => {
+                let mut seq = SeqAccess {
+                    items: items.iter(),
+                    index: 0,
+                };
+                let out = visitor.visit_seq(&mut seq)?;
+                if seq.items.len() != 0 {
+                    return Err(de::Error::invalid_length(items.len(), &"fewer elements"));
+                }
+                Ok(out)
+            }
+            Value::Object(entries) => {
+                let mut map = MapAccess {
+                    entries: entries.iter(),
+                    value: None,
+                };
+                let out = visitor.visit_map(&mut map)?;
+                if map.entries.len() != 0 {
+                    return Err(de::Error::invalid_length(entries.len(), &"fewer entries"));
+                }
+                Ok(out)
+            }
+        }
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        match self.0 {
+            Value::Null => visitor.visit_none(),
+            _ => visitor.visit_some(self),
+        }
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, Error> {
+        visitor.visit_newtype_struct(self)
+    }
+
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _variants: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, Error> {
+        match self.0 {
+            Value::String(s) => visitor.visit_enum(s.as_str().into_deserializer()),
+            Value::Object(entries) if entries.len() == 1 => visitor.visit_enum(EnumAccess {
+                variant: &entries[0].0,
+                value: &entries[0].1,
+            }),
+            other => Err(de::Error::invalid_type(
+                other.unexpected(),
+                &"a string or an object with one entry (an enum variant)",
+            )),
+        }
+    }
+
+    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        visitor.visit_unit()
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+        unit unit_struct seq tuple tuple_struct map struct identifier
+    }
+}
+
+struct SeqAccess<'de> {
+    items: std::slice::Iter<'de, Value>,
+    index: usize,
+}
+
+impl<'de> de::SeqAccess<'de> for SeqAccess<'de> {
+    type Error = Error;
+
+    fn next_element_seed<T: DeserializeSeed<'de>>(
+        &mut self,
+        seed: T,
+    ) -> Result<Option<T::Value>, Error> {
+        let Some(item) = self.items.next() else {
+            return Ok(None);
+        };
+        let index = self.index;
+        self.index += 1;
+        seed.deserialize(ValueDeserializer(item))
+            .map(Some)
+            .map_err(|e| e.inside(Segment::Index(index)))
+    }
+
+    fn size_hint(&self) -> Option<usize> {
+        Some(self.items.len())
+    }
+}
+
+struct MapAccess<'de> {
+    entries: std::slice::Iter<'de, (String, Value)>,
+    /// The entry whose key was just read.
+    value: Option<&'de (String, Value)>,
+}
+
+impl<'de> de::MapAccess<'de> for MapAccess<'de> {
+    type Error = Error;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, Error> {
+        let Some(entry) = self.entries.next() else {
+            return Ok(None);
+        };
+        self.value = Some(entry);
+        seed.deserialize(KeyDeserializer(&entry.0))
+            .map(Some)
+            .map_err(|e| e.inside(Segment::Key(entry.0.clone())))
+    }
+
+    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, Error> {
+        let Some((key, value)) = self.value.take() else {
+            return Err(de::Error::custom(
+                "a map value was asked for before its key",
+            ));
+        };
+        seed.deserialize(ValueDeserializer(value))
+            .map_err(|e| e.inside(Segment::Key(key.clone())))
+    }
+
+    fn size_hint(&self) -> Option<usize> {
+        Some(self.entries.len())
+    }
+}
+
+struct EnumAccess<'de> {
+    variant: &'de str,
+    value: &'de Value,
+}
+
+impl<'de> de::EnumAccess<'de> for EnumAccess<'de> {
+    type Error = Error;
+    type Variant = VariantAccess<'de>;
+
+    fn variant_seed<V: DeserializeSeed<'de>>(
+        self,
+        seed: V,
+    ) -> Result<(V::Value, VariantAccess<'de>), Error> {
+        let variant = seed.deserialize(KeyDeserializer(self.variant))?;
+        Ok((
+            variant,
+            VariantAccess {
+                variant: self.variant,
+                value: self.value,
+            },
+        ))
+    }
+}
+
+/// The value of a `{"variant": value}` object.
+struct VariantAccess<'de> {
+    variant: &'de str,
+    value: &'de Value,
+}
+
+impl VariantAccess<'_> {
+    fn segment(&self) -> Segment {
+        Segment::Key(self.variant.to_string())
+    }
+}
+
+impl<'de> de::VariantAccess<'de> for VariantAccess<'de> {
+    type Error = Error;
+
+    fn unit_variant(self) -> Result<(), Error> {
+        match self.value {
+            Value::Null => Ok(()),
+            other => Err(de::Error::invalid_type(
+                other.unexpected(),
+                &"null (a unit variant)",
+            )),
+        }
+    }
+
+    fn newtype_variant_seed<T: DeserializeSeed<'de>>(self, seed: T) -> Result<T::Value, Error> {
+        let segment = self.segment();
+        seed.deserialize(ValueDeserializer(self.value))
+            .map_err(|e| e.inside(segment))
+    }
+
+    fn tuple_variant<V: Visitor<'de>>(self, _len: usize, visitor: V) -> Result<V::Value, Error> {
+        let segment = self.segment();
+        de::Deserializer::deserialize_seq(ValueDeserializer(self.value), visitor)
+            .map_err(|e| e.inside(segment))
+    }
+
+    fn struct_variant<V: Visitor<'de>>(
+        self,
+        _fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, Error> {
+        let segment = self.segment();
+        de::Deserializer::deserialize_map(ValueDeserializer(self.value), visitor)
+            .map_err(|e| e.inside(segment))
+    }
+}
+
+/// Deserializes an object key: a string, or what a string can hold when the key type is a
+/// number or a bool (as serde_json writes them: `{"5": ...}`).
+struct KeyDeserializer<'de>(&'de str);
+
+macro_rules! parsed_key {
+    ($($method:ident $visit:ident $ty:ty,)*) => {$(
+        fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+            match self.0.parse::<$ty>() {
+                Ok(v) => visitor.$visit(v),
+                Err(_) => Err(de::Error::invalid_value(
+                    Unexpected::Str(self.0),
+                    &concat!("a key holding ", stringify!($ty)),
+                )),
+            }
+        }
+    )*};
+}
+
+impl<'de> de::Deserializer<'de> for KeyDeserializer<'de> {
+    type Error = Error;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        visitor.visit_borrowed_str(self.0)
+    }
+
+    parsed_key! {
+        deserialize_bool visit_bool bool,
+        deserialize_i8 visit_i8 i8,
+        deserialize_i16 visit_i16 i16,
+        deserialize_i32 visit_i32 i32,
+        deserialize_i64 visit_i64 i64,
+        deserialize_i128 visit_i128 i128,
+        deserialize_u8 visit_u8 u8,
+        deserialize_u16 visit_u16 u16,
+        deserialize_u32 visit_u32 u32,
+        deserialize_u64 visit_u64 u64,
+        deserialize_u128 visit_u128 u128,
+        deserialize_f32 visit_f32 f32,
+        deserialize_f64 visit_f64 f64,
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        visitor.visit_some(self)
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, Error> {
+        visitor.visit_newtype_struct(self)
+    }
+
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _variants: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, Error> {
+        visitor.visit_enum(self.0.into_deserializer())
+    }
+
+    serde::forward_to_deserialize_any! {
+        char str string bytes byte_buf unit unit_struct seq tuple tuple_struct map struct
+        identifier ignored_any
+    }
+}

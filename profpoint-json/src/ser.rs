@@ -1,0 +1,660 @@
+//! Writing: serde's data model as JSON text, compact or pretty, laid out as serde_json does.
+
+use crate::{Error, float};
+use serde::ser::{self, Serialize};
+
+/// Writes `value` as JSON.
+pub(crate) fn write<T: ?Sized + Serialize>(value: &T, pretty: bool) -> Result<String, Error> {
+    let mut w = Writer {
+        out: String::with_capacity(128),
+        pretty,
+        depth: 0,
+        has_element: false,
+    };
+    value.serialize(&mut w)?;
+    Ok(w.out)
+}
+
+struct Writer {
+    out: String,
+    pretty: bool,
+    /// Arrays and objects open around the current position (the indentation, when pretty).
+    depth: usize,
+    /// Whether the innermost open array or object has had an element. An element always sets
+    /// it after it is written, so one flag (not a stack) is enough: closing an inner container
+    /// happens before its parent's element is finished.
+    has_element: bool,
+}
+
+impl Writer {
+    fn open(&mut self, bracket: char) {
+        self.depth += 1;
+        self.has_element = false;
+        self.out.push(bracket);
+    }
+
+    fn close(&mut self, bracket: char) {
+        self.depth -= 1;
+        if self.pretty && self.has_element {
+            self.newline();
+        }
+        self.out.push(bracket);
+    }
+
+    fn newline(&mut self) {
+        self.out.push('\n');
+        for _ in 0..self.depth {
+            self.out.push_str("  ");
+        }
+    }
+
+    /// What goes before an element of an array or a key of an object.
+    fn before_element(&mut self, first: bool) {
+        if !first {
+            self.out.push(',');
+        }
+        if self.pretty {
+            self.newline();
+        }
+    }
+
+    /// What goes between a key and its value.
+    fn colon(&mut self) {
+        self.out.push_str(if self.pretty { ": " } else { ":" });
+    }
+
+    fn string(&mut self, s: &str) {
+        write_string(&mut self.out, s);
+    }
+
+    /// `{"variant": ` of a variant with data; the caller writes the value and closes.
+    fn open_variant(&mut self, variant: &str) {
+        self.open('{');
+        self.before_element(true);
+        self.string(variant);
+        self.colon();
+    }
+
+    fn close_variant(&mut self) {
+        self.has_element = true;
+        self.close('}');
+    }
+}
+
+/// `s` as a JSON string literal: `"` and `\` escaped, control characters escaped (the short
+/// forms where JSON has them), everything else as is.
+pub(crate) fn write_string(out: &mut String, s: &str) {
+    out.push('"');
+    let bytes = s.as_bytes();
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let escape = match b {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0x08 => "\\b",
+            0x0c => "\\f",
+            0..=0x1f => "",
+            _ => continue,
+        };
+        // Every byte we stop at is ASCII, so both slices are on character boundaries.
+        out.push_str(&s[start..i]);
+        if escape.is_empty() {
+            const HEX: &[u8; 16] = b"0123456789abcdef";
+            out.push_str("\\u00");
+            out.push(HEX[usize::from(b >> 4)] as char);
+            out.push(HEX[usize::from(b & 0xf)] as char);
+        } else {
+            out.push_str(escape);
+        }
+        start = i + 1;
+    }
+    out.push_str(&s[start..]);
+    out.push('"');
+}
+
+impl<'a> ser::Serializer for &'a mut Writer {
+    type Ok = ();
+    type Error = Error;
+    type SerializeSeq = Compound<'a>;
+    type SerializeTuple = Compound<'a>;
+    type SerializeTupleStruct = Compound<'a>;
+    type SerializeTupleVariant = Compound<'a>;
+    type SerializeMap = Compound<'a>;
+    type SerializeStruct = Compound<'a>;
+    type SerializeStructVariant = Compound<'a>;
+
+    fn serialize_bool(self, v: bool) -> Result<(), Error> {
+        self.out.push_str(if v { "true" } else { "false" });
+        Ok(())
+    }
+
+    fn serialize_i8(self, v: i8) -> Result<(), Error> {
+        self.serialize_i64(v.into())
+    }
+
+    fn serialize_i16(self, v: i16) -> Result<(), Error> {
+        self.serialize_i64(v.into())
+    }
+
+    fn serialize_i32(self, v: i32) -> Result<(), Error> {
+        self.serialize_i64(v.into())
+    }
+
+    fn serialize_i64(self, v: i64) -> Result<(), Error> {
+        self.out.push_str(&v.to_string());
+        Ok(())
+    }
+
+    fn serialize_i128(self, v: i128) -> Result<(), Error> {
+        self.out.push_str(&v.to_string());
+        Ok(())
+    }
+
+    fn serialize_u8(self, v: u8) -> Result<(), Error> {
+        self.serialize_u64(v.into())
+    }
+
+    fn serialize_u16(self, v: u16) -> Result<(), Error> {
+        self.serialize_u64(v.into())
+    }
+
+    fn serialize_u32(self, v: u32) -> Result<(), Error> {
+        self.serialize_u64(v.into())
+    }
+
+    fn serialize_u64(self, v: u64) -> Result<(), Error> {
+        self.out.push_str(&v.to_string());
+        Ok(())
+    }
+
+    fn serialize_u128(self, v: u128) -> Result<(), Error> {
+        self.out.push_str(&v.to_string());
+        Ok(())
+    }
+
+    fn serialize_f32(self, v: f32) -> Result<(), Error> {
+        if v.is_finite() {
+            float::write(&mut self.out, v);
+        } else {
+            self.out.push_str("null");
+        }
+        Ok(())
+    }
+
+    fn serialize_f64(self, v: f64) -> Result<(), Error> {
+        if v.is_finite() {
+            float::write(&mut self.out, v);
+        } else {
+            self.out.push_str("null");
+        }
+        Ok(())
+    }
+
+    fn serialize_char(self, v: char) -> Result<(), Error> {
+        self.string(v.encode_utf8(&mut [0; 4]));
+        Ok(())
+    }
+
+    fn serialize_str(self, v: &str) -> Result<(), Error> {
+        self.string(v);
+        Ok(())
+    }
+
+    fn serialize_bytes(self, v: &[u8]) -> Result<(), Error> {
+        // As serde_json: an array of numbers.
+        use ser::SerializeSeq;
+        let mut seq = self.serialize_seq(Some(v.len()))?;
+        for b in v {
+            seq.serialize_element(b)?;
+        }
+        seq.end()
+    }
+
+    fn serialize_none(self) -> Result<(), Error> {
+        self.serialize_unit()
+    }
+
+    fn serialize_some<T: ?Sized + Serialize>(self, value: &T) -> Result<(), Error> {
+        value.serialize(self)
+    }
+
+    fn serialize_unit(self) -> Result<(), Error> {
+        self.out.push_str("null");
+        Ok(())
+    }
+
+    fn serialize_unit_struct(self, _name: &'static str) -> Result<(), Error> {
+        self.serialize_unit()
+    }
+
+    fn serialize_unit_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        variant: &'static str,
+    ) -> Result<(), Error> {
+        self.string(variant);
+        Ok(())
+    }
+
+    fn serialize_newtype_struct<T: ?Sized + Serialize>(
+        self,
+        _name: &'static str,
+        value: &T,
+    ) -> Result<(), Error> {
+        value.serialize(self)
+    }
+
+    fn serialize_newtype_variant<T: ?Sized + Serialize>(
+        self,
+        _name: &'static str,
+        _index: u32,
+        variant: &'static str,
+        value: &T,
+    ) -> Result<(), Error> {
+        self.open_variant(variant);
+        value.serialize(&mut *self)?;
+        self.close_variant();
+        Ok(())
+    }
+
+    fn serialize_seq(self, _len: Option<usize>) -> Result<Compound<'a>, Error> {
+        self.open('[');
+        Ok(Compound::new(self, false))
+    }
+
+    fn serialize_tuple(self, len: usize) -> Result<Compound<'a>, Error> {
+        self.serialize_seq(Some(len))
+    }
+
+    fn serialize_tuple_struct(
+        self,
+        _name: &'static str,
+        len: usize,
+    ) -> Result<Compound<'a>, Error> {
+        self.serialize_seq(Some(len))
+    }
+
+    fn serialize_tuple_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        variant: &'static str,
+        _len: usize,
+    ) -> Result<Compound<'a>, Error> {
+        self.open_variant(variant);
+        self.open('[');
+        Ok(Compound::new(self, true))
+    }
+
+    fn serialize_map(self, _len: Option<usize>) -> Result<Compound<'a>, Error> {
+        self.open('{');
+        Ok(Compound::new(self, false))
+    }
+
+    fn serialize_struct(self, _name: &'static str, _len: usize) -> Result<Compound<'a>, Error> {
+        self.serialize_map(None)
+    }
+
+    fn serialize_struct_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        variant: &'static str,
+        _len: usize,
+    ) -> Result<Compound<'a>, Error> {
+        self.open_variant(variant);
+        self.open('{');
+        Ok(Compound::new(self, true))
+    }
+}
+
+/// An open array or object (and, for a tuple or struct variant, the object around it).
+struct Compound<'a> {
+    w: &'a mut Writer,
+    first: bool,
+    in_variant: bool,
+}
+
+impl<'a> Compound<'a> {
+    fn new(w: &'a mut Writer, in_variant: bool) -> Compound<'a> {
+        Compound {
+            w,
+            first: true,
+            in_variant,
+        }
+    }
+
+    fn element<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), Error> {
+        self.w.before_element(self.first);
+        self.first = false;
+        value.serialize(&mut *self.w)?;
+        self.w.has_element = true;
+        Ok(())
+    }
+
+    fn field<T: ?Sized + Serialize>(&mut self, key: &str, value: &T) -> Result<(), Error> {
+        self.w.before_element(self.first);
+        self.first = false;
+        self.w.string(key);
+        self.w.colon();
+        value.serialize(&mut *self.w)?;
+        self.w.has_element = true;
+        Ok(())
+    }
+
+    fn finish(self, bracket: char) -> Result<(), Error> {
+        self.w.close(bracket);
+        if self.in_variant {
+            self.w.close_variant();
+        }
+        Ok(())
+    }
+}
+
+impl ser::SerializeSeq for Compound<'_> {
+    type Ok = ();
+    type Error = Error;
+
+    fn serialize_element<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), Error> {
+        self.element(value)
+    }
+
+    fn end(self) -> Result<(), Error> {
+        self.finish(']')
+    }
+}
+
+impl ser::SerializeTuple for Compound<'_> {
+    type Ok = ();
+    type Error = Error;
+
+    fn serialize_element<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), Error> {
+        self.element(value)
+    }
+
+    fn end(self) -> Result<(), Error> {
+        self.finish(']')
+    }
+}
+
+impl ser::SerializeTupleStruct for Compound<'_> {
+    type Ok = ();
+    type Error = Error;
+
+    fn serialize_field<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), Error> {
+        self.element(value)
+    }
+
+    fn end(self) -> Result<(), Error> {
+        self.finish(']')
+    }
+}
+
+impl ser::SerializeTupleVariant for Compound<'_> {
+    type Ok = ();
+    type Error = Error;
+
+    fn serialize_field<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), Error> {
+        self.element(value)
+    }
+
+    fn end(self) -> Result<(), Error> {
+        self.finish(']')
+    }
+}
+
+impl ser::SerializeMap for Compound<'_> {
+    type Ok = ();
+    type Error = Error;
+
+    fn serialize_key<T: ?Sized + Serialize>(&mut self, key: &T) -> Result<(), Error> {
+        self.w.before_element(self.first);
+        self.first = false;
+        key.serialize(KeyWriter(&mut self.w.out))
+    }
+
+    fn serialize_value<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), Error> {
+        self.w.colon();
+        value.serialize(&mut *self.w)?;
+        self.w.has_element = true;
+        Ok(())
+    }
+
+    fn end(self) -> Result<(), Error> {
+        self.finish('}')
+    }
+}
+
+impl ser::SerializeStruct for Compound<'_> {
+    type Ok = ();
+    type Error = Error;
+
+    fn serialize_field<T: ?Sized + Serialize>(
+        &mut self,
+        key: &'static str,
+        value: &T,
+    ) -> Result<(), Error> {
+        self.field(key, value)
+    }
+
+    fn end(self) -> Result<(), Error> {
+        self.finish('}')
+    }
+}
+
+impl ser::SerializeStructVariant for Compound<'_> {
+    type Ok = ();
+    type Error = Error;
+
+    fn serialize_field<T: ?Sized + Serialize>(
+        &mut self,
+        key: &'static str,
+        value: &T,
+    ) -> Result<(), Error> {
+        self.field(key, value)
+    }
+
+    fn end(self) -> Result<(), Error> {
+        self.finish('}')
+    }
+}
+
+/// Writes a map key: JSON keys are strings, so scalars are written as the string of their
+/// JSON form (`"5"`, `"true"`, `"1.5"`); anything else is an error.
+struct KeyWriter<'a>(&'a mut String);
+
+fn key_error() -> Error {
+    Error::new("a map key must be a string, number, bool or char".to_string())
+}
+
+impl KeyWriter<'_> {
+    fn quoted(self, s: &str) -> Result<(), Error> {
+        self.0.push('"');
+        self.0.push_str(s);
+        self.0.push('"');
+        Ok(())
+    }
+
+    fn float<F: float::Float>(self, v: F) -> Result<(), Error> {
+        if !v.is_finite() {
+            return Err(Error::new("a float map key must be finite".to_string()));
+        }
+        let mut s = String::new();
+        float::write(&mut s, v);
+        self.quoted(&s)
+    }
+}
+
+impl ser::Serializer for KeyWriter<'_> {
+    type Ok = ();
+    type Error = Error;
+    type SerializeSeq = ser::Impossible<(), Error>;
+    type SerializeTuple = ser::Impossible<(), Error>;
+    type SerializeTupleStruct = ser::Impossible<(), Error>;
+    type SerializeTupleVariant = ser::Impossible<(), Error>;
+    type SerializeMap = ser::Impossible<(), Error>;
+    type SerializeStruct = ser::Impossible<(), Error>;
+    type SerializeStructVariant = ser::Impossible<(), Error>;
+
+    fn serialize_bool(self, v: bool) -> Result<(), Error> {
+        self.quoted(if v { "true" } else { "false" })
+    }
+
+    fn serialize_i8(self, v: i8) -> Result<(), Error> {
+        self.quoted(&v.to_string())
+    }
+
+    fn serialize_i16(self, v: i16) -> Result<(), Error> {
+        self.quoted(&v.to_string())
+    }
+
+    fn serialize_i32(self, v: i32) -> Result<(), Error> {
+        self.quoted(&v.to_string())
+    }
+
+    fn serialize_i64(self, v: i64) -> Result<(), Error> {
+        self.quoted(&v.to_string())
+    }
+
+    fn serialize_i128(self, v: i128) -> Result<(), Error> {
+        self.quoted(&v.to_string())
+    }
+
+    fn serialize_u8(self, v: u8) -> Result<(), Error> {
+        self.quoted(&v.to_string())
+    }
+
+    fn serialize_u16(self, v: u16) -> Result<(), Error> {
+        self.quoted(&v.to_string())
+    }
+
+    fn serialize_u32(self, v: u32) -> Result<(), Error> {
+        self.quoted(&v.to_string())
+    }
+
+    fn serialize_u64(self, v: u64) -> Result<(), Error> {
+        self.quoted(&v.to_string())
+    }
+
+    fn serialize_u128(self, v: u128) -> Result<(), Error> {
+        self.quoted(&v.to_string())
+    }
+
+    fn serialize_f32(self, v: f32) -> Result<(), Error> {
+        self.float(v)
+    }
+
+    fn serialize_f64(self, v: f64) -> Result<(), Error> {
+        self.float(v)
+    }
+
+    fn serialize_char(self, v: char) -> Result<(), Error> {
+        write_string(self.0, v.encode_utf8(&mut [0; 4]));
+        Ok(())
+    }
+
+    fn serialize_str(self, v: &str) -> Result<(), Error> {
+        write_string(self.0, v);
+        Ok(())
+    }
+
+    fn serialize_bytes(self, _v: &[u8]) -> Result<(), Error> {
+        Err(key_error())
+    }
+
+    fn serialize_none(self) -> Result<(), Error> {
+        Err(key_error())
+    }
+
+    fn serialize_some<T: ?Sized + Serialize>(self, _value: &T) -> Result<(), Error> {
+        Err(key_error())
+    }
+
+    fn serialize_unit(self) -> Result<(), Error> {
+        Err(key_error())
+    }
+
+    fn serialize_unit_struct(self, _name: &'static str) -> Result<(), Error> {
+        Err(key_error())
+    }
+
+    fn serialize_unit_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        variant: &'static str,
+    ) -> Result<(), Error> {
+        write_string(self.0, variant);
+        Ok(())
+    }
+
+    fn serialize_newtype_struct<T: ?Sized + Serialize>(
+        self,
+        _name: &'static str,
+        value: &T,
+    ) -> Result<(), Error> {
+        value.serialize(self)
+    }
+
+    fn serialize_newtype_variant<T: ?Sized + Serialize>(
+        self,
+        _name: &'static str,
+        _index: u32,
+        _variant: &'static str,
+        _value: &T,
+    ) -> Result<(), Error> {
+        Err(key_error())
+    }
+
+    fn serialize_seq(self, _len: Option<usize>) -> Result<Self::SerializeSeq, Error> {
+        Err(key_error())
+    }
+
+    fn serialize_tuple(self, _len: usize) -> Result<Self::SerializeTuple, Error> {
+        Err(key_error())
+    }
+
+    fn serialize_tuple_struct(
+        self,
+        _name: &'static str,
+        _len: usize,
+    ) -> Result<Self::SerializeTupleStruct, Error> {
+        Err(key_error())
+    }
+
+    fn serialize_tuple_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        _variant: &'static str,
+        _len: usize,
+    ) -> Result<Self::SerializeTupleVariant, Error> {
+        Err(key_error())
+    }
+
+    fn serialize_map(self, _len: Option<usize>) -> Result<Self::SerializeMap, Error> {
+        Err(key_error())
+    }
+
+    fn serialize_struct(
+        self,
+        _name: &'static str,
+        _len: usize,
+    ) -> Result<Self::SerializeStruct, Error> {
+        Err(key_error())
+    }
+
+    fn serialize_struct_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        _variant: &'static str,
+        _len: usize,
+    ) -> Result<Self::SerializeStructVariant, Error> {
+        Err(key_error())
+    }
+}
