@@ -55,7 +55,7 @@ pub(crate) fn reports(stop: bool) -> (Option<heatmap::Report>, Option<heatmap::p
     let heat = heatmap_profile(stop);
     (
         heat.map(|p| p.report(&options())),
-        pmu.map(|p| p.report_through(30, &wrappers())),
+        pmu.map(|p| p.report(30)),
     )
 }
 
@@ -95,22 +95,12 @@ pub(crate) fn start(config: heatmap::Config) -> Result<(), heatmap::StartError> 
     Ok(())
 }
 
-/// `#[profile_point]` compiles an enabled function's body into an instance of
-/// `Point::__call_on`: both samplers credit its samples to the annotated function (needs
-/// debuginfo).
-fn wrappers() -> Vec<String> {
-    vec![
-        "profpoint::point::*".to_owned(),
-        "core::ops::function::*".to_owned(),
-    ]
-}
-
 /// How the heatmap section is shaped, from the environment.
 fn options() -> heatmap::ReportOptions {
-    let mut opts = heatmap::ReportOptions {
-        transparent: wrappers(),
-        ..heatmap::ReportOptions::default()
-    };
+    // No wrapper globs: `#[profile_point]` leaves an annotated function's body in the
+    // function itself, so its samples land on it; samples in profpoint's own two calls are
+    // profpoint's cost and are shown as such.
+    let mut opts = heatmap::ReportOptions::default();
     if let Some(v) = env::var("PROFPOINT_HEATMAP_TOP") {
         match v.trim().parse::<usize>() {
             Ok(n) if (1..=100_000).contains(&n) => opts.top = n,
