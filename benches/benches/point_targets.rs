@@ -140,10 +140,14 @@ fn main() {
             println!(
                 "      bare fn {bare_i:.2}, off {off_i:.2}, on {on_i:.2}, sampled 1/16 {sampled_i:.2}"
             );
-            check.target(
-                "off point: extra instructions over the bare fn",
+            // Known miss, by choice: the body stays in the function (issue 10), so the off path
+            // is a compare and a branch (3 instructions) plus, in a leaf function like this
+            // one, the stack frame the enabled path's call needs (5): recorded 8.
+            check.known_miss(
+                "off point: extra instructions over the bare fn (a leaf)",
                 off_i - bare_i,
                 3.0,
+                8.0,
                 "instr",
             );
         }

@@ -137,10 +137,14 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenS
     // every local of the body and before the parameters, as any local) times it. Nothing is
     // moved into a closure or another future, so inference, drop order, lints,
     // `Location::caller()` and the paths of nested items are those of the bare function.
+    // The sync call's token has a local of its own, so the guard is a flag and a pointer.
     let enter = if is_async {
-        quote_spanned!(span=> __PROFPOINT_POINT.__async_enter())
+        quote_spanned!(span=> let __profpoint_guard = __PROFPOINT_POINT.__async_enter();)
     } else {
-        quote_spanned!(span=> __PROFPOINT_POINT.__enter())
+        quote_spanned!(span=>
+            let mut __profpoint_token = #private::core::mem::MaybeUninit::uninit();
+            let __profpoint_guard = __PROFPOINT_POINT.__enter(&mut __profpoint_token);
+        )
     };
     Ok(quote! {
         #(#outer)*
@@ -148,7 +152,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenS
             #(#inner)*
             #(#items)*
             #point
-            let __profpoint_guard = #enter;
+            #enter
             #(#rest)*
         }
     })

@@ -34,7 +34,7 @@ use crate::overhead;
 use crate::owned;
 use crate::shard::{self, Lease, Shard, Slot, bump};
 use std::marker::PhantomData;
-use std::mem::ManuallyDrop;
+use std::mem::MaybeUninit;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU8, AtomicU32, Ordering};
 
@@ -339,39 +339,49 @@ impl Point {
         leave_token(token);
     }
 
-    /// What `#[profile_point]` puts first in a synchronous function: a guard that times the
-    /// rest of the body and records the call when it drops (returns, `?`, panics). The body
+    /// What `#[profile_point]` puts first in a synchronous function (after the token's own
+    /// local, uninitialised): starts a guard that times the rest of the body and records the call when it drops (returns, `?`, panics). The body
     /// stays the function's own (same inference, drop order, lints, `Location::caller()`,
     /// nested item paths); only this test is inlined into it, and the enabled path is two
     /// calls into code compiled once, here, whatever the user's crate's opt-level or generics.
     #[doc(hidden)]
     #[inline(always)]
-    pub fn __enter(&'static self) -> Guard {
-        let mut g = Guard {
-            token: ManuallyDrop::new(Token::OFF),
-        };
-        // Relaxed: see `is_enabled`.
-        if owned::get8(&self.status) != OFF {
-            self.enter_on(&mut g.token);
-        }
-        g
+    pub fn __enter<'t>(&'static self, token: &'t mut MaybeUninit<Token>) -> FnGuard<'t> {
+        // The token lives in its own local of the annotated function, so the guard is a flag
+        // and a pointer, returned in registers: off, the flag stays in a register and the
+        // token's memory is never touched.
+        // Relaxed: see `is_enabled`. The std load, not `owned::get8`: optimised, it becomes one
+        // `cmp` with the static's address in the instruction (asm would need it in a register).
+        let on = self.status.load(Ordering::Relaxed) != OFF && self.enter_on(token);
+        FnGuard { on, token }
     }
 
-    /// The enabled half of [`Point::__enter`], out of line: one copy for every point.
+    /// The enabled half of [`Point::__enter`], out of line: one copy for every point. Fills
+    /// `t` and says whether the guard must leave it.
     #[inline(never)]
-    fn enter_on(&'static self, t: &mut Token) {
+    fn enter_on(&'static self, t: &mut MaybeUninit<Token>) -> bool {
+        let t = t.write(Token::OFF);
         // Relaxed: see `is_enabled`. Re-read: the caller's test may be stale, which is fine
         // (a point turned off in between is timed once more).
         let status = owned::get8(&self.status);
         if status != OFF {
             self.start_on(status, t);
         }
+        t.mode != T_OFF
     }
 
     /// Starts a guard that leaves the point when dropped (also during unwinding).
     #[inline(always)]
     pub fn guard(&'static self) -> Guard {
-        self.__enter()
+        let mut g = Guard {
+            on: false,
+            token: MaybeUninit::uninit(),
+        };
+        // Relaxed: see `is_enabled`.
+        if owned::get8(&self.status) != OFF {
+            g.on = self.enter_on(&mut g.token);
+        }
+        g
     }
 
     /// Starts the timing of one `async` call (see [`AsyncGuard`]); call it when the call
@@ -475,26 +485,61 @@ fn record_interval(slot: &Slot, dur: u64) {
 
 /// Leaves its point when dropped: returns, `?`, `break` and panics all count.
 ///
-/// 40 bytes on the stack of the timed function (the token; its point is not needed to leave).
-#[derive(Debug)]
+/// 48 bytes on the stack of the timed function (the token and a flag; its point is not
+/// needed to leave).
 #[must_use = "the point is left when the guard drops: bind it with `let _g = ...`"]
 pub struct Guard {
+    /// Whether `token` holds a started call (then it is initialised).
+    on: bool,
     /// Never dropped as a token: the guard's own drop leaves it.
-    token: ManuallyDrop<Token>,
+    token: MaybeUninit<Token>,
+}
+
+impl std::fmt::Debug for Guard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Guard").field("on", &self.on).finish()
+    }
 }
 
 impl Drop for Guard {
     #[inline(always)]
     fn drop(&mut self) {
-        if self.token.mode != T_OFF {
-            leave_guard(&self.token);
+        if self.on {
+            // SAFETY: `on` is set only by `enter_on`, after it initialised the token.
+            leave_guard(unsafe { self.token.assume_init_ref() });
+        }
+    }
+}
+
+/// What `#[profile_point]` declares first in a synchronous function: the call's token in a
+/// local of its own (`MaybeUninit`, filled only when the point is on) and this guard, which
+/// leaves it when dropped (returns, `?`, panics).
+#[doc(hidden)]
+#[must_use = "the point is left when the guard drops"]
+pub struct FnGuard<'t> {
+    /// Whether `token` holds a started call (then it is initialised).
+    on: bool,
+    token: &'t MaybeUninit<Token>,
+}
+
+impl std::fmt::Debug for FnGuard<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FnGuard").field("on", &self.on).finish()
+    }
+}
+
+impl Drop for FnGuard<'_> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        if self.on {
+            // SAFETY: `on` is set only by `enter_on`, after it initialised the token.
+            leave_guard(unsafe { self.token.assume_init_ref() });
         }
     }
 }
 
 /// The enabled half of a guard's drop, out of line: one copy for every point. The token is
-/// read in place (never moved: see `start_on`); the guard's `ManuallyDrop` keeps its own
-/// drop from running afterwards.
+/// read in place (never moved: see `start_on`), and never dropped (a `MaybeUninit`).
 #[inline(never)]
 fn leave_guard(token: &Token) {
     leave_on(token);
