@@ -360,7 +360,20 @@ impl Point {
     /// `t` and says whether the guard must leave it.
     #[inline(never)]
     fn enter_on(&'static self, t: &mut MaybeUninit<Token>) -> bool {
-        let t = t.write(Token::OFF);
+        // Field by field, not `t.write(Token::OFF)`: unoptimised, that is five `memcpy` calls.
+        let p = t.as_mut_ptr();
+        // SAFETY: `p` points to writable, aligned memory for a `Token`; each assignment writes
+        // a `Copy` field without reading the old (uninitialised) value, and after them every
+        // field is initialised (`_not_send` is zero-sized), so the reference is to a valid
+        // `Token`.
+        let t = unsafe {
+            (*p).t0 = 0;
+            (*p).saved_child = 0;
+            (*p).slot = std::ptr::null();
+            (*p).shard = std::ptr::null();
+            (*p).mode = T_OFF;
+            &mut *p
+        };
         // Relaxed: see `is_enabled`. Re-read: the caller's test may be stale, which is fine
         // (a point turned off in between is timed once more).
         let status = owned::get8(&self.status);
