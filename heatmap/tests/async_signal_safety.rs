@@ -89,12 +89,22 @@ fn the_handler_neither_allocates_nor_changes_errno() {
         return;
     };
     // The thread exists before it opts in; give the watcher a scan to pick it up.
+    let threads_before = s.snapshot().threads();
     let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
     let h = std::thread::spawn(move || {
         go_rx.recv().unwrap();
         watched_spinner(Duration::from_millis(500))
     });
-    std::thread::sleep(Duration::from_millis(60));
+    // Wait until the watcher has given the thread its event (not a fixed sleep: a loaded
+    // machine can delay the watcher's scan).
+    let picked_up = Instant::now();
+    while s.snapshot().threads() < threads_before + 1 {
+        assert!(
+            picked_up.elapsed() < Duration::from_secs(60),
+            "the watcher did not pick up the spinner thread in 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
     go_tx.send(()).unwrap();
     let (allocs, errno_kept) = h.join().unwrap();
     let p = s.stop();
@@ -114,9 +124,15 @@ fn the_handler_neither_allocates_nor_changes_errno() {
     assert!(errno_kept, "errno changed under the handler");
 }
 
-/// Allocation-heavy, lock-heavy threads and thread churn under 10 kHz for 3 s.
+/// Allocation-heavy, lock-heavy threads and thread churn under 10 kHz, until the workers have
+/// burned `WORKER_CPU` of CPU between them (on a quiet 2-CPU machine about 3 s of wall time; on
+/// a loaded one longer: the samples follow the CPU time, not the clock on the wall).
 #[test]
 fn stress_allocating_threads_under_10khz() {
+    /// The workers' CPU time, together, before they are stopped.
+    const WORKER_CPU: Duration = Duration::from_millis(2500);
+    /// How long the run may take on the wall before no progress is called a deadlock.
+    const CAP: Duration = Duration::from_secs(90);
     let _g = serial();
     let Some(s) = start_perf_or_skip(
         "stress_allocating_threads_under_10khz",
@@ -126,10 +142,13 @@ fn stress_allocating_threads_under_10khz() {
     };
     let stop = Arc::new(AtomicBool::new(false));
     let shared = Arc::new(Mutex::new(Vec::<u64>::new()));
+    // Per worker, published after every round: rounds made and the thread's CPU time in ns.
+    let progress: Arc<[[AtomicU64; 2]; 3]> = Arc::new(Default::default());
     let mut workers = Vec::new();
     for t in 0..3u64 {
         let stop = Arc::clone(&stop);
         let shared = Arc::clone(&shared);
+        let progress = Arc::clone(&progress);
         workers.push(std::thread::spawn(move || {
             let mut rounds = 0u64;
             let mut sum = 0u64;
@@ -150,12 +169,30 @@ fn stress_allocating_threads_under_10khz() {
                         .unwrap();
                 }
                 rounds += 1;
+                // Relaxed: progress tallies, read by the main thread to decide when to stop.
+                progress[t as usize][0].store(rounds, Ordering::Relaxed);
+                progress[t as usize][1].store(thread_cpu().as_nanos() as u64, Ordering::Relaxed);
             }
             (rounds, sum)
         }));
     }
     let t0 = Instant::now();
-    std::thread::sleep(Duration::from_secs(3));
+    // Run until the workers have done the work (CPU time, and more than 100 rounds each); a
+    // run that stops progressing (a deadlock in or around the handler) hits the cap.
+    let (cpu, rounds) = loop {
+        // Relaxed: as above.
+        let cpu = Duration::from_nanos(progress.iter().map(|p| p[1].load(Ordering::Relaxed)).sum());
+        let rounds: [u64; 3] = std::array::from_fn(|t| progress[t][0].load(Ordering::Relaxed));
+        if cpu >= WORKER_CPU && rounds.iter().all(|&r| r > 100) {
+            break (cpu, rounds);
+        }
+        assert!(
+            t0.elapsed() < CAP,
+            "after {CAP:?} the workers had burned {cpu:?} of CPU (wanted {WORKER_CPU:?}) and made \
+             {rounds:?} rounds (wanted more than 100 each): deadlock?"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
     stop.store(true, Ordering::Relaxed);
     let deadline = Instant::now() + Duration::from_secs(20);
     for (t, w) in workers.into_iter().enumerate() {
@@ -180,7 +217,7 @@ fn stress_allocating_threads_under_10khz() {
     let p = s.stop();
     let in_buckets: u64 = p.buckets().map(|(_, _, n)| n).sum();
     println!(
-        "stress: {} samples ({} in buckets, {} other) in {:?}, achieved {:?} Hz, {} threads, warnings {:?}",
+        "stress: {} samples ({} in buckets, {} other) for {cpu:?} of worker CPU ({rounds:?} rounds) in {:?}, achieved {:?} Hz, {} threads, warnings {:?}",
         p.total_samples(),
         in_buckets,
         p.other(),
@@ -190,6 +227,14 @@ fn stress_allocating_threads_under_10khz() {
         p.warnings()
     );
     assert_eq!(in_buckets + p.other(), p.total_samples());
-    // 3 workers on 2 CPUs for 3 s at 10 kHz: tens of thousands of samples.
-    assert!(p.total_samples() >= 10_000, "{}", p.total_samples());
+    // 2.5 s of worker CPU, of which about three quarters in user space (the rest is the
+    // allocator's and the churn's system calls, where user-only samples are not taken): some
+    // 18,000 samples at 10 kHz. 10,000 leaves room for rate error and still fails a handler
+    // that loses samples (or the watcher that loses threads) under allocation and lock
+    // pressure.
+    assert!(
+        p.total_samples() >= 10_000,
+        "{} samples for {cpu:?} of worker CPU at 10 kHz",
+        p.total_samples()
+    );
 }

@@ -14,13 +14,46 @@
 
 use heatmap::pmu::{self, Counters, Event, PmuConfig};
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 #[path = "../benches/shared/faults.rs"]
 mod faults;
 use faults::workload;
+
+mod common;
+use common::thread_cpu;
+
+/// How long a test may run the workload on the wall before it gives up waiting for the events
+/// it needs (a quiet machine needs a few seconds at most).
+const WALL_CAP: Duration = Duration::from_secs(90);
+
+/// Runs the workload in short stretches until `enough()` says so; returns the ground truth
+/// summed over the stretches (see `workload`), and the CPU and wall time spent. Panics naming
+/// `what` if `WALL_CAP` passes first, or `cpu_cap` of this thread's CPU time (the events
+/// follow the CPU time, so a loaded machine takes longer on the wall, not on the CPU clock).
+fn workload_until(
+    truth: Option<&Counters>,
+    cpu_cap: Duration,
+    what: &dyn Fn() -> String,
+    enough: &dyn Fn() -> bool,
+) -> (u64, u64, Duration, Duration) {
+    let (cpu0, wall0) = (thread_cpu(), Instant::now());
+    let (mut ns, mut faults) = (0, 0);
+    while !enough() {
+        let (cpu, wall) = (thread_cpu() - cpu0, wall0.elapsed());
+        assert!(
+            cpu < cpu_cap && wall < WALL_CAP,
+            "gave up after {cpu:?} of CPU ({wall:?} on the wall): {}",
+            what()
+        );
+        let (n, f) = workload(Duration::from_millis(50), truth);
+        ns += n;
+        faults += f;
+    }
+    (ns, faults, thread_cpu() - cpu0, wall0.elapsed())
+}
 
 /// The software mode with a window every ~1.1 ms of CPU (5x the default rate): short tests
 /// still see hundreds of windows.
@@ -58,9 +91,22 @@ fn software_windows_credit_page_faults_to_the_function_that_takes_them() {
     // The ground truth, counted in the same run (a separate group on this thread, read around
     // every call of fault_pages): the fault rate drifts with the machine's state, so a truth
     // from another stretch of time would add that drift to the error.
+    //
+    // The run lasts until enough windows were recorded, not for a fixed time: windows follow
+    // the thread's CPU time (minus what it spends in the kernel, where none can begin), so a
+    // loaded machine needs longer on the wall. 300 recorded windows is about 4.5 s of CPU
+    // here (195 came in 3 s on a quiet machine), enough for a handful in fault_pages even
+    // when a loaded machine makes half of them overlong.
+    const WINDOWS: usize = 300;
     let truth = Counters::open_with(Event::TaskClock, &[Event::PageFaults]).unwrap();
-    let (ns, faults) = workload(Duration::from_millis(3000), Some(&truth));
+    let (ns, faults, cpu, wall) = workload_until(
+        Some(&truth),
+        Duration::from_secs(60),
+        &|| format!("{} windows recorded, wanted {WINDOWS}", sampler.recorded()),
+        &|| sampler.recorded() >= WINDOWS,
+    );
     drop(truth);
+    println!("workload: {cpu:?} of CPU, {wall:?} on the wall");
     let true_rate = 1e6 * faults as f64 / ns as f64;
     assert!(
         faults > 0,
@@ -138,10 +184,18 @@ fn software_mode_follows_threads_that_come_and_go() {
     }
     let sampler = fast_software_sampler();
     // Churn: short-lived threads doing the workload, several generations, each long enough
-    // for the watcher (every 20 ms) to find it.
+    // for the watcher (every 20 ms) to find it: 80 ms of its own CPU time (not of the wall,
+    // which on a loaded machine would leave a thread too little CPU to be sampled).
     for _ in 0..6 {
         let hs: Vec<_> = (0..3)
-            .map(|_| std::thread::spawn(|| workload(Duration::from_millis(80), None)))
+            .map(|_| {
+                std::thread::spawn(|| {
+                    let end = thread_cpu() + Duration::from_millis(80);
+                    while thread_cpu() < end {
+                        workload(Duration::from_millis(10), None);
+                    }
+                })
+            })
             .collect();
         for h in hs {
             h.join().expect("a worker finished");
@@ -223,13 +277,26 @@ fn a_forked_child_stopping_its_copy_leaves_the_parent_sampling() {
     assert_eq!(unsafe { libc::waitpid(child, &mut status, 0) }, child);
     assert!(libc::WIFEXITED(status), "child died: status {status:#x}");
     assert_eq!(libc::WEXITSTATUS(status), 0, "the child saw no windows");
+    // The parent goes on recording: 20 more windows, which a quiet machine records in well
+    // under 300 ms of CPU. A loaded machine gives the parent less CPU per second on the wall,
+    // so the wait is on the count, capped by CPU time: 5 s of the parent's CPU without 20
+    // windows means its counters stopped.
     let before = sampler.recorded();
-    workload(Duration::from_millis(300), None);
+    let (_, _, cpu, wall) = workload_until(
+        None,
+        Duration::from_secs(5),
+        &|| {
+            format!(
+                "the parent recorded {} windows after the child stopped its copy, wanted 20",
+                sampler.recorded() - before
+            )
+        },
+        &|| sampler.recorded() >= before + 20,
+    );
     let after = sampler.recorded();
     drop(sampler);
-    assert!(
-        after >= before + 20,
-        "the parent recorded {} windows in 300 ms after the child stopped its copy",
+    println!(
+        "the parent recorded {} windows in {cpu:?} of CPU ({wall:?} on the wall) after the child stopped its copy",
         after - before
     );
 }

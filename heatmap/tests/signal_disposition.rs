@@ -6,7 +6,7 @@
 mod common;
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::*;
 use heatmap::{Config, Source, StartError};
@@ -122,9 +122,34 @@ fn a_sample_pending_at_stop_does_not_kill_the_program() {
     // Reaching this line is the proof (a SIG_DFL SIGPROF terminates the process).
 }
 
+/// Whether thread `tid` of this process is blocked in `read` (the system call number
+/// `/proc/self/task/<tid>/syscall` starts with).
+fn blocked_in_read(tid: libc::pid_t) -> bool {
+    std::fs::read_to_string(format!("/proc/self/task/{tid}/syscall"))
+        .is_ok_and(|s| s.split_whitespace().next() == Some(libc::SYS_read.to_string().as_str()))
+}
+
+/// Waits until `done()`, for at most 60 s, then panics with `what`.
+fn wait_for(what: &dyn Fn() -> String, done: &dyn Fn() -> bool) {
+    let t = Instant::now();
+    while !done() {
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "after 60 s: {}",
+            what()
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 /// `read` on a pipe, interrupted 50 times by our handler (SIGPROFs sent straight to the
 /// blocked thread with tgkill), restarts each time (SA_RESTART) and returns the byte written
 /// afterwards, not EINTR. The samples land in libc's read wrapper, so they are counted too.
+///
+/// Each signal is sent once the thread is blocked in `read` (again), and the next only after
+/// the handler counted it: a signal sent while the previous one is still pending would merge
+/// with it, and a loaded machine can leave the thread unscheduled for longer than any fixed
+/// pause.
 #[test]
 fn restartable_system_calls_restart() {
     let _g = serial();
@@ -146,13 +171,25 @@ fn restartable_system_calls_restart() {
         (n, std::io::Error::last_os_error().raw_os_error(), b[0])
     });
     let tid = tid_rx.recv().unwrap();
-    std::thread::sleep(Duration::from_millis(50));
     let before = s.snapshot().total_samples();
-    for _ in 0..50 {
+    for i in 0..50 {
+        wait_for(
+            &|| format!("signal {i}: the reader is not blocked in read"),
+            &|| blocked_in_read(tid),
+        );
+        let sent = s.snapshot().total_samples();
         // SAFETY: sending SIGPROF (our handler) to a thread of this process.
         unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), tid, libc::SIGPROF) };
-        std::thread::sleep(Duration::from_millis(2));
+        wait_for(
+            &|| format!("signal {i}: the handler did not count the tgkill'd signal"),
+            &|| s.snapshot().total_samples() > sent,
+        );
     }
+    // The handler interrupted a read, which restarted: the thread is back in read.
+    wait_for(
+        &|| "after the last signal: the reader is not back in read".to_string(),
+        &|| blocked_in_read(tid),
+    );
     let after = s.snapshot().total_samples();
     // SAFETY: writing one byte from a live buffer.
     assert_eq!(unsafe { libc::write(fds[1], b"z".as_ptr().cast(), 1) }, 1);
@@ -160,7 +197,7 @@ fn restartable_system_calls_restart() {
     drop(s.stop());
     assert_eq!((n, byte), (1, b'z'), "read returned {n} (errno {errno:?})");
     assert!(
-        after - before >= 45,
+        after - before >= 50,
         "the handler ran for the tgkill'd signals: {before} -> {after}"
     );
     // SAFETY: closing the pipe we opened.
