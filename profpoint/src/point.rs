@@ -377,9 +377,27 @@ impl Point {
         // Relaxed: see `is_enabled`. Re-read: the caller's test may be stale, which is fine
         // (a point turned off in between is timed once more).
         let status = owned::get8(&self.status);
-        if status != OFF {
-            self.start_on(status, t);
+        if status == OFF {
+            return false;
         }
+        // `start_on` inlined by hand, so that the cold path is a tail call (nothing is live
+        // after it, so the common path saves no registers).
+        let index = owned::get32(&self.index);
+        if let Some(shard) = shard::current()
+            && let Some(slot) = shard.slot(index)
+        {
+            // Every mode `start_in` leaves is a started one.
+            self.start_in(status, shard, slot, 0, t);
+            return true;
+        }
+        self.enter_cold(status, t)
+    }
+
+    /// [`Point::enter_on`]'s first call on this thread (or without the TSC).
+    #[cold]
+    #[inline(never)]
+    fn enter_cold(&'static self, status: u8, t: &mut Token) -> bool {
+        self.start_cold(status, t);
         t.mode != T_OFF
     }
 
