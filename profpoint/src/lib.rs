@@ -83,7 +83,12 @@ pub use report::{
 #[cfg(feature = "heatmap")]
 pub use heatmap;
 
+/// The `off` feature: the public API compiles and does nothing (each function returns at
+/// once, so nothing of the runtime is linked for it).
+const OFF_BUILD: bool = cfg!(feature = "off");
+
 /// Every profile point compiled into the program (including points never hit).
+#[cfg_attr(feature = "off", inline(always))]
 pub fn points() -> impl Iterator<Item = &'static Point> {
     point::all()
         .iter()
@@ -91,7 +96,11 @@ pub fn points() -> impl Iterator<Item = &'static Point> {
 }
 
 /// Applies `f` to every point whose name matches `glob`; returns how many matched.
+#[inline]
 fn for_matching(glob: &str, f: impl Fn(&Point)) -> usize {
+    if OFF_BUILD {
+        return 0;
+    }
     points()
         .filter(|p| glob::matches(glob, p.name()))
         .map(f)
@@ -100,35 +109,47 @@ fn for_matching(glob: &str, f: impl Fn(&Point)) -> usize {
 
 /// Turns on every point whose name matches `glob` (`*` any run, `?` one character); returns
 /// how many matched.
+#[cfg_attr(feature = "off", inline(always))]
 pub fn enable(glob: &str) -> usize {
     for_matching(glob, |p| p.set_enabled(true))
 }
 
 /// Turns off every point whose name matches `glob`; an off point costs one predictable branch
 /// and reads no clock. Returns how many matched.
+#[cfg_attr(feature = "off", inline(always))]
 pub fn disable(glob: &str) -> usize {
     for_matching(glob, |p| p.set_enabled(false))
 }
 
 /// Times one call in about `every` of the points matching `glob` (1 = time every call); every
 /// call is still counted. Returns how many matched.
+#[cfg_attr(feature = "off", inline(always))]
 pub fn set_sampling(glob: &str, every: u32) -> usize {
     for_matching(glob, |p| p.set_sampling(every))
 }
 
 /// A consistent copy of every point now (each point's numbers agree with each other). Cheap
 /// enough to call every second: it reads each thread's counters once.
+#[cfg_attr(feature = "off", inline(always))]
 pub fn snapshot() -> Report {
+    if OFF_BUILD {
+        return Report::empty();
+    }
     Report::collect(&ReportOptions::default())
 }
 
 /// Makes the current counts the new zero: later reports and snapshots count from here.
 /// Min and max keep their values.
+#[cfg_attr(feature = "off", inline(always))]
 pub fn reset() {
+    if OFF_BUILD {
+        return;
+    }
     report::reset_counts();
 }
 
 /// Prints the points table to standard error.
+#[cfg_attr(feature = "off", inline(always))]
 pub fn print_profile_points() {
     let mut e = std::io::stderr().lock();
     // Failing to write to stderr leaves nothing better to report to.
@@ -136,7 +157,11 @@ pub fn print_profile_points() {
 }
 
 /// Writes the points table to `w`.
+#[cfg_attr(feature = "off", inline(always))]
 pub fn write_profile_points(w: &mut dyn std::io::Write) -> std::io::Result<()> {
+    if OFF_BUILD {
+        return Ok(());
+    }
     overhead::measure();
     write_table(&Report::collect(&ReportOptions::default()), w)
 }
@@ -145,6 +170,7 @@ pub fn write_profile_points(w: &mut dyn std::io::Write) -> std::io::Result<()> {
 /// the table on stderr, or whatever `PROFPOINT_REPORT` names. Call it once, early;
 /// `#[profpoint::main]` does it for you. Measures the point overhead now (about 1 ms).
 /// Does nothing under the `off` feature.
+#[cfg_attr(feature = "off", inline(always))]
 pub fn report_at_exit() {
     #[cfg(not(feature = "off"))]
     exit::opt_in();
@@ -154,23 +180,39 @@ pub fn report_at_exit() {
 /// then carries its top functions, and it is stopped at exit. `PROFPOINT_HEATMAP=1` does the
 /// same without code. For a sampler of your own, use [`heatmap::start`] directly.
 #[cfg(feature = "heatmap")]
+#[cfg_attr(feature = "off", inline(always))]
 pub fn start_heatmap(config: heatmap::Config) -> Result<(), heatmap::StartError> {
+    if OFF_BUILD {
+        return Ok(());
+    }
     sampling::start(config)
 }
 
 /// Every tracepoint compiled into the program: name, enabled state, probes, hits.
+#[cfg_attr(feature = "off", inline(always))]
 pub fn tracepoints() -> Vec<tracepoint::TracepointInfo> {
+    if OFF_BUILD {
+        return Vec::new();
+    }
     tracepoint::all().iter().map(|t| t.info()).collect()
 }
 
 /// Turns on the built-in counting probe of every tracepoint matching `glob` (their hits appear
 /// in the report); returns how many matched. `PROFPOINT_TRACE` does it at start.
+#[cfg_attr(feature = "off", inline(always))]
 pub fn trace_count(glob: &str) -> usize {
+    if OFF_BUILD {
+        return 0;
+    }
     tracepoint::count_matching(glob, true)
 }
 
 /// Turns the counting probe off again; returns how many matched.
+#[cfg_attr(feature = "off", inline(always))]
 pub fn trace_uncount(glob: &str) -> usize {
+    if OFF_BUILD {
+        return 0;
+    }
     tracepoint::count_matching(glob, false)
 }
 

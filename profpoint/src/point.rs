@@ -39,8 +39,14 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU8, AtomicU32, Ordering};
 
 /// The linker-gathered section of every point (the seed's `.profile.point`).
+#[cfg(not(feature = "off"))]
 #[linkme::distributed_slice]
 pub static POINTS: [Point];
+
+/// The `off` feature: no point exists, and no linker section is declared (a declared one is
+/// retained, which links the runtime's code around it into the program).
+#[cfg(feature = "off")]
+pub static POINTS: [Point; 0] = [];
 
 /// Every profile point compiled into the program, in link order.
 pub(crate) fn all() -> &'static [Point] {

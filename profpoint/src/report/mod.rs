@@ -194,6 +194,38 @@ pub(crate) fn reset_counts() {
 }
 
 impl Report {
+    /// A report of nothing: what [`crate::snapshot`] returns in an `off` build (no clock, no
+    /// point, no process metadata read).
+    pub fn empty() -> Report {
+        Report {
+            schema: SCHEMA,
+            version: VERSION,
+            run: RunInfo {
+                command: Vec::new(),
+                pid: std::process::id(),
+                start_unix_ns: 0,
+                cpu_model: String::new(),
+                kernel: String::new(),
+                shards: 0,
+            },
+            clock: ClockReport {
+                source: "none",
+                ghz: 0.0,
+                calibrated_over_ns: 0,
+            },
+            overhead: None,
+            overhead_subtracted: false,
+            setup: overhead::Setup { ns: 0.0, calls: 0 },
+            wall_ns: 0,
+            points: Vec::new(),
+            tracepoints: Vec::new(),
+            #[cfg(feature = "heatmap")]
+            heatmap: None,
+            #[cfg(feature = "heatmap")]
+            pmu: None,
+        }
+    }
+
     /// Collects a report of every point now.
     pub fn collect(opts: &ReportOptions) -> Report {
         let clock = clock::info();

@@ -53,8 +53,13 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// The linker-gathered section of every tracepoint.
+#[cfg(not(feature = "off"))]
 #[linkme::distributed_slice]
 pub static TRACEPOINTS: [Tracepoint];
+
+/// The `off` feature: no tracepoint exists and no linker section is declared (see `POINTS`).
+#[cfg(feature = "off")]
+pub static TRACEPOINTS: [Tracepoint; 0] = [];
 
 /// Number of tracepoints compiled into the program.
 pub(crate) fn count() -> usize {
