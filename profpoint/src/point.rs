@@ -665,7 +665,7 @@ macro_rules! profile_scope {
 #[macro_export]
 macro_rules! profile_scope {
     ($name:literal $(,)?) => {
-        ()
+        $crate::__private::OffToken
     };
 }
 
@@ -715,11 +715,20 @@ macro_rules! define_profile_point {
 #[derive(Debug)]
 pub struct OffPoint;
 
+/// The token of an [`OffPoint`]: a value, not `()`, so that `let t = P.start();` lints alike
+/// (no `let_unit_value`) whether profiling is compiled in or out.
+#[doc(hidden)]
+#[derive(Debug)]
+#[must_use = "a started point must be left (or use a guard: profile_scope!)"]
+pub struct OffToken;
+
 impl OffPoint {
     /// Does nothing.
     #[inline(always)]
-    pub fn start(&self) {}
+    pub fn start(&self) -> OffToken {
+        OffToken
+    }
     /// Does nothing.
     #[inline(always)]
-    pub fn leave(&self, _token: ()) {}
+    pub fn leave(&self, _token: OffToken) {}
 }
