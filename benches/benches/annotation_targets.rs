@@ -138,14 +138,18 @@ fn compile_time(dir: &Path, profile: &str) -> Result<f64, String> {
     let target = workspace().join("target/annotation-compile/target");
     let build = || {
         let mut c = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-        c.current_dir(dir).env("CARGO_TARGET_DIR", &target).args([
-            "build",
-            "-q",
-            "--offline",
-            "--profile",
-            profile,
-        ]);
-        run(c)
+        // Not incremental: a rebuild of unchanged source would reuse everything and measure
+        // little but hashing. Verbose, to see that the crate really was compiled.
+        c.current_dir(dir)
+            .env("CARGO_TARGET_DIR", &target)
+            .env("CARGO_INCREMENTAL", "0")
+            .args(["build", "-v", "--offline", "--profile", profile]);
+        let o = c.output().map_err(|e| format!("{c:?}: {e}"))?;
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        if !o.status.success() {
+            return Err(format!("{c:?} failed ({}): {err}", o.status));
+        }
+        Ok(err.contains("Compiling generated"))
     };
     build()?;
     let mut best = f64::MAX;
@@ -155,7 +159,9 @@ fn compile_time(dir: &Path, profile: &str) -> Result<f64, String> {
         let text = std::fs::read(&lib).map_err(|e| e.to_string())?;
         std::fs::write(&lib, text).map_err(|e| e.to_string())?;
         let t = Instant::now();
-        build()?;
+        if !build()? {
+            return Err(format!("cargo did not rebuild {}", dir.display()));
+        }
         best = best.min(t.elapsed().as_secs_f64());
     }
     Ok(best)
