@@ -213,12 +213,10 @@ fn main() {
                         512.0,
                         "B",
                     );
-                    // Known miss: recorded 152 ns (BENCHMARKS.md).
-                    check.known_miss(
+                    check.target(
                         "opt-level 0: enabled point over the bare call",
                         on,
                         65.0,
-                        152.0,
                         "ns",
                     );
                     println!("      opt-level 0: disabled +{off:.2} ns");
