@@ -446,14 +446,28 @@ impl Point {
     /// Records one completed async call of `dur` ticks on the current thread.
     fn record_async(&'static self, dur: u64) {
         let index = self.index();
-        let (shard, borrowed) = match shard::current() {
-            Some(s) => (s, false),
-            None => match shard::acquire() {
-                Lease::Owned(s) => (s, false),
-                Lease::Borrowed(s) => (s, true),
-            },
+        // `slot_for_read`, not `slot`: the latter serves no slot without the TSC.
+        let fast = shard::current().and_then(|s| Some((s, s.slot_for_read(index as usize)?)));
+        let (shard, slot, borrowed) = match fast {
+            Some((shard, slot)) => (shard, slot, false),
+            None => {
+                // First use on this thread: outside the intervals open here, as in
+                // `start_cold`.
+                let began = clock::now();
+                let (shard, borrowed) = match shard::current() {
+                    Some(s) => (s, false),
+                    None => match shard::acquire() {
+                        Lease::Owned(s) => (s, false),
+                        Lease::Borrowed(s) => (s, true),
+                    },
+                };
+                let slot = shard.slot_or_new(index);
+                let spent = clock::now().saturating_sub(began);
+                bump(&shard.setup, spent);
+                overhead::add_setup(spent);
+                (shard, slot, borrowed)
+            }
         };
-        let slot = shard.slot_or_new(index);
         slot.write_begin();
         bump(&slot.self_ticks, dur);
         record_interval(slot, dur);

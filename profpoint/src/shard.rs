@@ -328,7 +328,7 @@ impl Shard {
     }
 
     /// The slot of point `index` for a reader on another thread.
-    fn slot_for_read(&self, index: usize) -> Option<&Slot> {
+    pub(crate) fn slot_for_read(&self, index: usize) -> Option<&Slot> {
         // Acquire: pairs with the Release in `slot_or_new`.
         let p = self.slots.get(index)?.load(Ordering::Acquire);
         // SAFETY: see `slot`.
