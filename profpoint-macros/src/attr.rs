@@ -8,6 +8,8 @@ use syn::{LitStr, Path};
 pub(crate) struct Options {
     pub(crate) name: Option<LitStr>,
     pub(crate) krate: Option<Path>,
+    /// `skip`: leave this method out of an annotated `impl` block.
+    pub(crate) skip: Option<proc_macro2::Span>,
 }
 
 /// Parses `args`; `allow_name` is false for `#[main]`. Every bad option is reported, each at
@@ -16,7 +18,7 @@ pub(crate) fn parse(args: proc_macro2::TokenStream, allow_name: bool) -> syn::Re
     let mut opts = Options::default();
     let mut errors: Option<syn::Error> = None;
     let expected = if allow_name {
-        "expected `name = \"...\"` or `crate = path`"
+        "expected `name = \"...\"`, `crate = path` or `skip`"
     } else {
         "expected `crate = path`"
     };
@@ -32,6 +34,13 @@ pub(crate) fn parse(args: proc_macro2::TokenStream, allow_name: bool) -> syn::Re
                         syn::Error::new(e.span(), "`name` takes a string literal: name = \"...\"")
                     })
             }
+        } else if allow_name && meta.path.is_ident("skip") {
+            opts.skip = Some(
+                meta.path
+                    .get_ident()
+                    .map_or_else(proc_macro2::Span::call_site, |i| i.span()),
+            );
+            Ok(())
         } else if meta.path.is_ident("crate") {
             if opts.krate.is_some() {
                 Err(meta.error("`crate` given twice"))

@@ -16,6 +16,10 @@ mod tracepoint;
 ///
 /// Options: `name = "..."` (default: the function's path, e.g. `my_crate::db::Pool::get`),
 /// `crate = path` (where profpoint is, for crates that re-export it).
+///
+/// On an `impl` block (inherent or of a trait), every method with a body is annotated, except
+/// `const fn`s; `#[profile_point(skip)]` on a method leaves it out, and a method's own
+/// `#[profile_point(name = "...")]` keeps its name.
 #[proc_macro_attribute]
 pub fn profile_point(args: TokenStream, item: TokenStream) -> TokenStream {
     profile_point::expand(args.into(), item.into())

@@ -15,6 +15,85 @@ use quote::{quote, quote_spanned};
 use syn::ItemFn;
 use syn::spanned::Spanned;
 
+/// Whether an attribute is `#[profile_point]` (under any path: `profile_point`,
+/// `profpoint::profile_point`, a re-export).
+fn is_profile_point(a: &syn::Attribute) -> bool {
+    a.path()
+        .segments
+        .last()
+        .is_some_and(|s| s.ident == "profile_point")
+}
+
+/// `#[profile_point]` on an `impl` block (inherent or of a trait): every method with a body is
+/// annotated, as if each had the attribute, except `const fn`s (they may run at compile time)
+/// and methods marked `#[profile_point(skip)]`; a method with its own `#[profile_point(...)]`
+/// (a name, say) keeps it. `crate = path` is passed on to every method.
+fn expand_impl(args: TokenStream, mut block: syn::ItemImpl) -> syn::Result<TokenStream> {
+    let opts = attr::parse(args.clone(), true)?;
+    if let Some(name) = &opts.name {
+        return Err(syn::Error::new(
+            name.span(),
+            "`name` names one function: on an `impl` block, put it on the method",
+        ));
+    }
+    if let Some(span) = opts.skip {
+        return Err(syn::Error::new(
+            span,
+            "`skip` goes on a method of the annotated `impl` block, not on the block",
+        ));
+    }
+    let attr = match &opts.krate {
+        Some(k) => quote!(#[#k::profile_point(crate = #k)]),
+        None => quote!(#[::profpoint::profile_point]),
+    };
+    let attr: syn::Attribute = syn::parse_quote!(#attr);
+    let mut errors: Option<syn::Error> = None;
+    for item in &mut block.items {
+        let syn::ImplItem::Fn(m) = item else { continue };
+        if m.sig.constness.is_some() {
+            continue;
+        }
+        let mut own = None;
+        for (i, a) in m.attrs.iter().enumerate() {
+            if is_profile_point(a) {
+                own = Some(i);
+            }
+        }
+        match own {
+            None => m.attrs.insert(0, attr.clone()),
+            Some(i) => {
+                // The method's own attribute: `skip` leaves it out; anything else stays and
+                // expands by itself.
+                let args = match &m.attrs[i].meta {
+                    syn::Meta::List(l) => l.tokens.clone(),
+                    _ => TokenStream::new(),
+                };
+                match attr::parse(args, true) {
+                    Ok(o) if o.skip.is_some() => {
+                        if o.name.is_some() || o.krate.is_some() {
+                            let e = syn::Error::new(
+                                m.attrs[i].span(),
+                                "`skip` leaves the method unannotated: it takes no other option",
+                            );
+                            match &mut errors {
+                                Some(all) => all.combine(e),
+                                None => errors = Some(e),
+                            }
+                        }
+                        m.attrs.remove(i);
+                    }
+                    // Errors are reported when the method's attribute expands.
+                    _ => {}
+                }
+            }
+        }
+    }
+    if let Some(e) = errors {
+        return Err(e);
+    }
+    Ok(quote!(#block))
+}
+
 /// Parses the item, rejecting what the attribute cannot time, with the error on the token at
 /// fault.
 fn parse_fn(item: TokenStream, what: &str) -> syn::Result<ItemFn> {
@@ -44,7 +123,7 @@ fn parse_fn(item: TokenStream, what: &str) -> syn::Result<ItemFn> {
             match syn::parse2::<syn::Item>(item) {
                 Ok(other) => Err(syn::Error::new(
                     item_keyword_span(&other),
-                    format!("{what} applies to functions only"),
+                    format!("{what} applies to functions and `impl` blocks only"),
                 )),
                 Err(_) => Err(e),
             }
@@ -70,7 +149,19 @@ fn item_keyword_span(item: &syn::Item) -> Span {
 }
 
 pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
+    if let Ok(block) = syn::parse2::<syn::ItemImpl>(item.clone()) {
+        return expand_impl(args, block);
+    }
     let opts = attr::parse(args, true);
+    if let Ok(o) = &opts
+        && let Some(span) = o.skip
+    {
+        return Err(syn::Error::new(
+            span,
+            "`skip` leaves a method out of an `impl` block annotated with #[profile_point]; \
+             here there is none: remove the attribute instead",
+        ));
+    }
     let f = parse_fn(item, "#[profile_point]");
     let (opts, f) = match (opts, f) {
         (Ok(o), Ok(f)) => (o, f),
