@@ -22,6 +22,12 @@ pub(crate) fn pp_sampled(x: u64) -> u64 {
 
 #[profpoint::profile_point]
 #[inline(never)]
+pub(crate) fn pp_counted(x: u64) -> u64 {
+    black_box(x) + 1
+}
+
+#[profpoint::profile_point]
+#[inline(never)]
 pub(crate) fn pp_off(x: u64) -> u64 {
     black_box(x) + 1
 }
@@ -42,6 +48,7 @@ pub(crate) fn fr_work(x: u64) -> u64 {
 pub(crate) fn setup() -> hotpath::HotpathGuard {
     assert_eq!(profpoint::set_sampling("*::pp_sampled", 16), 1);
     assert_eq!(profpoint::disable("*::pp_off"), 1);
+    assert_eq!(profpoint::count_only("*::pp_counted"), 1);
     set_fastrace_reporter();
     let out = std::env::temp_dir().join(format!("hotpath-bench-{}.json", std::process::id()));
     hotpath::HotpathGuardBuilder::new("bench")

@@ -138,14 +138,18 @@ pub fn parse_globs(var: &'static str, value: &str) -> Result<Vec<String>, EnvErr
 }
 
 /// Parses `PROFPOINT_SAMPLE`: `(glob, every)` pairs.
+/// `N` is 0 for `count`.
 pub fn parse_sample(value: &str) -> Result<Vec<(String, u32)>, EnvError> {
     let err = || EnvError {
         var: "PROFPOINT_SAMPLE",
         value: value.to_string(),
-        expected: "N or a comma-separated list of GLOB=N, with N an integer from 1 to 1000000",
+        expected: "N or a comma-separated list of GLOB=N, with N an integer from 1 to 1000000 \
+                   or `count` (count every call, time none)",
     };
+    // `count` is returned as 0.
     let num = |s: &str| match s.trim().parse::<u32>() {
         Ok(n) if (1..=1_000_000).contains(&n) => Ok(n),
+        _ if s.trim() == "count" => Ok(0),
         _ => Err(err()),
     };
     if !value.contains('=') {
@@ -233,6 +237,10 @@ mod tests {
             Ok(vec![("db::*".into(), 8), ("http::*".into(), 2)])
         );
         assert!(parse_sample("0").is_err());
+        assert_eq!(
+            parse_sample("hot::*=count,db::*=4"),
+            Ok(vec![("hot::*".into(), 0), ("db::*".into(), 4)])
+        );
         assert!(parse_sample("abc").is_err());
         assert!(parse_sample("=4").is_err());
     }

@@ -114,7 +114,11 @@ fn init_inner() {
     if let Some(v) = env::var("PROFPOINT_SAMPLE") {
         match env::parse_sample(&v) {
             Ok(rules) => rules.iter().for_each(|(g, n)| {
-                crate::set_sampling(g, *n);
+                if *n == 0 {
+                    crate::count_only(g);
+                } else {
+                    crate::set_sampling(g, *n);
+                }
             }),
             Err(e) => env::warn(&e, "timing of every call"),
         }

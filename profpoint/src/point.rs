@@ -57,6 +57,8 @@ pub(crate) fn all() -> &'static [Point] {
 const OFF: u8 = 0;
 const ON: u8 = 1;
 const SAMPLED: u8 = 2;
+/// Every call counted, none timed (no clock read, no recursion mark): the cheapest on state.
+const COUNT: u8 = 3;
 
 /// What kind of code a point times; decides how the report reads its numbers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -118,6 +120,8 @@ const T_NESTED: u8 = 2;
 const T_SKIPPED: u8 = 3;
 /// Untimed because an enclosing call of the same point is untimed (sampled mode).
 const T_SKIPPED_NESTED: u8 = 4;
+/// Counted only (the point's status is `COUNT`).
+const T_COUNTED: u8 = 5;
 /// `Slot::depth` values: the point is active on this thread, timed or skipped.
 const ACTIVE_TIMED: u32 = 1;
 const ACTIVE_SKIPPED: u32 = 2;
@@ -181,13 +185,22 @@ impl Point {
         self.status.load(Ordering::Relaxed) != OFF
     }
 
-    /// `Some(n)` when the point times one call in about `n` (sampled mode).
+    /// `Some(n)` when the point times one call in about `n` (sampled mode); `Some(0)` when it
+    /// counts every call and times none ([`Point::set_counting`]).
     pub fn sampling(&self) -> Option<u32> {
         // Relaxed: see `is_enabled`.
         match self.status.load(Ordering::Relaxed) {
             SAMPLED => Some(self.sample_every.load(Ordering::Relaxed)),
+            COUNT => Some(0),
             _ => None,
         }
+    }
+
+    /// Counts every call and times none: no clock read, so an on point's cheapest state, for
+    /// code too hot to time (its `nr` stays exact; its times are those recorded before).
+    pub fn set_counting(&self) {
+        // Relaxed: see `is_enabled`.
+        self.status.store(COUNT, Ordering::Relaxed);
     }
 
     pub(crate) fn kind(&self) -> Kind {
@@ -271,6 +284,11 @@ impl Point {
     fn start_in(&self, status: u8, shard: &Shard, slot: &Slot, flags: u8, t: &mut Token) {
         t.slot = slot;
         t.shard = shard;
+        if status == COUNT {
+            // Counted at leave; no recursion mark (nothing is timed, nothing to fold).
+            t.mode = T_COUNTED | flags;
+            return;
+        }
         // Relaxed: owner-only fields (see shard.rs). `depth` says whether the point is active
         // on this thread: 0 no, ACTIVE_TIMED by a timed outermost call, ACTIVE_SKIPPED by an
         // outermost call that sampled timing left untimed.
@@ -366,20 +384,6 @@ impl Point {
     /// `t` and says whether the guard must leave it.
     #[inline(never)]
     fn enter_on(&'static self, t: &mut MaybeUninit<Token>) -> bool {
-        // Field by field, not `t.write(Token::OFF)`: unoptimised, that is five `memcpy` calls.
-        let p = t.as_mut_ptr();
-        // SAFETY: `p` points to writable, aligned memory for a `Token`; each assignment writes
-        // a `Copy` field without reading the old (uninitialised) value, and after them every
-        // field is initialised (`_not_send` is zero-sized), so the reference is to a valid
-        // `Token`.
-        let t = unsafe {
-            (*p).t0 = 0;
-            (*p).saved_child = 0;
-            (*p).slot = std::ptr::null();
-            (*p).shard = std::ptr::null();
-            (*p).mode = T_OFF;
-            &mut *p
-        };
         // Relaxed: see `is_enabled`. Re-read: the caller's test may be stale, which is fine
         // (a point turned off in between is timed once more).
         let status = owned::get8(&self.status);
@@ -389,14 +393,27 @@ impl Point {
         // `start_on` inlined by hand, so that the cold path is a tail call (nothing is live
         // after it, so the common path saves no registers).
         let index = owned::get32(&self.index);
-        if let Some(shard) = shard::current()
-            && let Some(slot) = shard.slot(index)
+        let fast = match shard::current() {
+            Some(shard) => shard.slot(index).map(|slot| (shard, slot)),
+            None => None,
+        };
+        if let Some((_, slot)) = fast
+            && status == COUNT
         {
-            // Every mode `start_in` leaves is a started one.
-            self.start_in(status, shard, slot, 0, t);
-            return true;
+            // Counted here, once: the guard has nothing to leave. One word changes, so no
+            // seqlock: a reader sees the count before or after, both consistent with the rest.
+            bump(&slot.skipped, 1);
+            return false;
         }
-        self.enter_cold(status, t)
+        let t = init_token(t);
+        match fast {
+            Some((shard, slot)) => {
+                // Every mode `start_in` leaves is a started one.
+                self.start_in(status, shard, slot, 0, t);
+                true
+            }
+            None => self.enter_cold(status, t),
+        }
     }
 
     /// [`Point::enter_on`]'s first call on this thread (or without the TSC).
@@ -478,6 +495,24 @@ impl Point {
     }
 }
 
+/// An off token in `t`, written field by field (not `t.write(Token::OFF)`: unoptimised, that
+/// is five `memcpy` calls).
+#[inline(always)]
+fn init_token(t: &mut MaybeUninit<Token>) -> &mut Token {
+    let p = t.as_mut_ptr();
+    // SAFETY: `p` points to writable, aligned memory for a `Token`; each assignment writes a
+    // `Copy` field without reading the old (uninitialised) value, and after them every field
+    // is initialised (`_not_send` is zero-sized), so the reference is to a valid `Token`.
+    unsafe {
+        (*p).t0 = 0;
+        (*p).saved_child = 0;
+        (*p).slot = std::ptr::null();
+        (*p).shard = std::ptr::null();
+        (*p).mode = T_OFF;
+        &mut *p
+    }
+}
+
 /// Records a started call (every token mode but off).
 #[inline(always)]
 fn leave_on(token: &Token) {
@@ -495,6 +530,9 @@ fn leave_on(token: &Token) {
         slot.write_begin();
         bump(&slot.nested, 1);
         slot.write_end();
+    } else if mode == T_COUNTED {
+        // One word: no seqlock needed (see `enter_on`).
+        bump(&slot.skipped, 1);
     } else {
         let dur = shard.now(token.mode & T_MONO == 0).saturating_sub(token.t0);
         // Relaxed: owner-only fields (see shard.rs).

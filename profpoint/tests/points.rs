@@ -206,6 +206,58 @@ fn sampled_timing_counts_every_call_and_marks_estimates() {
     assert!(p.timed > 3_000 && p.timed < 12_000, "timed {}", p.timed);
 }
 
+#[profpoint::profile_point]
+#[inline(never)]
+fn counted(x: u64) -> u64 {
+    std::hint::black_box(x + 1)
+}
+
+profpoint::define_profile_point!(COUNTED_EXPLICITLY);
+
+#[test]
+fn count_only_counts_every_call_and_times_none() {
+    assert_eq!(profpoint::count_only("points::counted"), 1);
+    assert_eq!(profpoint::count_only("COUNTED_EXPLICITLY"), 1);
+    // From this thread (its slots made) and from new threads (first calls take the cold path).
+    let run = || {
+        for i in 0..10_000 {
+            counted(i);
+            let t = COUNTED_EXPLICITLY.start();
+            let _g = COUNTED_EXPLICITLY.guard();
+            COUNTED_EXPLICITLY.leave(t);
+        }
+    };
+    run();
+    std::thread::scope(|s| {
+        s.spawn(run);
+        s.spawn(run);
+    });
+    for name in ["points::counted", "COUNTED_EXPLICITLY"] {
+        let p = point(name);
+        let per_run = if name == "points::counted" {
+            10_000
+        } else {
+            20_000
+        };
+        assert_eq!(p.nr, 3 * per_run, "{name}: every call is counted");
+        assert_eq!((p.timed, p.total_ns), (0, 0), "{name}: none is timed");
+        assert_eq!(p.sampling, Some(0), "{name}");
+        assert!(p.enabled);
+    }
+    let mut out = Vec::new();
+    profpoint::write_profile_points(&mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    let row = text
+        .lines()
+        .find(|l| l.contains("points::counted"))
+        .unwrap();
+    assert!(row.trim_start().starts_with("count "), "{row}");
+    // Timed again on request.
+    profpoint::enable("points::counted");
+    counted(0);
+    assert_eq!(point("points::counted").timed, 1);
+}
+
 #[test]
 fn reset_makes_a_new_zero() {
     hot();

@@ -114,7 +114,8 @@ pub struct PointReport {
     /// `"sync"` (recursion folded, self time tracked) or `"async"` (first poll to completion,
     /// not folded).
     pub kind: &'static str,
-    /// `Some(n)` when the point times one call in about `n`.
+    /// `Some(n)` when the point times one call in about `n`; `Some(0)` when it counts every
+    /// call and times none.
     pub sampling: Option<u32>,
     /// Whether `total_ns`, `self_ns` and the percentiles are estimates from sampled timing.
     pub estimated: bool,

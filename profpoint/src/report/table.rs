@@ -73,7 +73,11 @@ pub fn write_table(report: &Report, w: &mut dyn Write) -> io::Result<()> {
         writeln!(
             w,
             "{:>7}  {:<name_w$}  {:>15}  {:>15}  {:>12}  {:>10}  {:>10}  {:>10}  {:>12}  {:>6.2}",
-            if p.enabled { "on" } else { "off" },
+            match (p.enabled, p.sampling) {
+                (false, _) => "off",
+                (true, Some(0)) => "count",
+                (true, _) => "on",
+            },
             format!("{}{}", p.name, mark),
             secs(p.total_ns, p.estimated),
             if p.kind == "async" {
