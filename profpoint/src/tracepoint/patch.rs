@@ -190,17 +190,50 @@ fn mapping_of(addr: usize) -> Result<Mapping, KeyError> {
     )))
 }
 
+/// Whether the pages `lo..lo + len` lie in `first` or, past its end, in `second`, which must
+/// then map the same file at the offsets that follow `first`'s (so one file mapping at
+/// `first`'s offset holds both pages' bytes).
+fn spans(first: &Mapping, second: Option<&Mapping>, lo: usize, len: usize) -> Result<(), String> {
+    if lo < first.start {
+        return Err("the site's page starts before its mapping".to_owned());
+    }
+    if lo + len <= first.end {
+        return Ok(());
+    }
+    let Some(second) = second else {
+        return Err("the next page is not mapped".to_owned());
+    };
+    if second.start != first.end || lo + len > second.end {
+        return Err("the next page is not in the mapping that follows".to_owned());
+    }
+    if second.inode != first.inode || second.path != first.path {
+        return Err(format!("the next page maps another file ({})", second.path));
+    }
+    if second.offset != first.offset + (first.end - first.start) {
+        return Err("the next page maps another part of the file".to_owned());
+    }
+    Ok(())
+}
+
 /// Writes `bytes` at `site` by swapping in a patched copy of its page(s).
 fn patch(site: usize, bytes: &[u8; 5]) -> Result<(), KeyError> {
     let lo = site & !(PAGE - 1);
     let hi = (site + bytes.len() - 1) & !(PAGE - 1);
     let len = hi + PAGE - lo;
     let m = mapping_of(site)?;
-    if lo < m.start || lo + len > m.end {
-        return Err(KeyError(format!(
-            "tracepoint site {site:#x} straddles two mappings: cannot patch it atomically"
-        )));
-    }
+    // A site that straddles a page boundary whose second page is a mapping of its own (an
+    // earlier patch of a site on that page split it off): both are the same file at
+    // consecutive offsets, so the two pages are swapped as one, as within one mapping.
+    let next = if lo + len > m.end {
+        Some(mapping_of(m.end)?)
+    } else {
+        None
+    };
+    spans(&m, next.as_ref(), lo, len).map_err(|why| {
+        KeyError(format!(
+            "tracepoint site {site:#x} straddles two mappings ({why}): cannot patch it atomically"
+        ))
+    })?;
     // The exact file that is mapped, even if the path was replaced since; by path only if
     // it is the same inode (a rebuilt binary under the same name must not be mapped in).
     let file = match std::fs::File::open(format!("/proc/self/map_files/{:x}-{:x}", m.start, m.end))
@@ -424,6 +457,39 @@ mod tests {
         assert!(!r.is_empty());
         // The dummy: site == target, key matches nothing real.
         assert!(r.iter().any(|r| r.site() == r.target()));
+    }
+
+    fn map(start: usize, end: usize, offset: usize, inode: u64, path: &str) -> Mapping {
+        Mapping {
+            start,
+            end,
+            offset,
+            inode,
+            path: path.to_owned(),
+        }
+    }
+
+    #[test]
+    fn a_site_straddling_into_a_split_off_page_of_the_same_file_is_patchable() {
+        let first = map(0x1000, 0x3000, 0x0, 7, "/bin/x");
+        // Within one mapping.
+        assert_eq!(spans(&first, None, 0x1000, 0x2000), Ok(()));
+        // Straddling into the following mapping of the same file at the next offset (what an
+        // earlier patch of a site on the second page leaves).
+        let next = map(0x3000, 0x4000, 0x2000, 7, "/bin/x");
+        assert_eq!(spans(&first, Some(&next), 0x2000, 0x2000), Ok(()));
+        // Anything else is refused, with the reason.
+        assert!(spans(&first, None, 0x2000, 0x2000).is_err());
+        let gap = map(0x4000, 0x5000, 0x3000, 7, "/bin/x");
+        assert!(spans(&first, Some(&gap), 0x2000, 0x2000).is_err());
+        let other = map(0x3000, 0x4000, 0x2000, 8, "/lib/y");
+        assert!(
+            spans(&first, Some(&other), 0x2000, 0x2000)
+                .unwrap_err()
+                .contains("another file")
+        );
+        let shifted = map(0x3000, 0x4000, 0x9000, 7, "/bin/x");
+        assert!(spans(&first, Some(&shifted), 0x2000, 0x2000).is_err());
     }
 
     #[test]
