@@ -492,6 +492,70 @@ mod tests {
         assert!(spans(&first, Some(&shifted), 0x2000, 0x2000).is_err());
     }
 
+    // A function whose 5-byte nop straddles a page boundary: its section is page-aligned and
+    // 4,093 bytes of padding put the nop at page offset 0xffd. A second nop lies wholly on
+    // the next page.
+    core::arch::global_asm!(
+        ".pushsection .text.profpoint_straddle_test,\"ax\",@progbits",
+        ".p2align 12",
+        ".globl profpoint_straddle_test_fn",
+        ".hidden profpoint_straddle_test_fn",
+        ".skip 4093, 0xcc",
+        "profpoint_straddle_test_fn:",
+        ".byte 0x0f, 0x1f, 0x44, 0x00, 0x00",
+        "ret",
+        ".skip 64, 0xcc",
+        ".globl profpoint_straddle_test_next",
+        ".hidden profpoint_straddle_test_next",
+        "profpoint_straddle_test_next:",
+        ".byte 0x0f, 0x1f, 0x44, 0x00, 0x00",
+        "ret",
+        ".popsection",
+    );
+
+    unsafe extern "C" {
+        fn profpoint_straddle_test_fn();
+        fn profpoint_straddle_test_next();
+    }
+
+    #[test]
+    fn a_straddling_site_is_patched_after_its_second_page_was_split_off() {
+        let site = profpoint_straddle_test_fn as usize;
+        let next = profpoint_straddle_test_next as usize;
+        assert_eq!(
+            site & (PAGE - 1),
+            0xffd,
+            "the site straddles a page boundary"
+        );
+        assert_eq!(
+            next & !(PAGE - 1),
+            (site + 4) & !(PAGE - 1),
+            "on the second page"
+        );
+        let _lock = PATCH.lock().unwrap();
+        // Patch a site wholly on the second page first: that page becomes a mapping of its own.
+        patch(next, &jmp5(next, next + 5)).unwrap();
+        // The straddling site: refused before, patched now (both pages swapped at once).
+        patch(site, &jmp5(site, site + 5)).unwrap();
+        // SAFETY: both are readable text; the functions are a 5-byte instruction and `ret`.
+        unsafe {
+            assert_eq!(std::ptr::read_volatile(site as *const u8), 0xe9);
+            assert_eq!(std::ptr::read_volatile(next as *const u8), 0xe9);
+            // A jump to the next instruction, then `ret`: both still run.
+            profpoint_straddle_test_fn();
+            profpoint_straddle_test_next();
+        }
+        // And back to the nops.
+        let nop = [0x0f, 0x1f, 0x44, 0x00, 0x00];
+        patch(site, &nop).unwrap();
+        patch(next, &nop).unwrap();
+        // SAFETY: as above.
+        unsafe {
+            assert_eq!(std::ptr::read_volatile(site as *const u8), 0x0f);
+            profpoint_straddle_test_fn();
+        }
+    }
+
     #[test]
     fn jmp_encoding() {
         assert_eq!(jmp5(0x1000, 0x1005), [0xe9, 0, 0, 0, 0]);
