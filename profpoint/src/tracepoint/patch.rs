@@ -520,8 +520,8 @@ mod tests {
 
     #[test]
     fn a_straddling_site_is_patched_after_its_second_page_was_split_off() {
-        let site = profpoint_straddle_test_fn as usize;
-        let next = profpoint_straddle_test_next as usize;
+        let site = profpoint_straddle_test_fn as *const () as usize;
+        let next = profpoint_straddle_test_next as *const () as usize;
         assert_eq!(
             site & (PAGE - 1),
             0xffd,
