@@ -17,7 +17,6 @@ use crate::point::{Kind, Name, Point};
 use crate::shard;
 use serde::Serialize;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The cost of an enabled point, in nanoseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -42,21 +41,9 @@ pub struct Setup {
 /// The first-use work so far.
 pub(crate) fn setup(clk: &clock::ClockInfo) -> Setup {
     Setup {
-        // Relaxed: tallies (see `add_setup`).
-        ns: clk.to_ns_f(SETUP_TICKS.load(Ordering::Relaxed) as f64),
-        calls: SETUP_CALLS.load(Ordering::Relaxed),
+        ns: clk.to_ns_f(shard::setup_ticks() as f64),
+        calls: shard::setup_calls(),
     }
-}
-
-/// First-use work so far: ticks and calls (see [`Setup`]).
-static SETUP_TICKS: AtomicU64 = AtomicU64::new(0);
-static SETUP_CALLS: AtomicU64 = AtomicU64::new(0);
-
-/// Adds one call's first-use work (cold path).
-pub(crate) fn add_setup(ticks: u64) {
-    // Relaxed: tallies read at report time; no other memory depends on them.
-    SETUP_TICKS.fetch_add(ticks, Ordering::Relaxed);
-    SETUP_CALLS.fetch_add(1, Ordering::Relaxed);
 }
 
 #[cfg_attr(not(feature = "off"), linkme::distributed_slice(crate::point::POINTS))]

@@ -30,7 +30,6 @@
 
 use crate::clock;
 use crate::hist;
-use crate::overhead;
 use crate::owned;
 use crate::shard::{self, Lease, Shard, Slot, bump};
 use std::marker::PhantomData;
@@ -352,8 +351,7 @@ impl Point {
         let slot = shard.slot_or_new(index);
         let spent = clock::now().saturating_sub(began);
         // The shard's clock is the process clock (`shard.tsc` is a copy of its choice).
-        bump(&shard.setup, spent);
-        overhead::add_setup(spent);
+        shard::add_setup(shard, spent);
         self.start_in(status, shard, slot, flags, t);
     }
 
@@ -480,8 +478,7 @@ impl Point {
                 };
                 let slot = shard.slot_or_new(index);
                 let spent = clock::now().saturating_sub(began);
-                bump(&shard.setup, spent);
-                overhead::add_setup(spent);
+                shard::add_setup(shard, spent);
                 (shard, slot, borrowed)
             }
         };

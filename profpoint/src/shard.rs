@@ -504,6 +504,31 @@ pub(crate) fn read_point(index: usize) -> Counts {
     sum
 }
 
+/// First-use work so far, every thread: ticks and calls (the report's `setup`).
+static SETUP_TICKS: AtomicU64 = AtomicU64::new(0);
+static SETUP_CALLS: AtomicU64 = AtomicU64::new(0);
+
+/// Adds one call's first-use work: to this thread's clock offset (`Shard::setup`), so that it
+/// lies outside every interval open on the thread, and to the process's tally (cold path).
+pub(crate) fn add_setup(shard: &Shard, ticks: u64) {
+    bump(&shard.setup, ticks);
+    // Relaxed: tallies read at report time; no other memory depends on them.
+    SETUP_TICKS.fetch_add(ticks, Ordering::Relaxed);
+    SETUP_CALLS.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Ticks of first-use work so far.
+pub(crate) fn setup_ticks() -> u64 {
+    // Relaxed: a tally (see `add_setup`).
+    SETUP_TICKS.load(Ordering::Relaxed)
+}
+
+/// Calls that did first-use work so far.
+pub(crate) fn setup_calls() -> u64 {
+    // Relaxed: a tally (see `add_setup`).
+    SETUP_CALLS.load(Ordering::Relaxed)
+}
+
 /// Every shard made so far.
 pub(crate) fn all_shards() -> Vec<&'static Shard> {
     registry().all.clone()
