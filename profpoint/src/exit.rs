@@ -131,6 +131,12 @@ fn init_inner() {
             Err(e) => env::warn(&e, "no tracepoint counted"),
         }
     }
+    if let Some(v) = env::var("PROFPOINT_COMPENSATE") {
+        match env::parse_bool("PROFPOINT_COMPENSATE", &v) {
+            Ok(on) => crate::compensate(on),
+            Err(e) => env::warn(&e, "0 (no compensation)"),
+        }
+    }
     let mut p = plan();
     if let Some(v) = env::var("PROFPOINT_SUBTRACT_OVERHEAD") {
         match env::parse_bool("PROFPOINT_SUBTRACT_OVERHEAD", &v) {

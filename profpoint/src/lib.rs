@@ -128,6 +128,19 @@ pub fn set_sampling(glob: &str, every: u32) -> usize {
     for_matching(glob, |p| p.set_sampling(every))
 }
 
+/// Overhead compensation on or off (`PROFPOINT_COMPENSATE=1` at start): while on, each timed
+/// call records its interval minus the measured in-interval cost of a point, and the points
+/// around it lose that call's whole measured cost, so a parent's total and self time do not
+/// grow with the number of annotated functions it calls. Measures the overhead first (once,
+/// about 1 ms). Untimed calls (sampled, counted only) are not compensated.
+#[cfg_attr(feature = "off", inline(always))]
+pub fn compensate(on: bool) {
+    if OFF_BUILD {
+        return;
+    }
+    overhead::set_compensation(on);
+}
+
 /// Counts every call of the points matching `glob` and times none (no clock read: the
 /// cheapest state of an on point, for code too hot to time). Returns how many matched;
 /// [`enable`] or [`set_sampling`] time them again.

@@ -531,10 +531,19 @@ fn leave_on(token: &Token) {
         // One word: no seqlock needed (see `enter_on`).
         bump(&slot.skipped, 1);
     } else {
-        let dur = shard.now(token.mode & T_MONO == 0).saturating_sub(token.t0);
+        let raw = shard.now(token.mode & T_MONO == 0).saturating_sub(token.t0);
+        // Overhead compensation (0 and 0 while off; see `overhead::Compensation`).
+        // Relaxed: constants, see `overhead::set_compensation`.
+        let inside = crate::overhead::COMPENSATION.inside.load(Ordering::Relaxed);
+        let full = crate::overhead::COMPENSATION.full.load(Ordering::Relaxed);
+        let dur = raw.saturating_sub(inside);
         // Relaxed: owner-only fields (see shard.rs).
         let children = owned::get(&shard.child_acc).wrapping_sub(token.saved_child);
         owned::set(&shard.child_acc, token.saved_child.wrapping_add(dur));
+        if full != 0 {
+            // This call's whole cost leaves the intervals still open around it.
+            bump(&shard.setup, full);
+        }
         if mode == T_TIMED {
             owned::set32(&slot.depth, 0);
         }

@@ -54,6 +54,9 @@ pub struct Report {
     pub overhead: Option<overhead::Overhead>,
     /// Whether `overhead.in_interval_ns` was subtracted from every timed call's interval.
     pub overhead_subtracted: bool,
+    /// Whether overhead compensation was on ([`crate::compensate`]): each timed interval then
+    /// excludes the point's own in-interval cost and the whole cost of the points nested in it.
+    pub compensated: bool,
     /// profpoint's first-use work, which no interval includes.
     pub setup: overhead::Setup,
     /// Nanoseconds from process start-up (profpoint's initialiser) to this report.
@@ -216,6 +219,7 @@ impl Report {
             },
             overhead: None,
             overhead_subtracted: false,
+            compensated: false,
             setup: overhead::Setup { ns: 0.0, calls: 0 },
             wall_ns: 0,
             points: Vec::new(),
@@ -233,7 +237,9 @@ impl Report {
         let (t0, _) = clock::origin();
         let wall_ns = clock.to_ns(clock::now().saturating_sub(t0));
         let overhead = overhead::get(&clock);
-        let sub_ticks = match (&overhead, opts.subtract_overhead) {
+        // Compensated intervals already exclude the in-interval cost: not subtracted twice.
+        let compensated = overhead::compensating();
+        let sub_ticks = match (&overhead, opts.subtract_overhead && !compensated) {
             (Some(o), true) => clock.to_ticks(o.in_interval_ns),
             _ => 0.0,
         };
@@ -259,6 +265,7 @@ impl Report {
             },
             overhead,
             overhead_subtracted: opts.subtract_overhead && sub_ticks > 0.0,
+            compensated,
             setup: overhead::setup(&clock),
             wall_ns,
             points,

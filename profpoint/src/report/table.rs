@@ -22,7 +22,9 @@ pub fn write_table(report: &Report, w: &mut dyn Write) -> io::Result<()> {
             "overhead {:.1} ns/call ({:.1} ns inside the timed interval, {})",
             o.per_call_ns,
             o.in_interval_ns,
-            if report.overhead_subtracted {
+            if report.compensated {
+                "compensated: own and nested points' cost removed from every interval"
+            } else if report.overhead_subtracted {
                 "subtracted"
             } else {
                 "not subtracted"
