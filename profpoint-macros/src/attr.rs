@@ -12,6 +12,30 @@ pub(crate) struct Options {
     pub(crate) skip: Option<proc_macro2::Span>,
 }
 
+/// A point's name is one row of the report's table: not empty, no control characters.
+fn check_name(name: &LitStr) -> syn::Result<()> {
+    let value = name.value();
+    if value.is_empty() {
+        return Err(syn::Error::new(
+            name.span(),
+            "`name` is empty: a point needs a name to be told apart in the report",
+        ));
+    }
+    if let Some(c) = value.chars().find(|c| c.is_control()) {
+        let what = match c {
+            '\n' => "a newline".to_string(),
+            '\r' => "a carriage return".to_string(),
+            '\t' => "a tab".to_string(),
+            c => format!("the control character U+{:04X}", u32::from(c)),
+        };
+        return Err(syn::Error::new(
+            name.span(),
+            format!("`name` contains {what}: a point's name is printed on one line of the report"),
+        ));
+    }
+    Ok(())
+}
+
 /// Parses `args`; `allow_name` is false for `#[main]`. Every bad option is reported, each at
 /// its own token.
 pub(crate) fn parse(args: proc_macro2::TokenStream, allow_name: bool) -> syn::Result<Options> {
@@ -29,10 +53,10 @@ pub(crate) fn parse(args: proc_macro2::TokenStream, allow_name: bool) -> syn::Re
             } else {
                 meta.value()
                     .and_then(|v| v.parse::<LitStr>())
-                    .map(|s| opts.name = Some(s))
                     .map_err(|e| {
                         syn::Error::new(e.span(), "`name` takes a string literal: name = \"...\"")
                     })
+                    .and_then(|s| check_name(&s).map(|()| opts.name = Some(s)))
             }
         } else if allow_name && meta.path.is_ident("skip") {
             opts.skip = Some(

@@ -5,7 +5,7 @@
 //!
 //! | variable | values | default |
 //! |---|---|---|
-//! | `PROFPOINT_REPORT` | comma-separated `stderr`, `stdout`, `off`, `json:PATH`, `csv:PATH`, `table:PATH`, `prom:PATH`, `svg:PATH`, `pprof:PATH` (`{pid}` in a PATH becomes the process id; a forked child that exits normally writes PATH.PID) | unset: no report unless the program opted in (then `stderr`) |
+//! | `PROFPOINT_REPORT` | comma-separated `stderr`, `stdout`, `off`, `json:PATH`, `csv:PATH`, `table:PATH`, `prom:PATH`, `svg:PATH`, `pprof:PATH` (`{pid}` in a PATH becomes the process id; a forked child that exits normally writes PATH.PID; a relative PATH is resolved at start-up; files are replaced whole, by rename) | unset: no report unless the program opted in (then `stderr`) |
 //! | `PROFPOINT_DISABLE` | comma-separated globs of point names to turn off | none |
 //! | `PROFPOINT_ENABLE` | comma-separated globs to turn on (applied after `PROFPOINT_DISABLE`) | all on |
 //! | `PROFPOINT_SAMPLE` | `N` (every point) or comma-separated `GLOB=N`: time one call in about N | every call timed |
@@ -52,6 +52,23 @@ impl Destination {
             Destination::Svg(p) => Destination::Svg(f(p)),
             Destination::Pprof(p) => Destination::Pprof(f(p)),
         }
+    }
+}
+
+/// The destination as `PROFPOINT_REPORT` spells it: `stderr`, `json:PATH`...
+impl std::fmt::Display for Destination {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (kind, path) = match self {
+            Destination::Stderr => return f.write_str("stderr"),
+            Destination::Stdout => return f.write_str("stdout"),
+            Destination::Json(p) => ("json", p),
+            Destination::Csv(p) => ("csv", p),
+            Destination::Table(p) => ("table", p),
+            Destination::Prometheus(p) => ("prom", p),
+            Destination::Svg(p) => ("svg", p),
+            Destination::Pprof(p) => ("pprof", p),
+        };
+        write!(f, "{kind}:{}", path.display())
     }
 }
 

@@ -14,6 +14,13 @@
 //!   main thread's shard is already back on the free list when the report is read: its counts
 //!   are still there (shards keep their counts). Other threads may still be running; the
 //!   report is a snapshot of that moment.
+//! - Relative paths in `PROFPOINT_REPORT` are made absolute by the initialiser: the folder the
+//!   program started in, whatever folder it is in at exit.
+//! - A file is written to `.NAME.PID.N.tmp` in its folder, fsynced and renamed over the
+//!   destination, so readers see a whole report; a failed write removes the temporary file.
+//! - A destination that cannot be written gets one line on stderr (which, and why), and the
+//!   points table goes to stderr instead: a report is never dropped silently. The program's
+//!   exit status is not changed.
 
 use crate::env::{self, Destination};
 use crate::report::{Report, ReportOptions};
@@ -43,6 +50,10 @@ static DONE: AtomicBool = AtomicBool::new(false);
 /// report too, and must not overwrite its parent's files.
 static INIT_PID: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
+/// Whether fd 1 was closed when the initialiser ran (Rust's runtime then opens /dev/null on
+/// it, and a report written there would vanish without an error).
+static STDOUT_CLOSED_AT_START: AtomicBool = AtomicBool::new(false);
+
 /// Where the at-exit report of process `pid` goes for a file destination `path`: `{pid}` in
 /// the path becomes the process id; in a forked child (`forked`), a path without `{pid}` gets
 /// `.PID` appended, so parent and children each keep their own report.
@@ -69,6 +80,12 @@ fn exit_path(path: &std::path::Path, pid: u32, forked: bool) -> std::path::PathB
     path.to_path_buf()
 }
 
+/// `path` made absolute against the current working directory (unchanged when it already is,
+/// or when the working directory cannot be read).
+fn absolute(path: &std::path::Path) -> std::path::PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
 fn plan() -> std::sync::MutexGuard<'static, ExitPlan> {
     // Every update is a single field store: a poisoned lock still holds a consistent plan.
     PLAN.lock().unwrap_or_else(|e| e.into_inner())
@@ -93,6 +110,10 @@ extern "C" fn init() {
 fn init_inner() {
     // Relaxed: written once before main, read at exit by the same or a forked process.
     INIT_PID.store(std::process::id(), Ordering::Relaxed);
+    // Before Rust's runtime puts /dev/null on a closed fd 1 (it does so in `main`'s set-up).
+    // SAFETY: F_GETFD on an fd number only reads its flags.
+    let closed = unsafe { libc::fcntl(1, libc::F_GETFD) } == -1;
+    STDOUT_CLOSED_AT_START.store(closed, Ordering::Relaxed);
     crate::fork::init();
     crate::clock::init();
     if let Some(v) = env::var("PROFPOINT_DISABLE") {
@@ -146,7 +167,9 @@ fn init_inner() {
     }
     if let Some(v) = env::var("PROFPOINT_REPORT") {
         match env::parse_report(&v) {
-            Ok(d) => p.from_env = Some(d),
+            // Relative paths name files in the folder the program started in, not the one it
+            // happens to be in at exit.
+            Ok(d) => p.from_env = Some(d.iter().map(|d| d.map_path(absolute)).collect()),
             Err(e) => {
                 env::warn(&e, "stderr");
                 p.from_env = Some(vec![Destination::Stderr]);
@@ -213,11 +236,44 @@ fn write_exit_report() {
     let pid = std::process::id();
     // Relaxed: see INIT_PID.
     let forked = pid != INIT_PID.load(Ordering::Relaxed);
+    let mut table_on_stderr = false;
+    let mut failed = false;
     for d in &dests {
         let d = &d.map_path(|p| exit_path(p, pid, forked));
-        if let Err(e) = write_to(&report, d) {
-            eprintln!("profpoint: could not write the report to {d:?}: {e}");
+        match write_to(&report, d) {
+            Ok(()) => table_on_stderr |= *d == Destination::Stderr,
+            // Nothing is left to tell.
+            Err(_) if *d == Destination::Stderr => {}
+            Err(e) => {
+                // A report that cannot be written goes somewhere else: stderr, once.
+                eprintln!(
+                    "profpoint: could not write the report to {d}: {}; {}",
+                    reason(&e),
+                    if table_on_stderr {
+                        "the points table is on stderr"
+                    } else {
+                        "the points table goes to stderr instead"
+                    }
+                );
+                failed = true;
+            }
         }
+    }
+    if failed && !table_on_stderr && !dests.contains(&Destination::Stderr) {
+        let _ = write_to(&report, &Destination::Stderr);
+    }
+}
+
+/// An I/O error in words: the system's message without its ` (os error N)` suffix, and a
+/// closed standard stream said as such.
+fn reason(e: &std::io::Error) -> String {
+    if e.raw_os_error() == Some(libc::EBADF) {
+        return "it is closed".to_string();
+    }
+    let s = e.to_string();
+    match s.rfind(" (os error ") {
+        Some(at) if s.ends_with(')') => s[..at].to_string(),
+        _ => s,
     }
 }
 
@@ -231,17 +287,70 @@ pub(crate) fn write_to(report: &Report, d: &Destination) -> std::io::Result<()> 
             e.flush()
         }
         Destination::Stdout => {
+            // Relaxed: see STDOUT_CLOSED_AT_START.
+            if STDOUT_CLOSED_AT_START.load(Ordering::Relaxed) {
+                return Err(std::io::Error::other(
+                    "standard output was closed when the program started",
+                ));
+            }
+            let mut table = Vec::new();
+            crate::report::write_table(report, &mut table)?;
+            // Whatever the program left in the buffer first, then the table, straight to fd 1:
+            // `std::io::stdout()` treats a closed fd 1 as a sink, and the report would vanish.
             let mut o = std::io::stdout().lock();
-            crate::report::write_table(report, &mut o)?;
-            o.flush()
+            o.flush()?;
+            // SAFETY: fd 1 is only borrowed (ManuallyDrop: never closed here); a closed fd
+            // makes the write fail with EBADF, which is what we want to know.
+            let mut fd1 = std::mem::ManuallyDrop::new(unsafe {
+                <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(1)
+            });
+            fd1.write_all(&table)
         }
-        Destination::Json(p) => std::fs::write(p, report.to_json()),
-        Destination::Csv(p) => std::fs::write(p, report.to_csv()),
-        Destination::Table(p) => std::fs::write(p, report.to_table()),
-        Destination::Prometheus(p) => std::fs::write(p, report.to_prometheus()),
-        Destination::Svg(p) => std::fs::write(p, report.to_svg()),
-        Destination::Pprof(p) => std::fs::write(p, report.to_pprof()),
+        Destination::Json(p) => write_file(p, report.to_json().as_bytes()),
+        Destination::Csv(p) => write_file(p, report.to_csv().as_bytes()),
+        Destination::Table(p) => write_file(p, report.to_table().as_bytes()),
+        Destination::Prometheus(p) => write_file(p, report.to_prometheus().as_bytes()),
+        Destination::Svg(p) => write_file(p, report.to_svg().as_bytes()),
+        Destination::Pprof(p) => write_file(p, &report.to_pprof()),
     }
+}
+
+/// Temporary files made by this process (their names stay unique across threads).
+static TMP_SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// Writes `bytes` to `path` so that a reader sees the old file or the new one, whole: a
+/// temporary file `.NAME.PID.SEQ.tmp` in the same folder, written, fsynced, then renamed over
+/// `path` (a failed write removes it). A path that names something other than a regular file
+/// (`/dev/stdout`, `/dev/full`, a FIFO) is written in place; a symbolic link to a regular file
+/// has its target replaced, not the link.
+fn write_file(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let target = match std::fs::metadata(path) {
+        Ok(m) if !m.is_file() => return std::fs::write(path, bytes),
+        Ok(_) if path.is_symlink() => std::fs::canonicalize(path)?,
+        _ => path.to_path_buf(),
+    };
+    let Some(name) = target.file_name() else {
+        // `..` or `/`: let the system say why it is not a file.
+        return std::fs::write(path, bytes);
+    };
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(name);
+    // Relaxed: only uniqueness matters.
+    let seq = TMP_SEQ.fetch_add(1, Ordering::Relaxed);
+    tmp_name.push(format!(".{}.{seq}.tmp", std::process::id()));
+    let tmp = target.with_file_name(tmp_name);
+    let written = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        drop(f);
+        std::fs::rename(&tmp, &target)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
 }
 
 #[cfg(test)]

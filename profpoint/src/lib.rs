@@ -237,7 +237,8 @@ pub fn trace_uncount(glob: &str) -> usize {
     tracepoint::count_matching(glob, false)
 }
 
-/// Writes a report to a destination now (as the exit handler would).
+/// Writes a report to a destination now (as the exit handler would): a file is replaced whole
+/// (a temporary file beside it, renamed over it); an error is returned, not sent elsewhere.
 pub fn write_report(report: &Report, to: &env::Destination) -> std::io::Result<()> {
     exit::write_to(report, to)
 }

@@ -9,10 +9,10 @@ use std::io::{self, Write};
 /// Layout: a header line (clock, overhead, wall time), the column titles, one row per point
 /// sorted by total time, and a footer that explains the marks used in the rows.
 pub fn write_table(report: &Report, w: &mut dyn Write) -> io::Result<()> {
-    let name_w = report
-        .points
+    let names = shown_names(&report.points);
+    let name_w = names
         .iter()
-        .map(|p| p.name.len() + 2)
+        .map(|n| n.chars().count() + 2)
         .max()
         .unwrap_or(4)
         .max(16);
@@ -70,7 +70,7 @@ pub fn write_table(report: &Report, w: &mut dyn Write) -> io::Result<()> {
     )?;
     writeln!(w, "{rule}")?;
     let mut marks = Marks::default();
-    for p in &report.points {
+    for (p, name) in report.points.iter().zip(&names) {
         let mark = marks.of(p);
         writeln!(
             w,
@@ -80,7 +80,7 @@ pub fn write_table(report: &Report, w: &mut dyn Write) -> io::Result<()> {
                 (true, Some(0)) => "count",
                 (true, _) => "on",
             },
-            format!("{}{}", p.name, mark),
+            format!("{name}{mark}"),
             secs(p.total_ns, p.estimated),
             if p.kind == "async" {
                 "-".to_string()
@@ -173,6 +173,49 @@ fn write_tracepoints(report: &Report, w: &mut dyn Write) -> io::Result<()> {
     Ok(())
 }
 
+/// The names as the table prints them: control characters escaped (a name from
+/// `define_profile_point!` is any `&str`, and a newline would split its row), and `file:line`
+/// added to names that more than one point has, so every row says which point it is.
+fn shown_names(points: &[PointReport]) -> Vec<String> {
+    let escaped: Vec<String> = points.iter().map(|p| escape(&p.name)).collect();
+    let mut seen = std::collections::HashMap::<&str, usize>::new();
+    for n in &escaped {
+        *seen.entry(n.as_str()).or_default() += 1;
+    }
+    escaped
+        .iter()
+        .zip(points)
+        .map(|(n, p)| {
+            if seen[n.as_str()] > 1 {
+                format!("{n} ({}:{})", p.file, p.line)
+            } else {
+                n.clone()
+            }
+        })
+        .collect()
+}
+
+/// `name` with its control characters escaped as Rust writes them: `\n`, `\t`, `\x1b`.
+pub(crate) fn escape(name: &str) -> String {
+    if !name.chars().any(char::is_control) {
+        return name.to_string();
+    }
+    let mut out = String::with_capacity(name.len() + 8);
+    for c in name.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() && u32::from(c) < 0x80 => {
+                out.push_str(&format!("\\x{:02x}", u32::from(c)));
+            }
+            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// Which footnotes the rows used.
 #[derive(Default)]
 struct Marks {
@@ -213,6 +256,83 @@ fn secs(ns: u64, estimated: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn point(name: &str, line: u32) -> PointReport {
+        PointReport {
+            name: name.to_string(),
+            file: "src/db.rs",
+            line,
+            enabled: true,
+            kind: "sync",
+            sampling: None,
+            estimated: false,
+            nr: 1,
+            timed: 1,
+            nested: 0,
+            total_ns: 10,
+            self_ns: 10,
+            avg_ns: 10,
+            min_ns: 10,
+            max_ns: 10,
+            p50_ns: 10,
+            p90_ns: 10,
+            p99_ns: 10,
+            p999_ns: 10,
+            stddev_ns: 10,
+            wall_percent: 0.0,
+        }
+    }
+
+    fn table_of(points: Vec<PointReport>) -> String {
+        let mut r = Report::empty();
+        r.points = points;
+        let mut out = Vec::new();
+        write_table(&r, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn control_characters_in_names_are_escaped_one_row_each() {
+        let t = table_of(vec![
+            point("db::\nquery", 1),
+            point("a\tb", 2),
+            point("red\x1b[31m", 3),
+            point("nul\0\u{85}", 4),
+        ]);
+        let rows: Vec<&str> = t
+            .lines()
+            .filter(|l| l.trim_start().starts_with("on "))
+            .collect();
+        assert_eq!(rows.len(), 4, "{t}");
+        for shown in [r"db::\nquery", r"a\tb", r"red\x1b[31m", r"nul\x00\u{85}"] {
+            assert!(rows.iter().any(|r| r.contains(shown)), "{shown}: {t}");
+        }
+        assert!(
+            !t.contains('\x1b') && !t.contains('\t') && !t.contains('\0'),
+            "{t}"
+        );
+    }
+
+    #[test]
+    fn points_sharing_a_name_are_told_apart_by_file_and_line() {
+        let t = table_of(vec![
+            point("db::query", 10),
+            point("db::query", 20),
+            point("db::scan", 30),
+        ]);
+        assert!(t.contains("db::query (src/db.rs:10) "), "{t}");
+        assert!(t.contains("db::query (src/db.rs:20) "), "{t}");
+        assert!(t.contains("db::scan "), "{t}");
+        assert!(!t.contains("db::scan ("), "{t}");
+        // Columns stay aligned: every row is as wide as the header.
+        let widths: Vec<usize> = t
+            .lines()
+            .skip(2)
+            .take(6)
+            .map(|l| l.chars().count())
+            .collect();
+        assert!(widths.iter().all(|w| *w == widths[0]), "{widths:?}\n{t}");
+    }
 
     #[test]
     fn seconds_have_nine_decimals() {

@@ -1,0 +1,6 @@
+#[profpoint::profile_point(name = "")]
+fn work() {}
+
+fn main() {
+    work();
+}
