@@ -95,8 +95,7 @@ impl std::fmt::Display for EnvError {
 
 impl std::error::Error for EnvError {}
 
-const REPORT_EXPECTED: &str =
-    "a comma-separated list of stderr, stdout, off, json:PATH, csv:PATH or table:PATH";
+const REPORT_EXPECTED: &str = "a comma-separated list of stderr, stdout, json:PATH, csv:PATH, table:PATH, prom:PATH, svg:PATH or pprof:PATH, or off alone";
 
 /// Parses `PROFPOINT_REPORT`: `Ok(vec![])` means `off`.
 pub fn parse_report(value: &str) -> Result<Vec<Destination>, EnvError> {
