@@ -14,3 +14,22 @@ pub use core;
 pub use linkme;
 /// `std`, for the same reason.
 pub use std;
+
+/// Refuses, at compile time, a point name that is empty or holds a control character (it
+/// would give an empty or split table row): `profile_scope!` and `define_profile_point!`
+/// evaluate it in a `const`, so a bad name is a compile error naming the rule.
+pub const fn check_name(name: &str) {
+    let b = name.as_bytes();
+    assert!(!b.is_empty(), "profpoint: a point name must not be empty");
+    let mut i = 0;
+    while i < b.len() {
+        // C0 controls and DEL; C1 controls are two bytes in UTF-8, 0xC2 0x80..=0x9F.
+        let c = b[i];
+        let c1 = c == 0xC2 && i + 1 < b.len() && b[i + 1] >= 0x80 && b[i + 1] <= 0x9F;
+        assert!(
+            !(c < 0x20 || c == 0x7F || c1),
+            "profpoint: a point name must not hold control characters (newline, tab, ...)"
+        );
+        i += 1;
+    }
+}

@@ -706,6 +706,7 @@ impl Drop for AsyncGuard {
 #[macro_export]
 macro_rules! profile_scope {
     ($name:literal $(,)?) => {{
+        const _: () = $crate::__private::check_name($name);
         #[$crate::__private::linkme::distributed_slice($crate::__private::POINTS)]
         #[linkme(crate = $crate::__private::linkme)]
         static __PROFPOINT_SCOPE: $crate::__private::Point = $crate::__private::Point::new(
@@ -745,6 +746,7 @@ macro_rules! define_profile_point {
         $crate::define_profile_point!($vis $ident, $crate::__private::core::stringify!($ident));
     };
     ($vis:vis $ident:ident, $name:expr $(,)?) => {
+        const _: () = $crate::__private::check_name($name);
         #[$crate::__private::linkme::distributed_slice($crate::__private::POINTS)]
         #[linkme(crate = $crate::__private::linkme)]
         $vis static $ident: $crate::__private::Point = $crate::__private::Point::new(
