@@ -36,7 +36,10 @@
 //!
 //! `stop` (or drop) tells the watcher to close every event, disarms `setitimer`, withdraws the
 //! table from the handler and waits for in-flight handlers (`signal::unpublish_and_drain`),
-//! restores the previous `SIGPROF` disposition, and only then reads the final counts. In a
+//! restores the previous `SIGPROF` disposition (only while it is still ours: a handler the
+//! program installed after start stays, and so does an `ITIMER_PROF` it re-armed with other
+//! values; the watcher, which checks the handler every 5 ms, has then already stopped every
+//! source and recorded when), and only then reads the final counts. In a
 //! `fork`ed child (which inherits the sampler's memory but not its watcher thread, and whose
 //! threads have no perf events), stop skips the join and just restores the disposition.
 
