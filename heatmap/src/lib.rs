@@ -41,7 +41,10 @@
 //! # Limits
 //!
 //! - One sampler per process at a time ([`StartError::AlreadyRunning`]); a program that already
-//!   handles `SIGPROF` gets [`StartError::SignalInUse`].
+//!   handles `SIGPROF` gets [`StartError::SignalInUse`]. One that installs its own `SIGPROF`
+//!   handler after start takes it over: the watcher notices within ~5 ms, stops sampling (no
+//!   more of our signals reach that handler), stop leaves the program's handler and its own
+//!   `ITIMER_PROF` in place, and the profile's warnings say when sampling stopped.
 //! - With `perf_event_paranoid` 2 only user-space time is sampled (kernel time is not seen).
 //! - Libraries `dlopen`ed after start get buckets within one scan interval (20 ms); samples
 //!   before that count as "other", and a library loaded after the last scan is named in the

@@ -36,7 +36,10 @@
 //!
 //! `stop` (or drop) tells the watcher to close every event, disarms `setitimer`, withdraws the
 //! table from the handler and waits for in-flight handlers (`signal::unpublish_and_drain`),
-//! restores the previous `SIGPROF` disposition, and only then reads the final counts. In a
+//! restores the previous `SIGPROF` disposition (only while it is still ours: a handler the
+//! program installed after start stays, and so does an `ITIMER_PROF` it re-armed with other
+//! values; the watcher, which checks the handler every 5 ms, has then already stopped every
+//! source and recorded when), and only then reads the final counts. In a
 //! `fork`ed child (which inherits the sampler's memory but not its watcher thread, and whose
 //! threads have no perf events), stop skips the join and just restores the disposition.
 
@@ -79,7 +82,60 @@ struct Shared {
     watcher_user_ns: AtomicU64,
     /// The watcher's own system CPU time, in ns, written when it exits.
     watcher_sys_ns: AtomicU64,
+    /// Our `SIGPROF` handler was found replaced (the first time only).
+    replaced: Mutex<Option<Replaced>>,
+    /// The `setitimer` source's timer was dealt with (disarmed, or found re-armed by the
+    /// program and left alone): never touch `ITIMER_PROF` again.
+    timer_released: AtomicBool,
 }
+
+/// The program replaced our `SIGPROF` disposition while we sampled.
+#[derive(Debug, Clone, Copy)]
+struct Replaced {
+    /// Time from start to the moment it was noticed (sampling stopped then).
+    after: Duration,
+    /// The disposition found instead of ours.
+    by: libc::sighandler_t,
+}
+
+impl Shared {
+    /// Records a replacement found `after` start (keeps the first one).
+    fn note_replaced(&self, after: Duration, by: libc::sighandler_t) {
+        lock(&self.replaced).get_or_insert(Replaced { after, by });
+    }
+
+    /// Disarms `ITIMER_PROF` if it still has the interval we armed (`ours`); a timer the
+    /// program re-armed with other values is the program's and stays. Only the first call acts.
+    fn release_timer(&self, ours: Option<Interval>) {
+        let Some(ours) = ours else { return };
+        // Relaxed: only a once-flag; the timer itself is kernel state.
+        if self.timer_released.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        // SAFETY: an all-zero itimerval is a valid out-parameter.
+        let mut now: libc::itimerval = unsafe { std::mem::zeroed() };
+        // SAFETY: `now` is a live itimerval for getitimer to fill.
+        unsafe { libc::getitimer(libc::ITIMER_PROF, &mut now) };
+        if interval(&now) == ours {
+            // SAFETY: an all-zero itimerval disarms the timer.
+            unsafe {
+                let zero: libc::itimerval = std::mem::zeroed();
+                libc::setitimer(libc::ITIMER_PROF, &zero, std::ptr::null_mut());
+            }
+        }
+    }
+}
+
+/// An `itimerval`'s interval: (seconds, microseconds).
+type Interval = (libc::time_t, libc::suseconds_t);
+
+/// An `itimerval`'s interval.
+fn interval(it: &libc::itimerval) -> Interval {
+    (it.it_interval.tv_sec, it.it_interval.tv_usec)
+}
+
+/// How often the watcher checks, at least, that the `SIGPROF` handler is still ours.
+const DISPOSITION_CHECK: Duration = Duration::from_millis(5);
 
 /// A running sampler. [`stop`](Sampler::stop) it to get the [`Profile`]; dropping it stops
 /// sampling too (and discards the counts).
@@ -93,6 +149,8 @@ struct Inner {
     config: Config,
     source: SourceUsed,
     previous: signal::Previous,
+    /// The `setitimer` source: the interval of the timer we armed, as the kernel reports it.
+    itimer: Option<Interval>,
     watcher: Option<(mpsc::Sender<()>, JoinHandle<()>)>,
     shared: Arc<Shared>,
     started: Instant,
@@ -182,6 +240,7 @@ fn start_claimed(config: Config) -> Result<Sampler, StartError> {
         config: config.clone(),
         source,
         previous,
+        itimer: None,
         watcher: None,
         shared: Arc::clone(&shared),
         started,
@@ -207,6 +266,11 @@ fn start_claimed(config: Config) -> Result<Sampler, StartError> {
             inner.teardown();
             return Err(StartError::Setitimer(e));
         }
+        // SAFETY: an all-zero itimerval is a valid out-parameter.
+        let mut armed: libc::itimerval = unsafe { std::mem::zeroed() };
+        // SAFETY: `armed` is a live itimerval for getitimer to fill.
+        unsafe { libc::getitimer(libc::ITIMER_PROF, &mut armed) };
+        inner.itimer = Some(interval(&armed));
     }
 
     // The watcher runs in every configuration: it finds new threads (perf source), reads
@@ -224,6 +288,8 @@ fn start_claimed(config: Config) -> Result<Sampler, StartError> {
         shift: config.shift,
         scan_interval: config.scan_interval,
         generation: buckets::loader_generation(),
+        started,
+        itimer: inner.itimer,
     };
     let spawned = std::thread::Builder::new()
         .name("heatmap-watcher".to_owned())
@@ -258,7 +324,7 @@ impl Sampler {
             .inner
             .as_ref()
             .expect("a Sampler holds its state until stopped");
-        inner.profile(Vec::new())
+        inner.profile(Vec::new(), true)
     }
 
     /// The source in use.
@@ -290,15 +356,11 @@ impl Inner {
                 std::mem::forget(handle);
             }
         }
-        if self.source == SourceUsed::Setitimer {
-            // SAFETY: an all-zero itimerval disarms the timer.
-            unsafe {
-                let zero: libc::itimerval = std::mem::zeroed();
-                libc::setitimer(libc::ITIMER_PROF, &zero, std::ptr::null_mut());
-            }
-        }
+        self.shared.release_timer(self.itimer);
         signal::unpublish_and_drain(std::process::id() != self.pid);
-        signal::restore(self.previous);
+        if let Err(by) = signal::restore(self.previous) {
+            self.shared.note_replaced(self.started.elapsed(), by);
+        }
     }
 
     fn finish(mut self) -> Profile {
@@ -322,7 +384,7 @@ impl Inner {
                 ));
             }
         }
-        let profile = self.profile(extra);
+        let profile = self.profile(extra, false);
         // Release: see `start`.
         RUNNING.store(false, Ordering::Release);
         profile
@@ -337,7 +399,13 @@ impl Inner {
         )
     }
 
-    fn profile(&self, extra_warnings: Vec<String>) -> Profile {
+    /// The profile so far; `live`: the sampler still runs (a snapshot), so a replaced handler
+    /// not yet seen by the watcher is looked for here too.
+    fn profile(&self, extra_warnings: Vec<String>, live: bool) -> Profile {
+        if let Some(by) = signal::replaced().filter(|_| live) {
+            self.shared.note_replaced(self.started.elapsed(), by);
+        }
+        let replaced = *lock(&self.shared.replaced);
         let current = self.current();
         let mut objects = Vec::new();
         let mut segments = Vec::new();
@@ -394,7 +462,20 @@ impl Inner {
         if let Some(e) = lock(&self.shared.scan_error).clone() {
             p.warnings.push(e);
         }
-        if let Some(achieved) = p.achieved_hz() {
+        if let Some(r) = replaced {
+            p.warnings.push(format!(
+                "SIGPROF was taken over by the program {:.3} s after start (its disposition is \
+                 now {}, not ours): sampling stopped then and the program's disposition was left \
+                 in place, so the counts cover only the first {:.3} s of the {:.3} s run and rates \
+                 per CPU second read low",
+                r.after.as_secs_f64(),
+                signal::describe(r.by),
+                r.after.as_secs_f64(),
+                wall_ns as f64 / 1e9,
+            ));
+        }
+        // A replaced handler explains a low rate; do not blame the kernel or the machine.
+        if let Some(achieved) = p.achieved_hz().filter(|_| replaced.is_none()) {
             let requested = f64::from(self.config.hz);
             // 5%: the rate promise of the issue; below it the report must say so.
             if achieved < requested * 0.95 && user_cpu_ns >= 100_000_000 {
@@ -466,6 +547,10 @@ struct Watcher {
     scan_interval: Duration,
     /// The loader's (adds, subs) when `set` was built.
     generation: (u64, u64),
+    /// When the sampler started (for the time of a replaced handler).
+    started: Instant,
+    /// The `setitimer` source: the interval of our timer.
+    itimer: Option<Interval>,
 }
 
 /// What the watcher holds per thread.
@@ -493,19 +578,27 @@ impl Watcher {
         let mut next_scan = Instant::now() + self.scan_interval;
         let mut next_tick = Instant::now() + tick;
         let mut idle = 1u32;
-        loop {
+        let mut next_check = Instant::now() + DISPOSITION_CHECK;
+        let replaced = loop {
             let now = Instant::now();
             let wake = if self.wall || self.tgkill {
                 next_tick.min(next_scan)
             } else {
                 next_scan
-            };
+            }
+            .min(next_check);
             match stop.recv_timeout(wake.saturating_duration_since(now)) {
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
                 // A stop request, or the sampler is gone.
-                _ => break,
+                _ => break None,
+            }
+            // First, before any signal is sent: is the handler still ours? If the program
+            // installed its own, our signals would reach it (and it may not expect them).
+            if let Some(by) = signal::replaced() {
+                break Some(by);
             }
             let now = Instant::now();
+            next_check = now + DISPOSITION_CHECK;
             if (self.wall || self.tgkill) && now >= next_tick {
                 let mut ran = true;
                 if self.tgkill {
@@ -539,11 +632,18 @@ impl Watcher {
                 self.scan(me, &mut threads);
                 next_scan = now + self.scan_interval;
             }
-        }
+        };
         for (_, t) in threads.drain() {
             if let Some(fd) = t.fd {
                 sys::disable_and_close(fd);
             }
+        }
+        if let Some(by) = replaced {
+            // Every perf event is closed (above) and the tgkill source sends no more: stop our
+            // timer too, if it is still ours, then wait for stop.
+            self.shared.release_timer(self.itimer);
+            self.shared.note_replaced(self.started.elapsed(), by);
+            let _ = stop.recv();
         }
         let (user, sys) = rusage_ns(libc::RUSAGE_THREAD);
         // Relaxed: read by `finish` after joining this thread (join synchronises).

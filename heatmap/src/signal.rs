@@ -36,10 +36,16 @@
 //! [`install`] swaps our handler in atomically with one `sigaction` call; if the previous
 //! disposition was a handler (anything but `SIG_DFL` or `SIG_IGN`), it puts that handler back
 //! and fails with [`StartError::SignalInUse`]: chaining to a foreign profiler's handler would
-//! double-count or confuse both. [`restore`] puts the previous disposition back on stop. When
-//! that was `SIG_DFL` (terminate the process), it first sets `SIG_IGN`, which makes the kernel
-//! discard any `SIGPROF` still pending for any thread, so a late sample can never kill the
-//! program after we are gone. The handler is installed with `SA_RESTART` (restartable system
+//! double-count or confuse both. [`restore`] puts the previous disposition back on stop, but
+//! only while the disposition is still ours: a program that installed its own `SIGPROF`
+//! handler (or `SIG_IGN`/`SIG_DFL`) after we started keeps it, and `restore` reports what it
+//! found instead (the sampler turns that into a warning). The check is a query followed by a
+//! set, not one atomic swap: a program changing the disposition between the two (a window of
+//! one system call) would still be overwritten. When the previous disposition was `SIG_DFL`
+//! (terminate the process), `restore` first sets `SIG_IGN`, which makes the kernel discard
+//! any `SIGPROF` still pending for any thread, so a late sample can never kill the program
+//! after we are gone. [`replaced`] is the same query, used by the watcher thread to notice a
+//! replacement while sampling and stop sending signals to a handler that is not ours. The handler is installed with `SA_RESTART` (restartable system
 //! calls such as `read` restart transparently), `SA_SIGINFO` (to get the `ucontext_t`) and
 //! `SA_ONSTACK` (a thread running on its alternate signal stack, or near its guard page, is not
 //! pushed over the edge by our frame), and with every other signal but the synchronous faults
@@ -119,9 +125,7 @@ impl std::fmt::Debug for Previous {
 pub(crate) fn install() -> Result<Previous, StartError> {
     // SAFETY: an all-zero sigaction is a valid value (SIG_DFL, empty mask, no flags).
     let mut new: libc::sigaction = unsafe { std::mem::zeroed() };
-    new.sa_sigaction = handler
-        as extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void)
-        as libc::sighandler_t;
+    new.sa_sigaction = handler_address();
     new.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART | libc::SA_ONSTACK;
     new.sa_mask = crate::sys::handler_mask();
     // SAFETY: as for `new`.
@@ -140,8 +144,44 @@ pub(crate) fn install() -> Result<Previous, StartError> {
     Ok(Previous(old))
 }
 
-/// Puts the previous disposition back, discarding pending samples first when it was `SIG_DFL`.
-pub(crate) fn restore(previous: Previous) {
+/// Our handler, as `sigaction` reports it.
+fn handler_address() -> libc::sighandler_t {
+    handler as extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void)
+        as libc::sighandler_t
+}
+
+/// The current disposition of [`SIGNAL`] (`SIG_DFL`, `SIG_IGN` or a handler's address).
+pub(crate) fn current() -> libc::sighandler_t {
+    // SAFETY: an all-zero sigaction is a valid out-parameter; a null `act` only queries.
+    unsafe {
+        let mut now: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(SIGNAL, std::ptr::null(), &mut now);
+        now.sa_sigaction
+    }
+}
+
+/// `None` while [`SIGNAL`]'s disposition is our handler; otherwise the disposition found.
+pub(crate) fn replaced() -> Option<libc::sighandler_t> {
+    let now = current();
+    (now != handler_address()).then_some(now)
+}
+
+/// `SIG_DFL`, `SIG_IGN` or "a handler at 0x...", for messages.
+pub(crate) fn describe(disposition: libc::sighandler_t) -> String {
+    match disposition {
+        libc::SIG_DFL => "SIG_DFL".to_owned(),
+        libc::SIG_IGN => "SIG_IGN".to_owned(),
+        h => format!("a handler at {h:#x}"),
+    }
+}
+
+/// Puts the previous disposition back, discarding pending samples first when it was `SIG_DFL`,
+/// if our handler is still installed. Otherwise changes nothing and returns the disposition
+/// found (the program installed its own after we started: it stays).
+pub(crate) fn restore(previous: Previous) -> Result<(), libc::sighandler_t> {
+    if let Some(now) = replaced() {
+        return Err(now);
+    }
     if previous.0.sa_sigaction == libc::SIG_DFL {
         // SAFETY: an all-zero sigaction with SIG_IGN is valid; setting SIG_IGN discards any
         // pending SIGPROF process-wide (signal(7)), so none can be delivered to SIG_DFL.
@@ -154,6 +194,7 @@ pub(crate) fn restore(previous: Previous) {
     }
     // SAFETY: `previous` is the sigaction value the kernel gave us in `install`.
     unsafe { libc::sigaction(SIGNAL, &previous.0, std::ptr::null_mut()) };
+    Ok(())
 }
 
 /// Publishes `table` to the handler.
