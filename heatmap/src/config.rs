@@ -58,6 +58,7 @@ pub struct Config {
     pub(crate) mode: Mode,
     pub(crate) source: Source,
     pub(crate) scan_interval: Duration,
+    pub(crate) wait_for_first_scan: bool,
 }
 
 impl Default for Config {
@@ -70,6 +71,7 @@ impl Default for Config {
             // 20 ms: new threads are picked up within 20 ms plus one scan (well inside the
             // 100 ms promise), at ~50 directory reads per second (~10 us each here).
             scan_interval: Duration::from_millis(20),
+            wait_for_first_scan: true,
         }
     }
 }
@@ -113,6 +115,17 @@ impl Config {
     /// How often the watcher thread looks for new threads (default 20 ms).
     pub fn scan_interval(mut self, interval: Duration) -> Config {
         self.scan_interval = interval.max(Duration::from_millis(1));
+        self
+    }
+
+    /// Whether [`start`](crate::start) waits for the watcher thread's first scan of the
+    /// process's threads (default: yes, so every running thread is sampled when it returns).
+    /// `false` where waiting on another thread could deadlock: inside a library's initialiser
+    /// run by `dlopen`, glibc holds its loader lock, which the new thread's first thread-local
+    /// needs, so the watcher cannot run until `dlopen` returns. Threads are then sampled from
+    /// the watcher's first scan, a few milliseconds later.
+    pub fn wait_for_first_scan(mut self, wait: bool) -> Config {
+        self.wait_for_first_scan = wait;
         self
     }
 

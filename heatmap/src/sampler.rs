@@ -277,6 +277,7 @@ fn start_claimed(config: Config) -> Result<Sampler, StartError> {
     // blocked threads (wall mode), and gives libraries loaded later their own buckets.
     let (stop_tx, stop_rx) = mpsc::channel::<()>();
     let (ready_tx, ready_rx) = mpsc::channel::<()>();
+    let wait_for_first_scan = config.wait_for_first_scan;
     let watcher = Watcher {
         set,
         shared: Arc::clone(&shared),
@@ -297,8 +298,11 @@ fn start_claimed(config: Config) -> Result<Sampler, StartError> {
     match spawned {
         Ok(handle) => {
             inner.watcher = Some((stop_tx, handle));
-            // The watcher signals after its first scan; if it died, recv fails: go on.
-            let _ = ready_rx.recv();
+            // The watcher signals after its first scan; if it died, recv fails: go on. Not
+            // inside a loader's initialiser (see `Config::wait_for_first_scan`).
+            if wait_for_first_scan {
+                let _ = ready_rx.recv();
+            }
         }
         Err(e) => {
             inner.teardown();

@@ -76,7 +76,9 @@ pub(crate) fn start_from_env() -> bool {
             return false;
         }
     };
-    match start(config) {
+    // Called from the initialiser: inside `dlopen` that runs under glibc's loader lock, which
+    // the watcher thread needs before it can scan, so waiting for it would deadlock the host.
+    match start(config.wait_for_first_scan(false)) {
         Ok(()) => true,
         Err(e) => {
             eprintln!("profpoint: PROFPOINT_HEATMAP: the sampler could not start: {e}");
