@@ -259,13 +259,31 @@ fn tgkill_source_rate_attribution_and_late_threads() {
     // (a preempted thread resumes there). So the rate is checked on the burners and their
     // clock reads together: 1.3 s of CPU at 1 kHz, at least 80% of it.
     let vdso = samples_in(&r, "[vdso]");
+    // The promise: the requested rate, or a report that says it fell short and why (the
+    // watcher signals each thread at most once per wake-up, so a starved watcher undersamples).
+    // Silence with a low rate fails.
+    let shortfall = p
+        .warnings()
+        .iter()
+        .find(|w| w.contains("below the 1000 Hz requested") && w.contains("tgkill"));
+    if let Some(w) = shortfall {
+        println!("rate bound not checked: the profile reports the shortfall: {w}");
+    } else {
+        assert!(
+            alpha + beta + vdso >= 1040,
+            "{} samples for 1.3 s of CPU at 1 kHz, and no warning says so",
+            alpha + beta + vdso
+        );
+    }
+    // Attribution: each burner's samples follow its CPU time (1 s against 300 ms). How many
+    // land in the vDSO instead (the clock reads; a preempted thread resumes there) grows with
+    // load (393 of ~1,100 stayed in burn_cpu_alpha in a stress run beside two busy loops), and
+    // it shifts both burners alike, so their ratio is checked, not a count.
+    assert!(beta >= 30, "{beta} samples for the late thread's 300 ms");
     assert!(
-        alpha + beta + vdso >= 1040,
-        "{} samples for 1.3 s of CPU at 1 kHz",
-        alpha + beta + vdso
+        alpha as f64 >= 1.5 * beta as f64,
+        "{alpha} samples for 1 s of CPU against {beta} for 300 ms"
     );
-    assert!(alpha >= 500, "{alpha} samples in burn_cpu_alpha");
-    assert!(beta >= 100, "{beta} samples for the late thread's 300 ms");
     assert!(
         (alpha + beta + vdso) as f64 >= 0.95 * p.total_samples() as f64,
         "only {} of {} samples in the burning functions and their clock reads",
