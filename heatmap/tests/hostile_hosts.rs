@@ -46,18 +46,6 @@ fn program_handler_address() -> libc::sighandler_t {
         as libc::sighandler_t
 }
 
-fn disposition() -> libc::sighandler_t {
-    // SAFETY: an all-zero sigaction is a valid out-parameter; a null `act` only queries.
-    unsafe {
-        let mut old: libc::sigaction = std::mem::zeroed();
-        assert_eq!(
-            libc::sigaction(libc::SIGPROF, std::ptr::null(), &mut old),
-            0
-        );
-        old.sa_sigaction
-    }
-}
-
 fn set_disposition(handler: libc::sighandler_t, flags: libc::c_int) {
     // SAFETY: installing SIG_DFL, SIG_IGN or a valid SA_SIGINFO handler for SIGPROF.
     unsafe {
@@ -173,7 +161,7 @@ fn program_keeps_its_handler_and_timer(source: Source) {
     );
     let p = s.stop();
     assert_eq!(
-        disposition(),
+        sigprof_disposition(),
         program_handler_address(),
         "the program's handler is still installed after stop"
     );
@@ -261,7 +249,7 @@ fn our_signals_stop_reaching_the_programs_handler(test: &str, source: Source) {
         quiet,
         "our signals reached the program's handler after they had stopped"
     );
-    assert_eq!(disposition(), program_handler_address());
+    assert_eq!(sigprof_disposition(), program_handler_address());
     let p = s.stop();
     let w = taken_over(&p)
         .unwrap_or_else(|| panic!("no take-over warning: {:?}", p.warnings()))
@@ -292,7 +280,7 @@ fn our_signals_stop_reaching_the_programs_handler(test: &str, source: Source) {
          {:.1} ms the watcher took to notice (+2)",
         latency * 1e3
     );
-    assert_eq!(disposition(), program_handler_address());
+    assert_eq!(sigprof_disposition(), program_handler_address());
     reset();
 }
 
@@ -332,6 +320,10 @@ fn a_snapshot_reports_the_take_over() {
     let w = taken_over(&p).unwrap_or_else(|| panic!("no take-over warning: {:?}", p.warnings()));
     assert!(w.contains("now SIG_IGN"), "{w}");
     drop(s.stop());
-    assert_eq!(disposition(), libc::SIG_IGN, "the program's SIG_IGN stays");
+    assert_eq!(
+        sigprof_disposition(),
+        libc::SIG_IGN,
+        "the program's SIG_IGN stays"
+    );
     reset();
 }

@@ -11,18 +11,6 @@ use std::time::{Duration, Instant};
 use common::*;
 use heatmap::{Config, Source, StartError};
 
-fn current() -> libc::sighandler_t {
-    // SAFETY: an all-zero sigaction is a valid out-parameter; a null `act` only queries.
-    unsafe {
-        let mut old: libc::sigaction = std::mem::zeroed();
-        assert_eq!(
-            libc::sigaction(libc::SIGPROF, std::ptr::null(), &mut old),
-            0
-        );
-        old.sa_sigaction
-    }
-}
-
 fn set(handler: libc::sighandler_t) {
     // SAFETY: installing SIG_DFL, SIG_IGN or a valid extern "C" handler for SIGPROF.
     unsafe {
@@ -53,7 +41,11 @@ fn a_foreign_handler_is_refused_and_left_in_place() {
         msg.contains("expected SIGPROF to be SIG_DFL or SIG_IGN"),
         "{msg}"
     );
-    assert_eq!(current(), h, "the foreign handler is still installed");
+    assert_eq!(
+        sigprof_disposition(),
+        h,
+        "the foreign handler is still installed"
+    );
     // And it still works.
     // SAFETY: raising SIGPROF, whose handler is `foreign`.
     unsafe { libc::raise(libc::SIGPROF) };
@@ -70,13 +62,13 @@ fn sig_ign_and_sig_dfl_are_restored() {
         set(previous);
         let s = heatmap::start(Config::new().source(Source::Setitimer)).unwrap();
         assert_ne!(
-            current(),
+            sigprof_disposition(),
             previous,
             "our handler is installed while sampling"
         );
         burn_cpu_alpha(Duration::from_millis(20));
         drop(s.stop());
-        assert_eq!(current(), previous);
+        assert_eq!(sigprof_disposition(), previous);
     }
     // With SIG_DFL back, the only safe SIGPROF is none: check that no sample is left pending
     // for this thread (it would terminate the process when unblocked).
@@ -116,7 +108,7 @@ fn a_sample_pending_at_stop_does_not_kill_the_program() {
         assert_eq!(libc::sigismember(&pending, libc::SIGPROF), 1);
     }
     drop(s.stop());
-    assert_eq!(current(), libc::SIG_DFL);
+    assert_eq!(sigprof_disposition(), libc::SIG_DFL);
     // SAFETY: restoring the mask saved above; a pending SIGPROF would now kill us.
     unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
     // Reaching this line is the proof (a SIG_DFL SIGPROF terminates the process).

@@ -14,6 +14,19 @@ pub fn serial() -> MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The current SIGPROF disposition (a handler's address, `SIG_DFL` or `SIG_IGN`).
+pub fn sigprof_disposition() -> libc::sighandler_t {
+    // SAFETY: an all-zero sigaction is a valid out-parameter; a null `act` only queries.
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        assert_eq!(
+            libc::sigaction(libc::SIGPROF, std::ptr::null(), &mut old),
+            0
+        );
+        old.sa_sigaction
+    }
+}
+
 /// CPU time of the calling thread.
 pub fn thread_cpu() -> Duration {
     let mut ts = libc::timespec {
