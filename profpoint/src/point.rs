@@ -270,9 +270,7 @@ impl Point {
     fn start_on(&'static self, status: u8, t: &mut Token) {
         // Relaxed: the index is a pure function of the address (see `index`).
         let index = owned::get32(&self.index);
-        if let Some(shard) = shard::current()
-            && let Some(slot) = shard.slot(index)
-        {
+        if let Some((shard, slot)) = shard::fast_slot(index) {
             self.start_in(status, shard, slot, 0, t);
         } else {
             self.start_cold(status, t);
@@ -332,10 +330,18 @@ impl Point {
     #[cold]
     #[inline(never)]
     fn start_cold(&'static self, status: u8, t: &mut Token) {
-        // First-use work (the thread's shard, this point's slot: ~10 us with its page faults)
-        // must not land in the intervals of the points open on this thread: its time goes to
-        // the shard's `setup`, which every point's clock reads subtract, and to the process's
-        // own-cost tally in the report.
+        let (shard, slot, flags) = self.slot_cold();
+        self.start_in(status, shard, slot, flags, t);
+    }
+
+    /// This thread's shard and this point's slot, made on first use, with the token flags
+    /// they call for (`T_BORROWED`, `T_MONO`). First-use work (the thread's shard, this
+    /// point's slot: ~10 us with its page faults) must not land in the intervals of the points
+    /// open on this thread: its time goes to the shard's `setup`, which every point's clock
+    /// reads subtract, and to the process's own-cost tally in the report.
+    #[cold]
+    #[inline(never)]
+    fn slot_cold(&'static self) -> (&'static Shard, &'static Slot, u8) {
         let began = clock::now();
         let index = self.index();
         let (shard, mut flags) = match shard::current() {
@@ -352,7 +358,7 @@ impl Point {
         let spent = clock::now().saturating_sub(began);
         // The shard's clock is the process clock (`shard.tsc` is a copy of its choice).
         shard::add_setup(shard, spent);
-        self.start_in(status, shard, slot, flags, t);
+        (shard, slot, flags)
     }
 
     /// Stops timing and records the call.
@@ -391,10 +397,7 @@ impl Point {
         // `start_on` inlined by hand, so that the cold path is a tail call (nothing is live
         // after it, so the common path saves no registers).
         let index = owned::get32(&self.index);
-        let fast = match shard::current() {
-            Some(shard) => shard.slot(index).map(|slot| (shard, slot)),
-            None => None,
-        };
+        let fast = shard::fast_slot(index);
         if let Some((_, slot)) = fast
             && status == COUNT
         {
@@ -466,20 +469,9 @@ impl Point {
         let (shard, slot, borrowed) = match fast {
             Some((shard, slot)) => (shard, slot, false),
             None => {
-                // First use on this thread: outside the intervals open here, as in
-                // `start_cold`.
-                let began = clock::now();
-                let (shard, borrowed) = match shard::current() {
-                    Some(s) => (s, false),
-                    None => match shard::acquire() {
-                        Lease::Owned(s) => (s, false),
-                        Lease::Borrowed(s) => (s, true),
-                    },
-                };
-                let slot = shard.slot_or_new(index);
-                let spent = clock::now().saturating_sub(began);
-                shard::add_setup(shard, spent);
-                (shard, slot, borrowed)
+                // First use on this thread: outside the intervals open here.
+                let (shard, slot, flags) = self.slot_cold();
+                (shard, slot, flags & T_BORROWED != 0)
             }
         };
         slot.write_begin();

@@ -441,6 +441,14 @@ pub(crate) fn current() -> Option<&'static Shard> {
     Some(unsafe { &*p })
 }
 
+/// This thread's shard and its slot of point `index`, if both exist and serve the fast path
+/// (hot path; `None` sends the caller to its cold path).
+#[inline(always)]
+pub(crate) fn fast_slot(index: u32) -> Option<(&'static Shard, &'static Slot)> {
+    let shard = current()?;
+    Some((shard, shard.slot(index)?))
+}
+
 /// How a call got its shard.
 pub(crate) enum Lease {
     /// The thread's own shard, kept until the thread exits.
