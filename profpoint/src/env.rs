@@ -9,6 +9,7 @@
 //! | `PROFPOINT_DISABLE` | comma-separated globs of point names to turn off | none |
 //! | `PROFPOINT_ENABLE` | comma-separated globs to turn on (applied after `PROFPOINT_DISABLE`) | all on |
 //! | `PROFPOINT_SAMPLE` | `N` (every point) or comma-separated `GLOB=N`: time one call in about N | every call timed |
+//! | `PROFPOINT_BUDGET` | the share of CPU time the points' instrumentation may cost: `2%` (a percentage), or `off`; hot points are then timed on one call in N, counted only, or switched off (see `profpoint::set_budget`) | `2%` |
 //! | `PROFPOINT_SUBTRACT_OVERHEAD` | `0` or `1` | `0` |
 //! | `PROFPOINT_TRACE` | comma-separated globs of tracepoint names whose counting probe to turn on | none |
 //! | `PROFPOINT_HEATMAP`, `PROFPOINT_HZ`, `PROFPOINT_SHIFT`, `PROFPOINT_HEATMAP_SOURCE` | start the heatmap sampler (see the `heatmap` crate; source `auto`, `perf`, `setitimer` or `tgkill`) | off |
@@ -193,6 +194,23 @@ pub fn parse_bool(var: &'static str, value: &str) -> Result<bool, EnvError> {
     }
 }
 
+/// Parses `PROFPOINT_BUDGET`: a percentage of CPU time (`2%`, `0.5`, `10%`), or `off` (also
+/// `0`, `none`) for no budget (`None`).
+pub fn parse_budget(value: &str) -> Result<Option<f64>, EnvError> {
+    let v = value.trim();
+    if matches!(v, "off" | "none" | "0" | "0%") {
+        return Ok(None);
+    }
+    match v.strip_suffix('%').unwrap_or(v).trim().parse::<f64>() {
+        Ok(p) if p > 0.0 && p <= 100.0 => Ok(Some(p)),
+        _ => Err(EnvError {
+            var: "PROFPOINT_BUDGET",
+            value: value.to_string(),
+            expected: "a percentage of CPU time above 0 and at most 100 (e.g. 2%), or off",
+        }),
+    }
+}
+
 /// Parses `PROFPOINT_CLOCK`: `true` means "use the monotonic clock".
 pub fn parse_clock(value: &str) -> Result<bool, EnvError> {
     match value.trim() {
@@ -259,6 +277,20 @@ mod tests {
         );
         assert!(parse_sample("abc").is_err());
         assert!(parse_sample("=4").is_err());
+    }
+
+    #[test]
+    fn budget_values() {
+        assert_eq!(parse_budget("2%").unwrap(), Some(2.0));
+        assert_eq!(parse_budget(" 0.5 ").unwrap(), Some(0.5));
+        assert_eq!(parse_budget("100%").unwrap(), Some(100.0));
+        assert_eq!(parse_budget("off").unwrap(), None);
+        assert_eq!(parse_budget("0").unwrap(), None);
+        for bad in ["", "-1%", "101", "two", "2%%", "nan"] {
+            let e = parse_budget(bad).unwrap_err();
+            assert_eq!(e.var, "PROFPOINT_BUDGET");
+            assert_eq!(e.value, bad);
+        }
     }
 
     #[test]

@@ -152,6 +152,12 @@ fn init_inner() {
             Err(e) => env::warn(&e, "no tracepoint counted"),
         }
     }
+    if let Some(v) = env::var("PROFPOINT_BUDGET") {
+        match env::parse_budget(&v) {
+            Ok(b) => crate::budget::set(b),
+            Err(e) => env::warn(&e, "2%"),
+        }
+    }
     if let Some(v) = env::var("PROFPOINT_COMPENSATE") {
         match env::parse_bool("PROFPOINT_COMPENSATE", &v) {
             Ok(on) => crate::compensate(on),

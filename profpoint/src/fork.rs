@@ -12,7 +12,8 @@
 //! three locks in an order no other code can invert (grace period, writers, registry: a
 //! grace period waits for read sections, whose probes may take the writers' lock, so the
 //! grace-period lock must come first), so no other thread holds one at the fork; the
-//! *parent* handler releases them; the *child* handler closes every read section but the
+//! *parent* handler releases them (and the overhead budget's lock, taken between the second and
+//! the third: its controller reads the registry while holding it); the *child* handler closes every read section but the
 //! forking thread's own (their threads do not exist here) and then releases them. A thread
 //! that forks from inside a probe (inside a read section) only tries the grace-period lock
 //! (its holder may be waiting for that very section); if another thread held it, the child
@@ -37,15 +38,18 @@ pub(crate) fn init() {
 
 extern "C" fn prepare() {
     tracepoint::fork_hold(tracepoint::in_read_section());
+    crate::budget::fork_hold();
     shard::fork_hold();
 }
 
 extern "C" fn parent() {
     shard::fork_release(false);
+    crate::budget::fork_release(false);
     tracepoint::fork_release(false);
 }
 
 extern "C" fn child() {
     shard::fork_release(true);
+    crate::budget::fork_release(true);
     tracepoint::fork_release(true);
 }

@@ -51,6 +51,7 @@
 
 extern crate self as profpoint;
 
+mod budget;
 mod clock;
 #[cfg(feature = "criterion")]
 pub mod criterion;
@@ -71,6 +72,7 @@ pub mod tracepoint;
 #[doc(hidden)]
 pub mod __private;
 
+pub use budget::{BudgetEvent, BudgetReport, ThrottledPoint};
 pub use clock::ClockInfo;
 pub use glob::matches as glob_matches;
 pub use overhead::Overhead;
@@ -139,6 +141,29 @@ pub fn compensate(on: bool) {
         return;
     }
     overhead::set_compensation(on);
+}
+
+/// Sets the overhead budget: `Some(percent)` of the process's CPU time that the points'
+/// instrumentation may cost (2% by default, `PROFPOINT_BUDGET`), or `None` for no budget.
+/// Under it, a point too hot to time on every call is timed on one call in N, counted only,
+/// or (last resort) switched off, and timed fully again when it cools down; every change and
+/// an error bar for every estimated total are in the report. Points you set to sampled,
+/// counted or off yourself stay as you set them. `None` times throttled points fully again.
+#[cfg_attr(feature = "off", inline(always))]
+pub fn set_budget(percent: Option<f64>) {
+    if OFF_BUILD {
+        return;
+    }
+    budget::set(percent);
+}
+
+/// The overhead budget in percent of CPU time (`None`: no budget); see [`set_budget`].
+#[cfg_attr(feature = "off", inline(always))]
+pub fn budget() -> Option<f64> {
+    if OFF_BUILD {
+        return None;
+    }
+    budget::get()
 }
 
 /// Counts every call of the points matching `glob` and times none (no clock read: the

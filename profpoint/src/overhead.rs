@@ -72,37 +72,88 @@ pub(crate) fn measure() {
         return;
     }
     MEASURED.get_or_init(|| {
-        let mut best = f64::MAX;
         let index = CALIBRATION.index() as usize;
         let before = shard::read_point(index);
-        for _ in 0..ROUNDS {
-            let t0 = clock::now();
-            for i in 0..CALLS {
-                // The path an enabled `#[profile_point]` takes: the same two out-of-line calls
-                // of profpoint's own code that every annotated function makes.
-                let mut t = std::mem::MaybeUninit::uninit();
-                let _g = CALIBRATION.__enter(&mut t);
-                std::hint::black_box(i);
-            }
-            let per = (clock::now() - t0) as f64 / CALLS as f64;
-            best = best.min(per);
-        }
+        let best = loop_ticks(Some(&CALIBRATION));
         let c = shard::read_point(index).since(&before);
         // The same loop without the point: what a call costs is the difference (the loop and
         // its body are the caller's, not profpoint's).
-        let mut bare = f64::MAX;
-        for _ in 0..ROUNDS {
-            let t0 = clock::now();
-            for i in 0..CALLS {
-                std::hint::black_box(i);
-            }
-            bare = bare.min((clock::now() - t0) as f64 / CALLS as f64);
-        }
+        let bare = loop_ticks(None);
         (
             (best - bare).max(0.0),
             crate::hist::quantile(&c.hist, c.hist.iter().sum(), 0.5),
         )
     });
+}
+
+/// Ticks per iteration of a loop of `CALLS` calls through `point` (the path an enabled
+/// `#[profile_point]` takes), or of the bare loop: best of `ROUNDS`, to keep a preempted
+/// round out.
+fn loop_ticks(point: Option<&'static Point>) -> f64 {
+    let mut best = f64::MAX;
+    for _ in 0..ROUNDS {
+        let t0 = clock::now();
+        for i in 0..CALLS {
+            if let Some(p) = point {
+                // The same two out-of-line calls of profpoint's own code that every annotated
+                // function makes.
+                let mut t = std::mem::MaybeUninit::uninit();
+                let _g = p.__enter(&mut t);
+                std::hint::black_box(i);
+            } else {
+                std::hint::black_box(i);
+            }
+        }
+        best = best.min((clock::now() - t0) as f64 / CALLS as f64);
+    }
+    best
+}
+
+#[cfg_attr(not(feature = "off"), linkme::distributed_slice(crate::point::POINTS))]
+static CALIBRATION_MODES: Point = Point::new(
+    Name::Static("profpoint::calibration_modes"),
+    Kind::Hidden,
+    file!(),
+    line!(),
+);
+
+/// What one call costs in each state of an on point, in raw ticks (the overhead budget's
+/// cost model).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct ModeCosts {
+    /// A timed call (two clock reads, the interval recorded).
+    pub(crate) timed: f64,
+    /// A call that sampled timing leaves untimed (a countdown, the count in the seqlock).
+    pub(crate) skipped: f64,
+    /// A call of a point that counts only (one per-thread increment).
+    pub(crate) counted: f64,
+}
+
+static MODE_COSTS: OnceLock<ModeCosts> = OnceLock::new();
+
+/// Measures [`ModeCosts`] once per process (about 2 ms, on the calling thread); later calls
+/// return the same figures.
+pub(crate) fn mode_costs() -> ModeCosts {
+    *MODE_COSTS.get_or_init(|| {
+        let p = &CALIBRATION_MODES;
+        let bare = loop_ticks(None);
+        let cost = || (loop_ticks(Some(p)) - bare).max(0.0);
+        p.set_enabled(true);
+        let timed = cost();
+        // One call in 2^30 timed: the rest take the sampled path's untimed branch.
+        p.set_sampling(1 << 30);
+        let skipped = cost();
+        p.set_counting();
+        let counted = cost();
+        p.set_enabled(true);
+        // A cheaper state never costs more than a dearer one in the model (noise can say so).
+        let skipped = skipped.min(timed);
+        ModeCosts {
+            timed,
+            skipped,
+            counted: counted.min(skipped),
+        }
+    })
 }
 
 /// Overhead compensation (`PROFPOINT_COMPENSATE`, [`crate::compensate`]): while on, every timed

@@ -35,7 +35,7 @@ use crate::shard::{self, Lease, Shard, Slot, bump};
 use std::marker::PhantomData;
 use std::mem::MaybeUninit;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU8, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, Ordering};
 
 /// The linker-gathered section of every point (the seed's `.profile.point`).
 #[cfg(not(feature = "off"))]
@@ -92,6 +92,9 @@ pub struct Point {
     index: AtomicU32,
     /// In sampled mode: time one call in about this many.
     sample_every: AtomicU32,
+    /// The point's recent mean timed call, in ticks (kept by the overhead budget's
+    /// controller): what an untimed call adds to the intervals around it.
+    mean_ticks: AtomicU64,
     name: Name,
     resolved: OnceLock<&'static str>,
     file: &'static str,
@@ -148,6 +151,7 @@ impl Point {
             kind,
             index: AtomicU32::new(u32::MAX),
             sample_every: AtomicU32::new(1),
+            mean_ticks: AtomicU64::new(0),
             name,
             resolved: OnceLock::new(),
             file,
@@ -193,6 +197,12 @@ impl Point {
             COUNT => Some(0),
             _ => None,
         }
+    }
+
+    /// Sets the mean timed call that stands for an untimed one in the intervals around it.
+    pub(crate) fn set_mean_ticks(&self, ticks: u64) {
+        // Relaxed: a figure read on its own; a call that reads the old one uses a valid mean.
+        self.mean_ticks.store(ticks, Ordering::Relaxed);
     }
 
     /// Counts every call and times none: no clock read, so an on point's cheapest state, for
@@ -282,7 +292,9 @@ impl Point {
         t.slot = slot;
         t.shard = shard;
         if status == COUNT {
-            // Counted at leave; no recursion mark (nothing is timed, nothing to fold).
+            // Counted at leave; no recursion mark (nothing is timed, nothing to fold). The
+            // intervals around it gain the point's mean timed call (see the skipped branch).
+            owned::add(&shard.child_acc, owned::get(&self.mean_ticks));
             t.mode = T_COUNTED | flags;
             return;
         }
@@ -305,6 +317,11 @@ impl Point {
             if left > 1 {
                 owned::set32(&slot.countdown, left - 1);
                 owned::set32(&slot.depth, ACTIVE_SKIPPED);
+                // At leave, the intervals around this call gain the point's mean timed call
+                // (in `t0`, unused by an untimed call) in place of what it really took, which
+                // no clock read measured: their self time stays their own.
+                t.saved_child = owned::get(&shard.child_acc);
+                t.t0 = owned::get(&self.mean_ticks);
                 t.mode = T_SKIPPED | flags;
                 return;
             }
@@ -344,7 +361,13 @@ impl Point {
     fn slot_cold(&'static self) -> (&'static Shard, &'static Slot, u8) {
         let began = clock::now();
         let index = self.index();
-        let (shard, mut flags) = match shard::current() {
+        let current = shard::current();
+        if self.kind != Kind::Hidden {
+            // The overhead budget's controller starts with the process's first call of a
+            // user's point (see `budget::ensure_started`).
+            crate::budget::ensure_started(current.is_none());
+        }
+        let (shard, mut flags) = match current {
             Some(s) => (s, 0),
             None => match shard::acquire() {
                 Lease::Owned(s) => (s, 0),
@@ -398,12 +421,14 @@ impl Point {
         // after it, so the common path saves no registers).
         let index = owned::get32(&self.index);
         let fast = shard::fast_slot(index);
-        if let Some((_, slot)) = fast
+        if let Some((shard, slot)) = fast
             && status == COUNT
         {
             // Counted here, once: the guard has nothing to leave. One word changes, so no
             // seqlock: a reader sees the count before or after, both consistent with the rest.
             bump(&slot.skipped, 1);
+            // The intervals around it gain the point's mean timed call (see `start_in`).
+            owned::add(&shard.child_acc, owned::get(&self.mean_ticks));
             return false;
         }
         let t = init_token(t);
@@ -512,6 +537,11 @@ fn leave_on(token: &Token) {
     if mode == T_SKIPPED {
         // Relaxed: owner-only (see shard.rs).
         owned::set32(&slot.depth, 0);
+        // As if timed at the point's mean (see `start_in`): what points nested in this call
+        // added is part of that. No mean yet (0): the nested points' time is all there is.
+        if token.t0 != 0 {
+            owned::set(&shard.child_acc, token.saved_child.wrapping_add(token.t0));
+        }
         slot.write_begin();
         bump(&slot.skipped, 1);
         slot.write_end();
@@ -540,7 +570,10 @@ fn leave_on(token: &Token) {
             owned::set32(&slot.depth, 0);
         }
         slot.write_begin();
-        bump(&slot.self_ticks, dur.saturating_sub(children));
+        // Wrapping: `children` holds estimates where nested points were left untimed (their
+        // mean call), which may exceed this interval; the sum stays unbiased only if such a
+        // call's self time may be negative (a two's-complement word: see `Scalars::self_signed`).
+        bump(&slot.self_ticks, dur.wrapping_sub(children));
         if mode == T_TIMED {
             record_interval(slot, dur);
         } else {

@@ -118,11 +118,24 @@ impl Counts {
         self.timed += other.timed;
         self.skipped += other.skipped;
         self.total += other.total;
-        self.self_ticks += other.self_ticks;
+        self.self_ticks = self.self_ticks.wrapping_add(other.self_ticks);
         self.min = self.min.min(other.min);
         self.max = self.max.max(other.max);
         for (a, b) in self.hist.iter_mut().zip(&other.hist) {
             *a += b;
+        }
+    }
+
+    /// The scalar counters.
+    pub(crate) fn scalars(&self) -> Scalars {
+        Scalars {
+            nested: self.nested,
+            timed: self.timed,
+            skipped: self.skipped,
+            total: self.total,
+            self_ticks: self.self_ticks,
+            min: self.min,
+            max: self.max,
         }
     }
 
@@ -133,7 +146,7 @@ impl Counts {
             timed: self.timed.saturating_sub(base.timed),
             skipped: self.skipped.saturating_sub(base.skipped),
             total: self.total.saturating_sub(base.total),
-            self_ticks: self.self_ticks.saturating_sub(base.self_ticks),
+            self_ticks: self.self_ticks.wrapping_sub(base.self_ticks),
             min: self.min,
             max: self.max,
             hist: self
@@ -188,6 +201,25 @@ impl Slot {
     /// more than `timed`: percentiles use the distribution's own total).
     pub(crate) fn read(&self, into: &mut Counts) {
         let mut c = Counts::default();
+        let s = self.read_scalars();
+        c.nested = s.nested;
+        c.timed = s.timed;
+        c.skipped = s.skipped;
+        c.total = s.total;
+        c.self_ticks = s.self_ticks;
+        c.min = s.min;
+        c.max = s.max;
+        for (d, s) in c.hist.iter_mut().zip(&self.hist) {
+            // Relaxed: the distribution is read as a best-effort copy (see above).
+            *d = s.load(Ordering::Relaxed);
+        }
+        into.add(&c);
+    }
+
+    /// The scalar counters, consistent with each other (retried while the owner is
+    /// mid-update): one cache line, what the overhead budget reads of every slot each round.
+    pub(crate) fn read_scalars(&self) -> Scalars {
+        let mut c = Scalars::default();
         let mut attempts = 0u32;
         let mut started: Option<std::time::Instant> = None;
         loop {
@@ -226,11 +258,73 @@ impl Slot {
                 std::hint::spin_loop();
             }
         }
-        for (d, s) in c.hist.iter_mut().zip(&self.hist) {
-            // Relaxed: the distribution is read as a best-effort copy (see above).
-            *d = s.load(Ordering::Relaxed);
+        c
+    }
+}
+
+/// The scalar counters of a slot (or the sum of several): [`Counts`] without the distribution.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Scalars {
+    pub(crate) nested: u64,
+    pub(crate) timed: u64,
+    pub(crate) skipped: u64,
+    pub(crate) total: u64,
+    pub(crate) self_ticks: u64,
+    pub(crate) min: u64,
+    pub(crate) max: u64,
+}
+
+impl Default for Scalars {
+    fn default() -> Self {
+        Scalars {
+            nested: 0,
+            timed: 0,
+            skipped: 0,
+            total: 0,
+            self_ticks: 0,
+            min: u64::MAX,
+            max: 0,
         }
-        into.add(&c);
+    }
+}
+
+impl Scalars {
+    /// Adds the additive counters of `o` (min and max are not needed by the sums' users).
+    pub(crate) fn add(&mut self, o: &Scalars) {
+        self.nested += o.nested;
+        self.timed += o.timed;
+        self.skipped += o.skipped;
+        self.total += o.total;
+        self.self_ticks = self.self_ticks.wrapping_add(o.self_ticks);
+        self.min = self.min.min(o.min);
+        self.max = self.max.max(o.max);
+    }
+
+    /// Every completed call.
+    pub(crate) fn nr(&self) -> u64 {
+        self.timed + self.nested + self.skipped
+    }
+
+    /// `self_ticks` as the signed sum it is: a call whose nested points were estimated (left
+    /// untimed, counted at their mean) may add a negative self time, so that the sum stays
+    /// unbiased; the words add and subtract wrapping.
+    pub(crate) fn self_signed(&self) -> f64 {
+        self.self_ticks as i64 as f64
+    }
+}
+
+/// The scalar counters of every point, each summed over every shard, into `out` (indexed by
+/// point; resized to the number of points).
+pub(crate) fn read_all_scalars(out: &mut Vec<Scalars>) {
+    out.clear();
+    out.resize(crate::point::all().len(), Scalars::default());
+    let shards = registry().all.clone();
+    for s in shards {
+        for (i, o) in out.iter_mut().enumerate() {
+            if let Some(slot) = s.slot_for_read(i) {
+                o.add(&slot.read_scalars());
+            }
+        }
     }
 }
 
@@ -600,6 +694,6 @@ mod size_tests {
         assert_eq!(std::mem::size_of::<super::Slot>(), 11_392);
         assert_eq!(std::mem::size_of::<super::Shard>(), 128);
         assert_eq!(std::mem::align_of::<super::Shard>(), 128);
-        assert_eq!(std::mem::size_of::<crate::point::Point>(), 72);
+        assert_eq!(std::mem::size_of::<crate::point::Point>(), 80);
     }
 }

@@ -400,6 +400,7 @@ fn bad_environment_values_get_one_clear_line_and_the_default() {
             ("PROFPOINT_REPORT", "xml:/tmp/x"),
             ("PROFPOINT_SAMPLE", "often"),
             ("PROFPOINT_SUBTRACT_OVERHEAD", "maybe"),
+            ("PROFPOINT_BUDGET", "lots"),
         ],
     );
     assert!(o.status.success());
@@ -416,6 +417,11 @@ fn bad_environment_values_get_one_clear_line_and_the_default() {
     assert!(e.contains("PROFPOINT_SAMPLE=\"often\": expected"), "{e}");
     assert!(
         e.contains("PROFPOINT_SUBTRACT_OVERHEAD=\"maybe\": expected 0 or 1"),
+        "{e}"
+    );
+    assert!(
+        e.lines().any(|l| l
+            == "profpoint: PROFPOINT_BUDGET=\"lots\": expected a percentage of CPU time above 0 and at most 100 (e.g. 2%), or off; using 2%"),
         "{e}"
     );
     // The default for a bad PROFPOINT_REPORT is stderr: the table is there.
@@ -482,6 +488,7 @@ fn non_utf8_environment_values_get_one_clear_line() {
         ("PROFPOINT_DISABLE", None),
         ("PROFPOINT_SAMPLE", None),
         ("PROFPOINT_SUBTRACT_OVERHEAD", None),
+        ("PROFPOINT_BUDGET", None),
         ("PROFPOINT_CLOCK", None),
         ("PROFPOINT_TRACE", None),
         ("PROFPOINT_HEATMAP", None),

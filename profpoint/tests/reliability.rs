@@ -74,6 +74,9 @@ fn point(name: &str) -> profpoint::PointReport {
 
 #[test]
 fn a_signal_storm_with_thread_and_probe_churn_loses_nothing() {
+    // Every call timed: this test checks the timed path's counters (the budget's sampled,
+    // count-only and off states have their own tests, tests/budget.rs).
+    profpoint::set_budget(None);
     // SAFETY: installing a handler that only does an atomic add; SA_RESTART so the workers'
     // own system calls (thread creation, joins) are not failed by it.
     unsafe {
@@ -300,6 +303,9 @@ extern "C" fn calls_victim(_: libc::c_int) {
 /// for why a split update is possible in principle and why it is not seen).
 #[test]
 fn a_signal_handler_calling_the_interrupted_point_loses_no_count() {
+    // Every call timed: this test checks the timed path's counters (the budget's sampled,
+    // count-only and off states have their own tests, tests/budget.rs).
+    profpoint::set_budget(None);
     // SAFETY: a handler for SIGUSR2 that calls profiled code and bumps an atomic; SA_RESTART.
     unsafe {
         let mut act: libc::sigaction = std::mem::zeroed();

@@ -40,6 +40,9 @@ fn hammer(threads: usize, calls: u64) -> u64 {
 
 #[test]
 fn exact_counts_from_2_to_16_threads_including_early_exits() {
+    // Every call timed: this test checks the timed path's counters (the budget's sampled,
+    // count-only and off states have their own tests, tests/budget.rs).
+    profpoint::set_budget(None);
     let mut expected = 0;
     for threads in [2, 3, 4, 8, 16] {
         expected += hammer(threads, 20_000);
@@ -70,6 +73,9 @@ fn thread_churn_does_not_grow_memory() {
 
 #[test]
 fn snapshots_taken_during_the_storm_are_consistent() {
+    // Every call timed: this test checks the timed path's counters (the budget's sampled,
+    // count-only and off states have their own tests, tests/budget.rs).
+    profpoint::set_budget(None);
     let stop = Arc::new(AtomicBool::new(false));
     let workers: Vec<_> = (0..3)
         .map(|_| {
@@ -101,6 +107,9 @@ fn snapshots_taken_during_the_storm_are_consistent() {
 
 #[test]
 fn toggling_status_while_threads_run_loses_nothing_once_on() {
+    // Every call timed: this test checks the timed path's counters (the budget's sampled,
+    // count-only and off states have their own tests, tests/budget.rs).
+    profpoint::set_budget(None);
     let stop = Arc::new(AtomicBool::new(false));
     let toggler = {
         let stop = stop.clone();

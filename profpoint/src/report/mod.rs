@@ -27,6 +27,7 @@ mod table;
 
 pub use table::write_table;
 
+use crate::budget::{self, Est};
 use crate::clock::{self, ClockInfo};
 use crate::point::{self, Kind};
 use crate::shard::{self, Counts};
@@ -65,6 +66,8 @@ pub struct Report {
     pub points: Vec<PointReport>,
     /// Every tracepoint, most hits first.
     pub tracepoints: Vec<crate::tracepoint::TracepointInfo>,
+    /// The overhead budget: its setting, its cost model, what it throttled and when.
+    pub budget: budget::BudgetReport,
     /// The heatmap sampler's top functions, when it runs under profpoint
     /// (`PROFPOINT_HEATMAP`, [`crate::start_heatmap`]).
     #[cfg(feature = "heatmap")]
@@ -152,6 +155,9 @@ pub struct PointReport {
     pub stddev_ns: u64,
     /// `total_ns` as a percentage of the process's wall time.
     pub wall_percent: f64,
+    /// When `total_ns` is an estimate: the half-width of its 95% confidence interval
+    /// (`total_ns` plus or minus this), nanoseconds; 0 when every call was timed.
+    pub total_ci95_ns: u64,
 }
 
 /// How to build a report.
@@ -171,30 +177,40 @@ fn baseline() -> std::sync::MutexGuard<'static, Vec<Counts>> {
     BASELINE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Current counts of every point (raw ticks), minus the reset baseline.
-pub(crate) fn read_all() -> Vec<Counts> {
+/// Current counts of every point (raw ticks) minus the reset baseline, each with its estimated
+/// totals (stratified by the overhead budget's rounds when its controller runs: see
+/// `budget.rs`; else one stratum for the whole run).
+pub(crate) fn read_all() -> Vec<(Counts, Est)> {
     let base = baseline();
-    point::all()
-        .iter()
+    let abs: Vec<Counts> = (0..point::all().len()).map(shard::read_point).collect();
+    let scalars: Vec<_> = abs.iter().map(Counts::scalars).collect();
+    let ests = budget::estimates(&scalars);
+    abs.into_iter()
         .enumerate()
-        .map(|(i, _)| {
-            let c = shard::read_point(i);
-            match base.get(i) {
+        .map(|(i, c)| {
+            let c = match base.get(i) {
                 Some(b) => c.since(b),
                 None => c,
-            }
+            };
+            let est = match &ests {
+                Some(e) => e[i],
+                None => {
+                    let mut e = Est::default();
+                    e.fold(&c.scalars());
+                    e
+                }
+            };
+            (c, est)
         })
         .collect()
 }
 
 /// Makes the current counts the new zero (see [`crate::reset`]).
 pub(crate) fn reset_counts() {
-    let now: Vec<Counts> = point::all()
-        .iter()
-        .enumerate()
-        .map(|(i, _)| shard::read_point(i))
-        .collect();
-    *baseline() = now;
+    let mut base = baseline();
+    let now: Vec<Counts> = (0..point::all().len()).map(shard::read_point).collect();
+    budget::reset(&now.iter().map(Counts::scalars).collect::<Vec<_>>());
+    *base = now;
 }
 
 impl Report {
@@ -224,6 +240,7 @@ impl Report {
             wall_ns: 0,
             points: Vec::new(),
             tracepoints: Vec::new(),
+            budget: budget::BudgetReport::none(),
             #[cfg(feature = "heatmap")]
             heatmap: None,
             #[cfg(feature = "heatmap")]
@@ -248,7 +265,7 @@ impl Report {
             .iter()
             .zip(&counts)
             .filter(|(p, _)| p.kind() != Kind::Hidden)
-            .map(|(p, c)| point_report(p, c, &clock, wall_ns, sub_ticks))
+            .map(|(p, (c, est))| point_report(p, c, est, &clock, wall_ns, sub_ticks))
             .collect();
         points.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(a.name.cmp(&b.name)));
         // At exit both samplers stop before either is symbolised (that is the profiler's work).
@@ -270,6 +287,7 @@ impl Report {
             wall_ns,
             points,
             tracepoints: crate::tracepoint::infos(),
+            budget: budget::report(&clock),
             #[cfg(feature = "heatmap")]
             heatmap,
             #[cfg(feature = "heatmap")]
@@ -317,20 +335,18 @@ impl Report {
 fn point_report(
     p: &point::Point,
     c: &Counts,
+    est: &Est,
     clock: &ClockInfo,
     wall_ns: u64,
     sub_ticks: f64,
 ) -> PointReport {
-    let skipped = c.skipped;
-    let estimated = skipped > 0 && c.timed > 0;
-    // Sampled timing: scale the timed calls up to all calls that would have been timed.
-    let scale = if estimated {
-        (c.timed + skipped) as f64 / c.timed as f64
-    } else {
-        1.0
-    };
-    let total_ticks = (c.total as f64 - sub_ticks * c.timed as f64).max(0.0) * scale;
-    let self_ticks = (c.self_ticks as f64 - sub_ticks * c.timed as f64).max(0.0) * scale;
+    let estimated = est.estimated && c.timed > 0;
+    let stddev = hist::stddev(&c.hist);
+    let (est_total, est_self, ci95) = est.resolve(c.timed, c.total, stddev);
+    // Outermost calls: the timed ones and those left untimed (estimated like them).
+    let outer = (c.timed + c.skipped) as f64;
+    let total_ticks = (est_total - sub_ticks * outer).max(0.0);
+    let self_ticks = (est_self - sub_ticks * outer).max(0.0);
     let to_ns = |ticks: f64| clock.to_ns_f((ticks - sub_ticks).max(0.0)).round() as u64;
     let in_hist: u64 = c.hist.iter().sum();
     let q = |quant: f64| to_ns(hist::quantile(&c.hist, in_hist, quant));
@@ -360,9 +376,7 @@ fn point_report(
         avg_ns: if c.timed == 0 {
             0
         } else {
-            clock
-                .to_ns_f(total_ticks / (c.timed as f64 * scale))
-                .round() as u64
+            clock.to_ns_f(total_ticks / outer).round() as u64
         },
         min_ns,
         max_ns,
@@ -370,7 +384,12 @@ fn point_report(
         p90_ns: clamp(q(0.90)),
         p99_ns: clamp(q(0.99)),
         p999_ns: clamp(q(0.999)),
-        stddev_ns: clock.to_ns_f(hist::stddev(&c.hist)).round() as u64,
+        stddev_ns: clock.to_ns_f(stddev).round() as u64,
+        total_ci95_ns: if estimated {
+            clock.to_ns_f(ci95).round() as u64
+        } else {
+            0
+        },
         wall_percent: if wall_ns == 0 {
             0.0
         } else {
@@ -479,6 +498,7 @@ mod tests {
                 p999_ns: 999,
                 stddev_ns: 3,
                 wall_percent: float(s),
+                total_ci95_ns: next(s) % 7,
             });
             report.tracepoints.push(crate::tracepoint::TracepointInfo {
                 name: format!("net::rx{round}"),

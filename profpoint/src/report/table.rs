@@ -75,11 +75,7 @@ pub fn write_table(report: &Report, w: &mut dyn Write) -> io::Result<()> {
         writeln!(
             w,
             "{:>7}  {:<name_w$}  {:>15}  {:>15}  {:>12}  {:>10}  {:>10}  {:>10}  {:>12}  {:>6.2}",
-            match (p.enabled, p.sampling) {
-                (false, _) => "off",
-                (true, Some(0)) => "count",
-                (true, _) => "on",
-            },
+            status(p),
             format!("{name}{mark}"),
             secs(p.total_ns, p.estimated),
             if p.kind == "async" {
@@ -118,9 +114,10 @@ pub fn write_table(report: &Report, w: &mut dyn Write) -> io::Result<()> {
     if marks.sampled {
         writeln!(
             w,
-            " ~ sampled timing: every call counted, one outermost call in N timed; times are estimates\n   (the self time of points around a sampled one includes its untimed calls)"
+            " ~ sampled timing: every call counted, one outermost call in N timed; times are estimates\n   (in the self time of the points around it, an untimed call counts as its point's mean timed\n   call so far)"
         )?;
     }
+    write_budget(report, w)?;
     write_tracepoints(report, w)?;
     #[cfg(feature = "heatmap")]
     if let Some(h) = &report.heatmap {
@@ -132,6 +129,88 @@ pub fn write_table(report: &Report, w: &mut dyn Write) -> io::Result<()> {
         writeln!(w)?;
         p.write_table(w)?;
     }
+    Ok(())
+}
+
+/// A point's status column: `on`, `off`, `count`, or `1/N` when one call in N is timed.
+fn status(p: &PointReport) -> String {
+    match (p.enabled, p.sampling) {
+        (false, _) => "off".into(),
+        (true, Some(0)) => "count".into(),
+        (true, Some(n)) if n > 1 && n < 100_000 => format!("1/{n}"),
+        (true, Some(n)) if n > 1 => format!("1/2^{}", n.ilog2()),
+        (true, _) => "on".into(),
+    }
+}
+
+/// The overhead budget's section: the points it throttled (nothing when it throttled none).
+fn write_budget(report: &Report, w: &mut dyn Write) -> io::Result<()> {
+    let b = &report.budget;
+    if let Some(note) = &b.note {
+        writeln!(w, "overhead budget: {note}")?;
+    }
+    if b.throttled.is_empty() {
+        return Ok(());
+    }
+    writeln!(w)?;
+    writeln!(
+        w,
+        "Overhead budget {}: the points cost {:.2}% of the CPU time ({} rounds; a call costs {:.1} ns timed, {:.1} ns sampled and untimed, {:.1} ns counted)",
+        b.percent
+            .map_or_else(|| "off".to_string(), |p| format!("{p}% of CPU time")),
+        b.cost_percent,
+        b.rounds,
+        b.cost_timed_ns,
+        b.cost_skipped_ns,
+        b.cost_counted_ns
+    )?;
+    let name_w = b
+        .throttled
+        .iter()
+        .map(|t| t.point.chars().count())
+        .max()
+        .unwrap_or(4)
+        .max(16);
+    writeln!(
+        w,
+        "{:>7}  {:>7}  {:>7}  {:>9}  {:>9}  {:<name_w$}",
+        "now", "worst", "changes", "first(s)", "total±95%", "name"
+    )?;
+    for t in &b.throttled {
+        let ci = report
+            .points
+            .iter()
+            .find(|p| p.name == t.point && p.total_ns > 0)
+            .map_or_else(
+                || "-".to_string(),
+                |p| {
+                    format!(
+                        "±{:.1}%",
+                        100.0 * p.total_ci95_ns as f64 / p.total_ns as f64
+                    )
+                },
+            );
+        let worst = if t.worst == "off" {
+            format!("off@{:.0}/s", t.off_calls_per_s)
+        } else {
+            t.worst.clone()
+        };
+        writeln!(
+            w,
+            "{:>7}  {:>7}  {:>7}  {:>9.3}  {:>9}  {:<name_w$}",
+            t.now,
+            worst,
+            t.changes,
+            t.first_at_s,
+            ci,
+            escape(&t.point)
+        )?;
+    }
+    writeln!(
+        w,
+        "{} points throttled to keep profpoint's cost under the budget (PROFPOINT_BUDGET); counts stay exact but for points switched off; every change is in the JSON report",
+        b.throttled.len()
+    )?;
     Ok(())
 }
 
@@ -280,6 +359,7 @@ mod tests {
             p999_ns: 10,
             stddev_ns: 10,
             wall_percent: 0.0,
+            total_ci95_ns: 0,
         }
     }
 

@@ -1,0 +1,1018 @@
+//! The overhead budget: annotate everything and keep the program's speed.
+//!
+//! # Concept
+//! An enabled point costs ~25 ns; annotate every function of a crate whose functions take
+//! 1-5 ns and the program runs many times slower, its table distorted by profpoint's own cost.
+//! The budget bounds that cost: the instrumentation of the whole process may take at most a
+//! set share of its CPU time (`PROFPOINT_BUDGET`, [`crate::set_budget`]; 2% by default).
+//! A point too hot to time fully is timed on one call in N (N chosen per point), counted only
+//! if even that costs too much, and switched off as a last resort; points that cool down are
+//! timed fully again. Counts stay exact for every point that is not switched off, and every
+//! estimated total carries an error bar. A program whose points cost less than the budget
+//! runs exactly as without it: nothing is throttled, every call is timed.
+//!
+//! # Why 2% by default
+//! It is below the run-to-run noise of a wall-time measurement on a shared machine (2-5% on
+//! this project's 2-core VM: `BENCHMARKS.md`), so a program under the default budget is not
+//! measurably slower than without profpoint's points, and one timed call in N still times
+//! thousands of calls a second of every hot point: its total's error bar is well under 1%.
+//!
+//! # Mechanism
+//! A controller thread (`profpoint-budget`), started by the first point call of the process
+//! (never before `main`'s first use, never in a loader context: see `ensure_started`), wakes
+//! every 10 ms at first, then every 100 ms (every 1 s while no point is called). Each round:
+//! - it reads every slot's scalar counters (one cache line each, under the slots' seqlocks,
+//!   no lock the hot path takes) and the process's CPU time;
+//! - it prices the round's calls with a cost model measured once in this process
+//!   (`overhead::mode_costs`: a timed call, a sampled untimed call, a counted call);
+//! - if that cost is over the budget, or well under it while points are throttled, it gives
+//!   every point it manages the same number `k` of timed calls per round (points called
+//!   fewer times are timed on every call), the largest `k` whose predicted cost is 70% of the
+//!   budget; a point called `n` times is then timed on one call in `N = n / k` (rounded up to a
+//!   power of two). If even `k = 1` costs too much, the hottest points count only, and if all
+//!   of them counting still costs too much, the hottest are switched off, with the rate they
+//!   were called at; every 50 rounds a switched-off point counts for one round to see whether
+//!   it cooled down. N falls by at most 4x a round (it rises at once): a bursty point does not
+//!   flap between timed and sampled;
+//! - every change is an event in the report.
+//!
+//! The controller manages only points in a state it set itself, or on: a point a user sampled,
+//! counted or switched off (by variable or API) stays as the user set it. Async points are
+//! not managed (their timing does not sample).
+//!
+//! # Estimates and error bars
+//! A point's N changes over time, and its calls may be slower in one phase than another, so a
+//! total is estimated per round (a stratum), not for the run: each round's timed time scaled
+//! by its calls over its timed calls. The variance of that ratio estimator, summed over
+//! rounds, is `sum(n_c^2 (1 - n/n_c) / n) * S^2` (`n` timed of `n_c` outermost calls in a round,
+//! `S^2` the variance of the point's timed calls, from its distribution); the report gives the
+//! 95% half-width. Rounds in which a point was counted only are priced at the point's mean
+//! timed call (a model, not a sample: its error bar says so by growing with them).
+
+use crate::clock;
+use crate::overhead::{self, ModeCosts};
+use crate::point::{self, Kind, Point};
+use crate::shard::{self, Scalars};
+use serde::Serialize;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+/// The default budget, in parts per million of the process's CPU time (2%; see the module
+/// docs for why).
+pub(crate) const DEFAULT_PPM: u32 = 20_000;
+
+/// The budget in parts per million of CPU time; 0 when off.
+static PPM: AtomicU32 = AtomicU32::new(DEFAULT_PPM);
+/// Whether the controller thread was started in this process.
+static STARTED: AtomicBool = AtomicBool::new(false);
+/// Set in a forked child: the controller restarts there only with the child's first new
+/// thread (a child that only runs until `exec` must not start threads).
+static FORKED: AtomicBool = AtomicBool::new(false);
+/// Rounds done (read by tests and the report without the lock).
+static ROUNDS: AtomicU64 = AtomicU64::new(0);
+
+/// The first round's interval; each next one doubles, up to [`INTERVAL`].
+const FIRST_INTERVAL: Duration = Duration::from_millis(10);
+const INTERVAL: Duration = Duration::from_millis(100);
+/// The interval while no point is called.
+const IDLE_INTERVAL: Duration = Duration::from_secs(1);
+/// What share of the budget an allocation aims at (headroom for rates that grow).
+const TARGET: f64 = 0.7;
+/// Below this share of the budget, throttled points are given more timed calls.
+const RELAX_BELOW: f64 = 0.5;
+/// N falls by at most this factor a round.
+const MAX_RELAX: u32 = 4;
+/// Rounds between trials of the points switched off.
+const TRIAL_EVERY: u64 = 50;
+/// Events kept for the report (the rest are counted).
+const MAX_EVENTS: usize = 1000;
+/// The largest N the controller sets (beyond it, a point counts only).
+const MAX_EVERY: u32 = 1 << 20;
+
+/// Sets the budget: `Some(percent)` of the process's CPU time, `None` for none (every point
+/// in its own state, throttled points timed fully again). Starts the controller if points
+/// were already called.
+pub(crate) fn set(percent: Option<f64>) {
+    let ppm = percent.map_or(0, |p| {
+        (p.clamp(0.0, 100.0) * 10_000.0).round().max(1.0) as u32
+    });
+    // Relaxed: the controller reads it at its next round; nothing else depends on it.
+    PPM.store(ppm, Ordering::Relaxed);
+    if ppm != 0 && shard::shard_count() > 0 {
+        ensure_started(true);
+    }
+}
+
+/// The budget in percent of CPU time, `None` when off.
+pub(crate) fn get() -> Option<f64> {
+    // Relaxed: see `set`.
+    match PPM.load(Ordering::Relaxed) {
+        0 => None,
+        ppm => Some(f64::from(ppm) / 10_000.0),
+    }
+}
+
+/// Starts the controller thread once per process (from the cold path of a point's first call
+/// on a thread; `new_thread` when that thread just got its shard). Never waits for it.
+pub(crate) fn ensure_started(new_thread: bool) {
+    // Relaxed: a flag; the compare-exchange below decides who starts the thread.
+    if STARTED.load(Ordering::Relaxed) || PPM.load(Ordering::Relaxed) == 0 {
+        return;
+    }
+    if FORKED.load(Ordering::Relaxed) && !new_thread {
+        return;
+    }
+    if STARTED
+        .compare_exchange(false, true, Ordering::Relaxed, Ordering::Relaxed)
+        .is_err()
+    {
+        return;
+    }
+    let spawned = std::thread::Builder::new()
+        .name("profpoint-budget".into())
+        .stack_size(128 * 1024)
+        .spawn(run);
+    if let Err(e) = spawned {
+        eprintln!(
+            "profpoint: the overhead budget's thread could not start ({e}): points are timed on every call"
+        );
+        state().note = Some(format!("its thread could not start: {e}"));
+    }
+}
+
+/// A point's state as the controller sees and sets it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    On,
+    Sampled(u32),
+    Count,
+    Off,
+}
+
+impl Mode {
+    fn of(p: &Point) -> Mode {
+        if !p.is_enabled() {
+            return Mode::Off;
+        }
+        match p.sampling() {
+            None => Mode::On,
+            Some(0) => Mode::Count,
+            Some(n) => Mode::Sampled(n),
+        }
+    }
+
+    fn apply(self, p: &Point) {
+        match self {
+            Mode::On => p.set_enabled(true),
+            Mode::Sampled(n) => p.set_sampling(n),
+            Mode::Count => p.set_counting(),
+            Mode::Off => p.set_enabled(false),
+        }
+    }
+
+    /// How throttled: on < sampled (by N) < count < off.
+    fn rank(self) -> u64 {
+        match self {
+            Mode::On => 1,
+            Mode::Sampled(n) => u64::from(n),
+            Mode::Count => 1 << 40,
+            Mode::Off => 1 << 41,
+        }
+    }
+
+    /// As the report spells it: `on`, `1/N`, `count`, `off`.
+    fn label(self) -> String {
+        match self {
+            Mode::On => "on".into(),
+            Mode::Sampled(n) => format!("1/{n}"),
+            Mode::Count => "count".into(),
+            Mode::Off => "off".into(),
+        }
+    }
+}
+
+/// A point's estimated totals since the start of the process, in ticks (see the module docs).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct Est {
+    /// Estimated total of the outermost calls.
+    pub(crate) total: f64,
+    /// Estimated self time.
+    pub(crate) self_ticks: f64,
+    /// `sum(n_c^2 (1 - n/n_c) / n)` over the sampled strata: times the variance of one call,
+    /// the variance of `total`.
+    pub(crate) var_factor: f64,
+    /// Outermost calls in strata with no timed call (priced at the mean timed call).
+    pub(crate) untimed: f64,
+    /// Whether any call was left untimed (the totals are estimates).
+    pub(crate) estimated: bool,
+    /// Sampled rounds not yet closed as a stratum: a stratum holds at least [`MIN_TIMED`]
+    /// timed calls, so that one long call (a preemption, say) is never scaled up by the
+    /// calls of a round in which it was the only one timed.
+    pending: Scalars,
+}
+
+/// The fewest timed calls a sampled stratum closes with.
+const MIN_TIMED: u64 = 32;
+
+impl Est {
+    /// Adds the change `d` of a point's counters over one round.
+    pub(crate) fn fold(&mut self, d: &Scalars) {
+        if d.skipped == 0 {
+            // Every call timed: exact.
+            self.total += d.total as f64;
+            self.self_ticks += d.self_signed();
+            return;
+        }
+        self.estimated = true;
+        self.pending.add(d);
+        if self.pending.timed >= MIN_TIMED {
+            self.close();
+        }
+    }
+
+    /// Closes the pending stratum.
+    fn close(&mut self) {
+        let d = std::mem::take(&mut self.pending);
+        if d.skipped == 0 && d.timed == 0 {
+            return;
+        }
+        if d.timed == 0 {
+            self.untimed += d.skipped as f64;
+            return;
+        }
+        let n = d.timed as f64;
+        let calls = (d.timed + d.skipped) as f64;
+        let scale = calls / n;
+        self.total += d.total as f64 * scale;
+        self.self_ticks += d.self_signed() * scale;
+        self.var_factor += calls * calls * (1.0 - n / calls) / n;
+    }
+
+    /// With the pending stratum closed.
+    fn closed(&self) -> Est {
+        let mut e = *self;
+        e.close();
+        e
+    }
+
+    /// `self - base`: the estimate since a reset that recorded `base`.
+    pub(crate) fn since(&self, base: &Est) -> Est {
+        let (a, b) = (self.closed(), base.closed());
+        Est {
+            total: (a.total - b.total).max(0.0),
+            self_ticks: a.self_ticks - b.self_ticks,
+            var_factor: (a.var_factor - b.var_factor).max(0.0),
+            untimed: (a.untimed - b.untimed).max(0.0),
+            estimated: a.estimated,
+            pending: Scalars::default(),
+        }
+    }
+
+    /// `self + other` (closed), for a base that accumulates over resets.
+    fn plus(&self, other: &Est) -> Est {
+        let (a, b) = (self.closed(), other.closed());
+        Est {
+            total: a.total + b.total,
+            self_ticks: a.self_ticks + b.self_ticks,
+            var_factor: a.var_factor + b.var_factor,
+            untimed: a.untimed + b.untimed,
+            estimated: a.estimated || b.estimated,
+            pending: Scalars::default(),
+        }
+    }
+
+    /// The final figures, given the point's timed calls, their total and their standard
+    /// deviation (ticks) over the same span: (total, self, 95% half-width of total).
+    pub(crate) fn resolve(&self, timed: u64, timed_total: u64, stddev: f64) -> (f64, f64, f64) {
+        let e = self.closed();
+        let mean = if timed == 0 {
+            0.0
+        } else {
+            timed_total as f64 / timed as f64
+        };
+        let extra = e.untimed * mean;
+        // Self time of the untimed calls in the proportion of the timed ones.
+        let self_share = if e.total > 0.0 {
+            (e.self_ticks / e.total).clamp(0.0, 1.0)
+        } else {
+            1.0
+        };
+        let mut var = e.var_factor * stddev * stddev;
+        if timed > 0 {
+            // The mean's own uncertainty, for the calls priced at it.
+            var += e.untimed * e.untimed * stddev * stddev / timed as f64;
+        }
+        (
+            e.total + extra,
+            e.self_ticks + extra * self_share,
+            1.96 * var.sqrt(),
+        )
+    }
+}
+
+/// What the controller remembers of one point.
+#[derive(Debug, Clone, Default)]
+struct PointState {
+    /// Counters at the end of the last round (summed over shards, since process start).
+    last: Option<Scalars>,
+    /// Estimate up to `last`.
+    est: Est,
+    /// The mode the controller last set (`None`: never set, or taken back by the user).
+    set: Option<Mode>,
+    /// Calls per second when the controller last switched it off.
+    off_rate: f64,
+    /// How many times the controller changed it, and the most throttled state it gave.
+    changes: u32,
+    worst: Option<Mode>,
+    /// First change, ns since the process's clock origin.
+    first_ns: Option<u64>,
+}
+
+/// One change the controller made.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BudgetEvent {
+    /// When, seconds since profpoint's clock origin (process start).
+    pub at_s: f64,
+    /// The point.
+    pub point: String,
+    /// Its state before: `on`, `1/N`, `count`, `off`.
+    pub from: String,
+    /// Its state after.
+    pub to: String,
+    /// Its calls per second over the round that decided it.
+    pub calls_per_s: f64,
+}
+
+/// A point the budget throttled at some time.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ThrottledPoint {
+    /// The point.
+    pub point: String,
+    /// Its state now: `on`, `1/N`, `count`, `off`.
+    pub now: String,
+    /// The most throttled state it had.
+    pub worst: String,
+    /// How many times the controller changed it.
+    pub changes: u32,
+    /// First change, seconds since process start.
+    pub first_at_s: f64,
+    /// Calls per second when it was last switched off (0 if never).
+    pub off_calls_per_s: f64,
+}
+
+/// The budget's part of the report.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BudgetReport {
+    /// The budget, percent of the process's CPU time (`None`: off).
+    pub percent: Option<f64>,
+    /// Whether the controller ran in this process (a program that never called a point, a
+    /// budget set off, or a forked child without a new thread has none).
+    pub running: bool,
+    /// Why it did not run or stopped, when something went wrong.
+    pub note: Option<String>,
+    /// Rounds done.
+    pub rounds: u64,
+    /// The cost model (measured in this process), nanoseconds per timed call.
+    pub cost_timed_ns: f64,
+    /// Per call that sampled timing left untimed.
+    pub cost_skipped_ns: f64,
+    /// Per call of a point that counts only.
+    pub cost_counted_ns: f64,
+    /// The instrumentation's estimated cost, percent of the process's CPU time while the
+    /// controller ran.
+    pub cost_percent: f64,
+    /// The controller thread's own CPU time, milliseconds.
+    pub controller_ms: f64,
+    /// Points it throttled, hottest first.
+    pub throttled: Vec<ThrottledPoint>,
+    /// Its changes, in order (at most 1,000; the rest are counted in `events_dropped`).
+    pub events: Vec<BudgetEvent>,
+    /// Changes not kept in `events`.
+    pub events_dropped: u64,
+}
+
+impl BudgetReport {
+    /// The section of a report made without the runtime (an `off` build's empty report).
+    pub(crate) fn none() -> BudgetReport {
+        BudgetReport {
+            percent: None,
+            running: false,
+            note: None,
+            rounds: 0,
+            cost_timed_ns: 0.0,
+            cost_skipped_ns: 0.0,
+            cost_counted_ns: 0.0,
+            cost_percent: 0.0,
+            controller_ms: 0.0,
+            throttled: Vec::new(),
+            events: Vec::new(),
+            events_dropped: 0,
+        }
+    }
+}
+
+/// The controller's state.
+struct Controller {
+    points: Vec<PointState>,
+    scratch: Vec<Scalars>,
+    /// Raw clock and process CPU time (ns) at the end of the last round.
+    last_tick: u64,
+    last_cpu_ns: u64,
+    /// Summed over rounds: instrumentation cost (ticks) and process CPU (ns).
+    cost_ticks: f64,
+    cpu_ns: u64,
+    controller_ns: u64,
+    costs: Option<ModeCosts>,
+    events: Vec<BudgetEvent>,
+    events_dropped: u64,
+    note: Option<String>,
+    running: bool,
+    /// Estimates at the last `reset`, by point.
+    base: Vec<Est>,
+}
+
+static STATE: Mutex<Controller> = Mutex::new(Controller {
+    points: Vec::new(),
+    scratch: Vec::new(),
+    last_tick: 0,
+    last_cpu_ns: 0,
+    cost_ticks: 0.0,
+    cpu_ns: 0,
+    controller_ns: 0,
+    costs: None,
+    events: Vec::new(),
+    events_dropped: 0,
+    note: None,
+    running: false,
+    base: Vec::new(),
+});
+
+fn state() -> MutexGuard<'static, Controller> {
+    // A panic in a round leaves plain numbers behind; the next round goes on from them.
+    STATE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// CPU time of a clock (`CLOCK_PROCESS_CPUTIME_ID`, `CLOCK_THREAD_CPUTIME_ID`), ns.
+fn cpu_ns(clock_id: libc::clockid_t) -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec for the duration of the call.
+    if unsafe { libc::clock_gettime(clock_id, &mut ts) } != 0 {
+        return 0;
+    }
+    (ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// The controller thread.
+fn run() {
+    // The cost model, measured here (about 2 ms), not on a thread of the program.
+    let costs = overhead::mode_costs();
+    {
+        let mut c = state();
+        c.costs = Some(costs);
+        c.running = true;
+        c.last_tick = clock::now();
+        c.last_cpu_ns = cpu_ns(libc::CLOCK_PROCESS_CPUTIME_ID);
+    }
+    let mut interval = FIRST_INTERVAL;
+    loop {
+        std::thread::sleep(interval);
+        let began = cpu_ns(libc::CLOCK_THREAD_CPUTIME_ID);
+        // Relaxed: see `set`.
+        let ppm = PPM.load(Ordering::Relaxed);
+        let calls = {
+            let mut c = state();
+            let calls = c.round(ppm, &costs);
+            c.controller_ns += cpu_ns(libc::CLOCK_THREAD_CPUTIME_ID).saturating_sub(began);
+            calls
+        };
+        // Relaxed: a tally.
+        ROUNDS.fetch_add(1, Ordering::Relaxed);
+        interval = if calls == 0 {
+            (interval * 2).min(IDLE_INTERVAL)
+        } else {
+            (interval * 2).min(INTERVAL)
+        };
+    }
+}
+
+impl Controller {
+    /// One round: read, fold the estimates, price, reallocate if needed. Returns the calls
+    /// seen this round.
+    fn round(&mut self, ppm: u32, costs: &ModeCosts) -> u64 {
+        let points = point::all();
+        let now = clock::now();
+        let cpu = cpu_ns(libc::CLOCK_PROCESS_CPUTIME_ID);
+        let dt = now.saturating_sub(self.last_tick).max(1);
+        let dcpu = cpu.saturating_sub(self.last_cpu_ns);
+        self.last_tick = now;
+        self.last_cpu_ns = cpu;
+        let mut scratch = std::mem::take(&mut self.scratch);
+        shard::read_all_scalars(&mut scratch);
+        self.points.resize(points.len(), PointState::default());
+        let mut cost = 0.0;
+        let mut calls_total = 0;
+        // (index, calls this round) of the points the controller may change.
+        let mut managed: Vec<(usize, u64)> = Vec::new();
+        for (i, (p, cur)) in points.iter().zip(&scratch).enumerate() {
+            let st = &mut self.points[i];
+            let d = match &st.last {
+                Some(last) => delta(cur, last),
+                None => *cur,
+            };
+            st.est.fold(&d);
+            st.last = Some(*cur);
+            if d.timed > 0 && cur.timed > 0 {
+                // What an untimed call of it stands for in the intervals around it: the mean
+                // over the run so far (one round's mean would scale a rare long call, a
+                // preemption say, by N).
+                p.set_mean_ticks(cur.total / cur.timed);
+            }
+            if p.kind() == Kind::Hidden {
+                continue;
+            }
+            let mode = Mode::of(p);
+            let nested = if mode == Mode::On {
+                costs.timed
+            } else {
+                costs.skipped
+            };
+            let untimed = if mode == Mode::Count {
+                costs.counted
+            } else {
+                costs.skipped
+            };
+            cost += d.timed as f64 * costs.timed
+                + d.nested as f64 * nested
+                + d.skipped as f64 * untimed;
+            calls_total += d.nr();
+            // The user's own choices stand: a point is managed while on, or in the state the
+            // controller gave it.
+            if st.set.is_some_and(|s| s != mode) {
+                st.set = None;
+            }
+            if p.kind() == Kind::Sync && (mode == Mode::On || st.set == Some(mode)) {
+                managed.push((i, d.nr()));
+            }
+        }
+        self.scratch = scratch;
+        self.cost_ticks += cost;
+        self.cpu_ns += dcpu;
+        let clk = clock::info();
+        let at_ns = clk.to_ns(now.saturating_sub(clock::origin().0));
+        if ppm == 0 {
+            self.release_all(at_ns);
+            return calls_total;
+        }
+        let budget = clk.to_ticks(dcpu as f64) * f64::from(ppm) / 1e6;
+        let throttled = managed
+            .iter()
+            .any(|&(i, _)| self.points[i].set.is_some_and(|m| m != Mode::On));
+        let round = ROUNDS.load(Ordering::Relaxed);
+        let trial = throttled && round % TRIAL_EVERY == TRIAL_EVERY - 1;
+        if cost > budget || (throttled && cost < RELAX_BELOW * budget) {
+            let n: Vec<u64> = managed.iter().map(|&(_, n)| n).collect();
+            let want = allocate(&n, costs, TARGET * budget);
+            for (&(i, n), want) in managed.iter().zip(want) {
+                let cur = Mode::of(&points[i]);
+                let next = relax_limited(cur, want);
+                self.change(i, cur, next, n as f64 * 1e9 / clk.to_ns_f(dt as f64), at_ns);
+            }
+        }
+        if trial {
+            // Points switched off are called at an unknown rate: count them for a round.
+            for &(i, _) in &managed {
+                if self.points[i].set == Some(Mode::Off) {
+                    self.change(i, Mode::Off, Mode::Count, 0.0, at_ns);
+                }
+            }
+        }
+        calls_total
+    }
+
+    /// Applies and records one change (nothing if `to` is `from`).
+    fn change(&mut self, i: usize, from: Mode, to: Mode, calls_per_s: f64, at_ns: u64) {
+        if from == to {
+            return;
+        }
+        let p = &point::all()[i];
+        to.apply(p);
+        let st = &mut self.points[i];
+        st.set = Some(to);
+        st.changes += 1;
+        st.first_ns.get_or_insert(at_ns);
+        if st.worst.is_none_or(|w| to.rank() > w.rank()) {
+            st.worst = Some(to);
+        }
+        if to == Mode::Off {
+            st.off_rate = calls_per_s;
+        }
+        if self.events.len() < MAX_EVENTS {
+            self.events.push(BudgetEvent {
+                at_s: at_ns as f64 / 1e9,
+                point: p.name().to_string(),
+                from: from.label(),
+                to: to.label(),
+                calls_per_s,
+            });
+        } else {
+            self.events_dropped += 1;
+        }
+    }
+
+    /// The budget was turned off: every point the controller throttled is timed fully again.
+    fn release_all(&mut self, at_ns: u64) {
+        for i in 0..self.points.len() {
+            if let Some(m) = self.points[i].set
+                && m != Mode::On
+                && Mode::of(&point::all()[i]) == m
+            {
+                self.change(i, m, Mode::On, 0.0, at_ns);
+            }
+        }
+    }
+}
+
+/// `cur - last` for the additive counters (saturating: a counter never goes down, but a
+/// sum over shards read at slightly different times may, by a call in flight).
+fn delta(cur: &Scalars, last: &Scalars) -> Scalars {
+    Scalars {
+        nested: cur.nested.saturating_sub(last.nested),
+        timed: cur.timed.saturating_sub(last.timed),
+        skipped: cur.skipped.saturating_sub(last.skipped),
+        total: cur.total.saturating_sub(last.total),
+        self_ticks: cur.self_ticks.wrapping_sub(last.self_ticks),
+        min: cur.min,
+        max: cur.max,
+    }
+}
+
+/// Where a point goes from `cur` when the allocation wants `want`: at once when `want` is more
+/// throttled; by at most [`MAX_RELAX`] a round when less (a switched-off point stays off until
+/// its trial).
+fn relax_limited(cur: Mode, want: Mode) -> Mode {
+    if want.rank() >= cur.rank() {
+        return want;
+    }
+    match cur {
+        Mode::Off => Mode::Off,
+        Mode::Count => match want {
+            // From counting to timing one call in 64 at most, then down 4x a round.
+            Mode::Sampled(n) => sampled(n.max(MAX_RELAX.pow(3))),
+            Mode::On => sampled(MAX_RELAX.pow(3)),
+            _ => want,
+        },
+        Mode::Sampled(n) => {
+            let floor = match want {
+                Mode::Sampled(w) => w,
+                _ => 1,
+            };
+            sampled((n / MAX_RELAX).max(floor))
+        }
+        Mode::On => want,
+    }
+}
+
+/// `Sampled(n)`, or `On` for n <= 1.
+fn sampled(n: u32) -> Mode {
+    if n <= 1 { Mode::On } else { Mode::Sampled(n) }
+}
+
+/// The states for points called `n[i]` times in a round so that their predicted cost is at
+/// most `target` ticks (see the module docs): every point gets the same number `k` of timed
+/// calls (all of its calls if fewer); the hottest count only if `k = 1` is too dear, and the
+/// hottest counting points are switched off if counting is too dear.
+fn allocate(n: &[u64], c: &ModeCosts, target: f64) -> Vec<Mode> {
+    let mut order: Vec<usize> = (0..n.len()).collect();
+    order.sort_by(|&a, &b| n[b].cmp(&n[a]));
+    let nf = |i: usize| n[i] as f64;
+    let count_cost =
+        |counted: &[usize]| -> f64 { counted.iter().map(|&i| nf(i) * c.counted).sum() };
+    // Cost of the points in `rest` all sampled to k timed calls each.
+    let sampled_cost = |rest: &[usize], k: f64| -> f64 {
+        rest.iter()
+            .map(|&i| {
+                if nf(i) <= k {
+                    nf(i) * c.timed
+                } else {
+                    nf(i) * c.skipped + k * (c.timed - c.skipped)
+                }
+            })
+            .sum()
+    };
+    // The smallest `x` in 0..=len for which `ok(x)` holds (`ok` is monotone), or len.
+    let least = |len: usize, ok: &dyn Fn(usize) -> bool| {
+        let (mut lo, mut hi) = (0, len);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if ok(mid) { hi = mid } else { lo = mid + 1 }
+        }
+        lo
+    };
+    let mut modes = vec![Mode::On; n.len()];
+    // Last resort: the fewest hottest points off so that the rest can at least count.
+    let off = least(order.len(), &|o| count_cost(&order[o..]) <= target);
+    for &i in &order[..off] {
+        modes[i] = Mode::Off;
+    }
+    let order = &order[off..];
+    // Then the fewest hottest counting only so that the rest fit with one timed call each.
+    let m = least(order.len(), &|m| {
+        count_cost(&order[..m]) + sampled_cost(&order[m..], 1.0) <= target
+    });
+    for &i in &order[..m] {
+        modes[i] = Mode::Count;
+    }
+    let rest = &order[m..];
+    let fixed = count_cost(&order[..m]);
+    // The largest k that fits (cost grows with k).
+    let max_n = rest.first().map_or(1.0, |&i| nf(i).max(1.0));
+    let (mut lo, mut hi) = (1.0f64, max_n);
+    if fixed + sampled_cost(rest, hi) <= target {
+        lo = hi;
+    } else {
+        for _ in 0..64 {
+            let mid = (lo + hi) / 2.0;
+            if fixed + sampled_cost(rest, mid) <= target {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+            if hi - lo < 0.5 {
+                break;
+            }
+        }
+    }
+    let k = lo.max(1.0);
+    for &i in rest {
+        if nf(i) > k {
+            let every = (nf(i) / k).ceil().min(f64::from(MAX_EVERY)) as u32;
+            modes[i] = sampled(every.next_power_of_two().min(MAX_EVERY));
+        }
+    }
+    modes
+}
+
+/// The estimates of every point (index order) from `abs`, the counters since process start,
+/// minus those at the last [`reset`]; `None` when the controller never ran.
+pub(crate) fn estimates(abs: &[Scalars]) -> Option<Vec<Est>> {
+    let c = state();
+    if !c.running {
+        return None;
+    }
+    Some(
+        abs.iter()
+            .enumerate()
+            .map(|(i, cur)| {
+                // Since the point's last round (the whole run for a point no round saw yet).
+                let (mut e, d) = match c.points.get(i) {
+                    Some(PointState {
+                        est,
+                        last: Some(last),
+                        ..
+                    }) => (*est, delta(cur, last)),
+                    _ => (Est::default(), *cur),
+                };
+                e.fold(&d);
+                match c.base.get(i) {
+                    Some(b) => e.since(b),
+                    None => e,
+                }
+            })
+            .collect(),
+    )
+}
+
+/// Records the estimates at a reset (`abs`: the counters the reset made the new zero).
+pub(crate) fn reset(abs: &[Scalars]) {
+    let now = estimates(abs);
+    let mut c = state();
+    // `estimates` subtracted the previous base; add it back: the base is absolute.
+    if let Some(now) = now {
+        let old = std::mem::take(&mut c.base);
+        c.base = now
+            .iter()
+            .enumerate()
+            .map(|(i, e)| match old.get(i) {
+                Some(b) => e.plus(b),
+                None => *e,
+            })
+            .collect();
+    }
+}
+
+/// The budget's section of a report.
+pub(crate) fn report(clk: &clock::ClockInfo) -> BudgetReport {
+    let c = state();
+    let costs = c.costs.unwrap_or(ModeCosts {
+        timed: 0.0,
+        skipped: 0.0,
+        counted: 0.0,
+    });
+    let mut throttled: Vec<(f64, ThrottledPoint)> = c
+        .points
+        .iter()
+        .enumerate()
+        .filter(|(_, st)| st.changes > 0)
+        .map(|(i, st)| {
+            let p = &point::all()[i];
+            let calls = st.last.map_or(0, |s| s.nr()) as f64;
+            (
+                calls,
+                ThrottledPoint {
+                    point: p.name().to_string(),
+                    now: Mode::of(p).label(),
+                    worst: st.worst.map_or_else(|| "on".into(), Mode::label),
+                    changes: st.changes,
+                    first_at_s: st.first_ns.unwrap_or(0) as f64 / 1e9,
+                    off_calls_per_s: st.off_rate,
+                },
+            )
+        })
+        .collect();
+    throttled.sort_by(|a, b| b.0.total_cmp(&a.0));
+    BudgetReport {
+        percent: get(),
+        running: c.running,
+        note: c.note.clone(),
+        rounds: ROUNDS.load(Ordering::Relaxed),
+        cost_timed_ns: clk.to_ns_f(costs.timed),
+        cost_skipped_ns: clk.to_ns_f(costs.skipped),
+        cost_counted_ns: clk.to_ns_f(costs.counted),
+        cost_percent: if c.cpu_ns == 0 {
+            0.0
+        } else {
+            100.0 * clk.to_ns_f(c.cost_ticks) / c.cpu_ns as f64
+        },
+        controller_ms: c.controller_ns as f64 / 1e6,
+        throttled: throttled.into_iter().map(|(_, t)| t).collect(),
+        events: c.events.clone(),
+        events_dropped: c.events_dropped,
+    }
+}
+
+thread_local! {
+    /// The controller's lock, held by the forking thread across a `fork` (see `crate::fork`).
+    static FORK_HELD: std::cell::RefCell<Option<MutexGuard<'static, Controller>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Takes the controller's lock before a `fork`, so the child never inherits it held by the
+/// controller thread (which the child does not have).
+pub(crate) fn fork_hold() {
+    let mut g = Some(state());
+    let _ = FORK_HELD.try_with(|h| *h.borrow_mut() = g.take());
+    drop(g);
+}
+
+/// Releases it after a `fork`. In the child the controller is not running: it restarts with
+/// the child's first new thread that calls a point.
+pub(crate) fn fork_release(child: bool) {
+    let held = FORK_HELD.try_with(|h| h.borrow_mut().take()).ok().flatten();
+    if child {
+        // Relaxed: the child has one thread.
+        STARTED.store(false, Ordering::Relaxed);
+        FORKED.store(true, Ordering::Relaxed);
+        if let Some(mut c) = held {
+            c.running = false;
+            c.note = Some(
+                "forked child: the controller restarts with the child's first new thread".into(),
+            );
+            return;
+        }
+    }
+    drop(held);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const COSTS: ModeCosts = ModeCosts {
+        timed: 25.0,
+        skipped: 5.0,
+        counted: 2.0,
+    };
+
+    fn cost(n: &[u64], modes: &[Mode]) -> f64 {
+        n.iter()
+            .zip(modes)
+            .map(|(&n, m)| {
+                let n = n as f64;
+                match *m {
+                    Mode::On => n * COSTS.timed,
+                    Mode::Sampled(e) => {
+                        n * COSTS.skipped + n / f64::from(e) * (COSTS.timed - COSTS.skipped)
+                    }
+                    Mode::Count => n * COSTS.counted,
+                    Mode::Off => 0.0,
+                }
+            })
+            .sum()
+    }
+
+    #[test]
+    fn cheap_points_stay_on() {
+        let n = [10, 1000, 5];
+        let modes = allocate(&n, &COSTS, 1e9);
+        assert_eq!(modes, vec![Mode::On; 3]);
+    }
+
+    #[test]
+    fn the_hottest_point_is_sampled_and_the_cost_fits() {
+        // 1M calls of one point, 100 of another; room for ~2.5M ticks.
+        let n = [100, 1_000_000];
+        let target = 6e6;
+        let modes = allocate(&n, &COSTS, target);
+        assert_eq!(modes[0], Mode::On, "{modes:?}");
+        assert!(matches!(modes[1], Mode::Sampled(e) if e >= 2), "{modes:?}");
+        assert!(
+            cost(&n, &modes) <= target,
+            "{} > {target}",
+            cost(&n, &modes)
+        );
+    }
+
+    #[test]
+    fn counting_then_off_as_last_resorts() {
+        let n = [1_000_000, 10_000, 10];
+        // Sampling the hottest is too dear (5 ticks a call), counting it fits.
+        let modes = allocate(&n, &COSTS, 2.5e6);
+        assert_eq!(modes[0], Mode::Count, "{modes:?}");
+        assert!(cost(&n, &modes) <= 2.5e6);
+        // Not even counting fits: the hottest goes off, the others share what is left (the
+        // coldest is still timed on every call).
+        let modes = allocate(&n, &COSTS, 1e5);
+        assert_eq!(modes[0], Mode::Off, "{modes:?}");
+        assert_eq!(modes[2], Mode::On, "{modes:?}");
+        assert!(cost(&n, &modes) <= 1e5);
+    }
+
+    #[test]
+    fn relaxing_is_gradual_and_throttling_immediate() {
+        assert_eq!(
+            relax_limited(Mode::On, Mode::Sampled(64)),
+            Mode::Sampled(64)
+        );
+        assert_eq!(
+            relax_limited(Mode::Sampled(64), Mode::On),
+            Mode::Sampled(16)
+        );
+        assert_eq!(relax_limited(Mode::Sampled(4), Mode::On), Mode::On);
+        assert_eq!(relax_limited(Mode::Off, Mode::On), Mode::Off);
+        assert_eq!(relax_limited(Mode::Count, Mode::On), Mode::Sampled(64));
+    }
+
+    #[test]
+    fn a_round_with_few_timed_calls_waits_for_more() {
+        // One timed call of 1,000,000 ticks (a preemption) among 10,000 calls of ~10 ticks:
+        // alone it would say 10^10. Pooled with the next rounds' 40 timed calls of 10 ticks,
+        // the stratum's mean is ~24,400 ticks.
+        let mut e = Est::default();
+        e.fold(&Scalars {
+            timed: 1,
+            skipped: 9_999,
+            total: 1_000_000,
+            self_ticks: 1_000_000,
+            ..Scalars::default()
+        });
+        assert_eq!(e.total, 0.0, "still pending");
+        e.fold(&Scalars {
+            timed: 40,
+            skipped: 39_960,
+            total: 400,
+            self_ticks: 400,
+            ..Scalars::default()
+        });
+        let (total, _, _) = e.resolve(41, 1_000_400, 0.0);
+        let expected = 1_000_400.0 * 50_000.0 / 41.0;
+        assert!((total - expected).abs() < 1.0, "{total} vs {expected}");
+    }
+
+    #[test]
+    fn strata_keep_phases_apart() {
+        // Phase 1: 1,000 calls of 1,000 ticks, all timed. Phase 2: 1,000,000 calls of 10
+        // ticks, 1 in 1,000 timed. A ratio over the whole run would say ~900x too much.
+        let mut e = Est::default();
+        e.fold(&Scalars {
+            timed: 1000,
+            total: 1_000_000,
+            self_ticks: 1_000_000,
+            ..Scalars::default()
+        });
+        e.fold(&Scalars {
+            timed: 1000,
+            skipped: 999_000,
+            total: 10_000,
+            self_ticks: 10_000,
+            ..Scalars::default()
+        });
+        let (total, _, ci) = e.resolve(2000, 1_010_000, 0.0);
+        assert!((total - 11_000_000.0).abs() < 1.0, "{total}");
+        assert_eq!(ci, 0.0);
+        assert!(e.estimated);
+    }
+}

@@ -1,0 +1,337 @@
+//! The overhead budget: points that cost less than it are timed on every call; a hot point is
+//! timed on one call in N, counted only or (last resort) switched off, its count exact unless
+//! off, its estimated total inside its error bar; a point that cools down is timed fully
+//! again; the user's own choices stand. Each test runs in its own process (nextest), so each
+//! has the process's budget to itself.
+
+use profpoint::{PointReport, Report};
+use std::time::{Duration, Instant};
+
+/// Work that takes at least `d` (a busy loop on the clock).
+fn busy(d: Duration) {
+    let t = Instant::now();
+    while t.elapsed() < d {
+        std::hint::spin_loop();
+    }
+}
+
+/// ~2 us a call: too dear to time on every call under a 1% budget (a timed call costs
+/// ~25-40 ns), cheap enough to sample (an untimed call costs under 10 ns).
+#[profpoint::profile_point]
+fn hot() {
+    busy(Duration::from_micros(2));
+}
+
+/// Calls `hot` 100 times: its self time is its own loop only.
+#[profpoint::profile_point]
+fn outer() {
+    for _ in 0..100 {
+        hot();
+    }
+}
+
+/// Nothing but the call: too hot even to count under a tiny budget.
+#[profpoint::profile_point]
+fn tiny(x: u64) -> u64 {
+    std::hint::black_box(x).wrapping_add(1)
+}
+
+/// ~50 us a call: cheap to time on every call under any budget here.
+#[profpoint::profile_point]
+fn cold() {
+    busy(Duration::from_micros(50));
+}
+
+fn point(r: &Report, name: &str) -> PointReport {
+    r.points
+        .iter()
+        .find(|p| p.name == name)
+        .cloned()
+        .unwrap_or_else(|| panic!("no point {name}"))
+}
+
+/// Runs `step` until `done` holds for a snapshot (checked every ~20 ms), at most `cap`; the
+/// last snapshot, or a panic naming `what`.
+fn until(
+    what: &str,
+    cap: Duration,
+    mut step: impl FnMut(),
+    done: impl Fn(&Report) -> bool,
+) -> Report {
+    let t = Instant::now();
+    loop {
+        let round = Instant::now();
+        while round.elapsed() < Duration::from_millis(20) {
+            step();
+        }
+        let r = profpoint::snapshot();
+        if done(&r) {
+            return r;
+        }
+        assert!(
+            t.elapsed() < cap,
+            "waited {cap:?} for {what}; budget section: {:?}",
+            r.budget
+        );
+    }
+}
+
+#[test]
+fn points_that_cost_less_than_the_budget_are_timed_on_every_call() {
+    assert_eq!(profpoint::budget(), Some(2.0), "the default budget is 2%");
+    let mut calls = 0u64;
+    let r = until(
+        "five budget rounds",
+        Duration::from_secs(30),
+        || {
+            cold();
+            calls += 1;
+        },
+        |r| r.budget.rounds >= 5,
+    );
+    assert!(r.budget.running, "{:?}", r.budget);
+    assert!(r.budget.throttled.is_empty(), "{:?}", r.budget);
+    assert!(r.budget.events.is_empty(), "{:?}", r.budget);
+    let c = point(&r, "budget::cold");
+    assert_eq!(c.nr, calls);
+    assert_eq!(c.timed, calls, "every call timed");
+    assert!(!c.estimated);
+    assert_eq!(c.total_ci95_ns, 0);
+    assert_eq!(c.sampling, None);
+}
+
+#[test]
+fn a_hot_point_is_sampled_with_an_exact_count_and_an_estimate_inside_its_error_bar() {
+    profpoint::set_budget(Some(1.0));
+    let mut calls = 0u64;
+    let started = Instant::now();
+    until(
+        "the budget to throttle budget::hot",
+        Duration::from_secs(30),
+        || {
+            outer();
+            calls += 100;
+        },
+        |r| point(r, "budget::hot").sampling.is_some(),
+    );
+    // Some more rounds under the throttle.
+    let r = until(
+        "five more rounds",
+        Duration::from_secs(30),
+        || {
+            outer();
+            calls += 100;
+        },
+        {
+            let from = profpoint::snapshot().budget.rounds;
+            move |r| r.budget.rounds >= from + 5
+        },
+    );
+    let wall = started.elapsed();
+    let h = point(&r, "budget::hot");
+    assert_eq!(h.nr, calls, "every call counted");
+    assert!(h.enabled, "never switched off: {:?}", r.budget);
+    assert!(h.timed < calls, "some calls untimed");
+    assert!(h.estimated && h.total_ci95_ns > 0, "{h:?}");
+    let event = r
+        .budget
+        .events
+        .iter()
+        .find(|e| e.point == "budget::hot")
+        .unwrap_or_else(|| panic!("no event for budget::hot: {:?}", r.budget));
+    assert_eq!(event.from, "on");
+    assert!(event.calls_per_s > 0.0);
+    // Each call takes at least 2 us, so every stratum's estimate is at least its calls times
+    // 2 us; all of them took at most the loop's wall time, which the estimate may pass by
+    // its error. Three 95% half-widths (~6 standard errors): on a busy machine a timed call
+    // that was preempted for milliseconds stands for N calls, and the durations are so
+    // heavy-tailed that the normal approximation under the error bar is loose; with m such
+    // calls sampled, the excess grows like m and the error bar like the square root of m.
+    let floor = calls as f64 * 2_000.0;
+    let (total, ci) = (h.total_ns as f64, h.total_ci95_ns as f64);
+    assert!(total >= 0.99 * floor, "total {total} under {floor}");
+    assert!(
+        total - 3.0 * ci <= wall.as_nanos() as f64,
+        "total {total} ± {ci} over the wall time {wall:?}"
+    );
+    // Untimed calls of `hot` count in `outer`'s intervals as `hot`'s mean call: `outer`'s
+    // self time is its loop, not its untimed children.
+    let o = point(&r, "budget::outer");
+    assert!(
+        (o.self_ns as f64) <= 0.3 * o.total_ns as f64,
+        "outer self {} of total {}: {o:?} {h:?} {:?}",
+        o.self_ns,
+        o.total_ns,
+        r.budget
+    );
+    // The table says what the budget did.
+    let table = r.to_table();
+    assert!(table.contains("Overhead budget 1% of CPU time"), "{table}");
+    assert!(
+        table
+            .lines()
+            .any(|l| l.contains("budget::hot") && l.trim_start().starts_with(['1', 'c'])),
+        "{table}"
+    );
+    // The JSON report carries the section.
+    let json: serde_json::Value = serde_json::from_str(&r.to_json()).unwrap();
+    assert_eq!(json["budget"]["percent"], 1.0);
+    assert!(
+        json["budget"]["events"]
+            .as_array()
+            .is_some_and(|e| !e.is_empty())
+    );
+}
+
+#[test]
+fn a_point_that_cools_down_is_timed_on_every_call_again() {
+    profpoint::set_budget(Some(1.0));
+    until(
+        "the budget to throttle budget::hot",
+        Duration::from_secs(30),
+        || {
+            for _ in 0..100 {
+                hot();
+            }
+        },
+        |r| point(r, "budget::hot").sampling.is_some(),
+    );
+    // Now rare: one call per ~200 us of other work.
+    let r = until(
+        "budget::hot to be timed fully again",
+        Duration::from_secs(60),
+        || {
+            hot();
+            busy(Duration::from_micros(200));
+        },
+        |r| point(r, "budget::hot").sampling.is_none(),
+    );
+    assert!(
+        r.budget
+            .events
+            .iter()
+            .any(|e| e.point == "budget::hot" && e.to == "on"),
+        "{:?}",
+        r.budget
+    );
+    let t = r
+        .budget
+        .throttled
+        .iter()
+        .find(|t| t.point == "budget::hot")
+        .expect("listed as throttled at some time");
+    assert_eq!(t.now, "on");
+    assert!(t.changes >= 2);
+}
+
+#[test]
+fn a_point_too_hot_even_to_count_is_switched_off_with_its_rate() {
+    // 0.01% of the CPU time: not even one increment per call fits.
+    profpoint::set_budget(Some(0.01));
+    let mut x = 0;
+    let r = until(
+        "budget::tiny to be switched off",
+        Duration::from_secs(30),
+        || {
+            for _ in 0..1000 {
+                x = tiny(x);
+            }
+            // At most ~1,000 calls a second of `cold`: ~0.003% of a CPU, under the budget.
+            busy(Duration::from_millis(1));
+            cold();
+        },
+        |r| {
+            let c = point(r, "budget::cold");
+            !point(r, "budget::tiny").enabled && c.enabled && c.sampling.is_none()
+        },
+    );
+    let t = r
+        .budget
+        .throttled
+        .iter()
+        .find(|t| t.point == "budget::tiny")
+        .unwrap_or_else(|| panic!("{:?}", r.budget));
+    assert_eq!(t.worst, "off");
+    assert!(
+        t.off_calls_per_s > 10_000.0,
+        "rate at switch-off {}",
+        t.off_calls_per_s
+    );
+    // The cheap point is timed on every call (the condition above), and was never off.
+    assert!(
+        r.budget
+            .events
+            .iter()
+            .all(|e| e.point != "budget::cold" || e.to != "off"),
+        "{:?}",
+        r.budget
+    );
+}
+
+#[test]
+fn the_users_own_choices_stand() {
+    profpoint::set_budget(Some(0.01));
+    assert_eq!(profpoint::set_sampling("budget::tiny", 8), 1);
+    assert_eq!(profpoint::disable("budget::hot"), 1);
+    let mut x = 0;
+    let r = until(
+        "ten budget rounds",
+        Duration::from_secs(30),
+        || {
+            for _ in 0..1000 {
+                x = tiny(x);
+                hot();
+            }
+        },
+        |r| r.budget.rounds >= 10,
+    );
+    assert_eq!(point(&r, "budget::tiny").sampling, Some(8));
+    assert!(!point(&r, "budget::hot").enabled);
+    assert!(
+        r.budget
+            .events
+            .iter()
+            .all(|e| e.point != "budget::tiny" && e.point != "budget::hot"),
+        "{:?}",
+        r.budget
+    );
+}
+
+#[test]
+fn without_a_budget_throttled_points_are_timed_fully_again() {
+    profpoint::set_budget(Some(0.01));
+    let mut x = 0;
+    until(
+        "budget::tiny to be throttled",
+        Duration::from_secs(30),
+        || {
+            for _ in 0..1000 {
+                x = tiny(x);
+            }
+        },
+        |r| point(r, "budget::tiny").sampling.is_some() || !point(r, "budget::tiny").enabled,
+    );
+    profpoint::set_budget(None);
+    assert_eq!(profpoint::budget(), None);
+    let r = until(
+        "budget::tiny to be timed again",
+        Duration::from_secs(30),
+        || {
+            for _ in 0..1000 {
+                x = tiny(x);
+            }
+        },
+        |r| {
+            let t = point(r, "budget::tiny");
+            t.enabled && t.sampling.is_none()
+        },
+    );
+    assert_eq!(r.budget.percent, None);
+    // From now on every call is timed.
+    let before = point(&r, "budget::tiny");
+    for _ in 0..1000 {
+        x = tiny(x);
+    }
+    let after = point(&profpoint::snapshot(), "budget::tiny");
+    assert_eq!(after.timed - before.timed, 1000);
+}
