@@ -66,6 +66,7 @@ mod report;
 #[cfg(feature = "heatmap")]
 mod sampling;
 mod shard;
+mod sync;
 pub mod tracepoint;
 
 #[doc(hidden)]
