@@ -663,11 +663,12 @@ mod loom_tests {
             let reader = loom::thread::spawn(move || {
                 let mut first = Counts::default();
                 r.read(&mut first);
-                assert_eq!(first.total, 10 * first.timed, "torn copy {first:?}");
+                let torn = |c: &Counts| format!("torn copy: timed {} total {}", c.timed, c.total);
+                assert_eq!(first.total, 10 * first.timed, "{}", torn(&first));
                 let mut second = Counts::default();
                 r.read(&mut second);
-                assert_eq!(second.total, 10 * second.timed, "torn copy {second:?}");
-                assert!(second.timed >= first.timed, "{second:?} older than {first:?}");
+                assert_eq!(second.total, 10 * second.timed, "{}", torn(&second));
+                assert!(second.timed >= first.timed, "second copy older than the first");
                 seen.lock().unwrap().insert(first.timed);
             });
             for _ in 0..2 {
