@@ -292,7 +292,7 @@ pub(crate) struct Shard {
 }
 
 impl Shard {
-    fn new(points: usize, seed: u64) -> Shard {
+    pub(crate) fn new(points: usize, seed: u64) -> Shard {
         let tsc = crate::clock::uses_tsc();
         Shard {
             rcu_epoch: AtomicU64::new(0),
