@@ -668,7 +668,10 @@ mod loom_tests {
                 let mut second = Counts::default();
                 r.read(&mut second);
                 assert_eq!(second.total, 10 * second.timed, "{}", torn(&second));
-                assert!(second.timed >= first.timed, "second copy older than the first");
+                assert!(
+                    second.timed >= first.timed,
+                    "second copy older than the first"
+                );
                 seen.lock().unwrap().insert(first.timed);
             });
             for _ in 0..2 {

@@ -419,7 +419,10 @@ mod loom_tests {
             let retired_at = epoch();
             // `reclaim`: a grace period, then free what was retired before its epoch.
             let done = grace_period([&*shard]);
-            assert!(retired_at < done, "the old list is freed by this grace period");
+            assert!(
+                retired_at < done,
+                "the old list is freed by this grace period"
+            );
             // SAFETY: unpublished before the grace period; the model checks no reader holds it.
             unsafe { &*old }.0.with_mut(|v| unsafe { *v = FREED });
             reader.join().unwrap();
