@@ -383,7 +383,7 @@ mod loom_tests {
     const NEW: u64 = 2;
     const FREED: u64 = 0xDEAD;
 
-    /// One reader section (nested once) on another thread while the writer replaces the list,
+    /// Two readers' sections (each nested once) on two threads while the writer replaces the list,
     /// waits a grace period and frees the old one: the reader never reads a freed list, and
     /// loom finds no access to the old list's cell that is not ordered before the free (a
     /// "causality violation" is a failure). `membarrier`: whether the readers take the
@@ -398,34 +398,39 @@ mod loom_tests {
             let old = Box::into_raw(Box::new(List(UnsafeCell::new(OLD))));
             let new = Box::into_raw(Box::new(List(UnsafeCell::new(NEW))));
             let list = Arc::new(AtomicPtr::new(old));
-            let shard = Arc::new(Shard::new(0, 1));
-            let (l, s, seen) = (list.clone(), shard.clone(), seen_in.clone());
-            let reader = loom::thread::spawn(move || {
-                enter(&s);
-                enter(&s);
-                // Acquire: as `Tracepoint::__fire` loads its probe list.
-                let p = l.load(Ordering::Acquire);
-                // SAFETY: `p` is `old` or `new`, both live until the writer frees `old` after
-                // a grace period (the property checked) and `new` after the join.
-                let v = unsafe { &*p }.0.with(|v| unsafe { *v });
-                assert_ne!(v, FREED, "a reader read a freed probe list");
-                seen.lock().unwrap().insert(v);
-                assert!(!exit(&s), "the inner section is not the outermost");
-                assert!(exit(&s), "the outer section is");
+            // Two readers, each with its own shard, each in one section (nested once).
+            let shards = [Arc::new(Shard::new(0, 1)), Arc::new(Shard::new(0, 2))];
+            let readers = shards.clone().map(|s| {
+                let (l, seen) = (list.clone(), seen_in.clone());
+                loom::thread::spawn(move || {
+                    enter(&s);
+                    enter(&s);
+                    // Acquire: as `Tracepoint::__fire` loads its probe list.
+                    let p = l.load(Ordering::Acquire);
+                    // SAFETY: `p` is `old` or `new`, both live until the writer frees `old`
+                    // after a grace period (the property checked) and `new` after the joins.
+                    let v = unsafe { &*p }.0.with(|v| unsafe { *v });
+                    assert_ne!(v, FREED, "a reader read a freed probe list");
+                    seen.lock().unwrap().insert(v);
+                    assert!(!exit(&s), "the inner section is not the outermost");
+                    assert!(exit(&s), "the outer section is");
+                })
             });
             // `Tracepoint::update`: publish (Release), note the epoch of the retiree (its
             // `SeqCst` fence left out: see above).
             list.store(new, Ordering::Release);
             let retired_at = epoch();
             // `reclaim`: a grace period, then free what was retired before its epoch.
-            let done = grace_period([&*shard]);
+            let done = grace_period(shards.iter().map(|s| &**s));
             assert!(
                 retired_at < done,
                 "the old list is freed by this grace period"
             );
             // SAFETY: unpublished before the grace period; the model checks no reader holds it.
             unsafe { &*old }.0.with_mut(|v| unsafe { *v = FREED });
-            reader.join().unwrap();
+            for r in readers {
+                r.join().unwrap();
+            }
             // SAFETY: both came from `Box::into_raw` above; the reader has ended.
             drop(unsafe { (Box::from_raw(old), Box::from_raw(new)) });
         });
