@@ -33,6 +33,7 @@
 //! - Writers bump a per-slot sequence number before and after each update (a seqlock, plain
 //!   stores on x86_64); readers retry until they see an even, unchanged sequence number, so each
 //!   point's `nr`, `total` and distribution in a snapshot agree with each other.
+//!   The seqlock is model-checked under loom (`loom_tests` below, `docs/loom.md`).
 //!
 //! # Extending
 //! A new per-point counter is a field of [`Slot`], written in `point.rs` between

@@ -21,6 +21,8 @@
 //! - A writer inside a read section (a probe that unregisters itself or another probe) does
 //!   not wait at all: two such writers on two threads would wait for each other forever.
 //!   What it retires is freed by a later grace period taken outside any section.
+//! - The read section and the grace period are model-checked under loom, membarrier standing
+//!   in as a `SeqCst` fence on each side (`loom_tests` below, `docs/loom.md`).
 //!
 //! # Extending
 //! Anything else that needs readers without locks (a dynamic point table, say) can use
