@@ -67,6 +67,7 @@ mod report;
 #[cfg(feature = "heatmap")]
 mod sampling;
 mod shard;
+mod sync;
 pub mod tracepoint;
 
 #[doc(hidden)]

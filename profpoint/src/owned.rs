@@ -31,14 +31,17 @@
 //! A new owner-only field is an atomic of one of these widths, read and written through these
 //! functions only on the hot path (anywhere else the std methods are as good).
 
-use std::sync::atomic::{AtomicPtr, AtomicU8, AtomicU32, AtomicU64};
-#[cfg(not(all(target_arch = "x86_64", debug_assertions)))]
-use std::sync::atomic::{Ordering, fence};
+// The 64-bit words and pointers are the shards' (`crate::sync`: std's, or loom's in the
+// model-checking build); the 8- and 32-bit ones are also the points' own, always std's.
+use crate::sync::atomic::{AtomicPtr, AtomicU64};
+#[cfg(not(all(target_arch = "x86_64", debug_assertions, not(loom))))]
+use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU8, AtomicU32};
 
 /// Relaxed load.
 #[inline(always)]
 pub(crate) fn get(c: &AtomicU64) -> u64 {
-    #[cfg(all(target_arch = "x86_64", debug_assertions))]
+    #[cfg(all(target_arch = "x86_64", debug_assertions, not(loom)))]
     {
         let v: u64;
         // SAFETY: `c` is a valid, aligned `AtomicU64` (same layout as `u64`, as std
@@ -50,7 +53,7 @@ pub(crate) fn get(c: &AtomicU64) -> u64 {
         }
         v
     }
-    #[cfg(not(all(target_arch = "x86_64", debug_assertions)))]
+    #[cfg(not(all(target_arch = "x86_64", debug_assertions, not(loom))))]
     {
         // Relaxed: see the module docs.
         c.load(Ordering::Relaxed)
@@ -60,13 +63,13 @@ pub(crate) fn get(c: &AtomicU64) -> u64 {
 /// Relaxed store.
 #[inline(always)]
 pub(crate) fn set(c: &AtomicU64, v: u64) {
-    #[cfg(all(target_arch = "x86_64", debug_assertions))]
+    #[cfg(all(target_arch = "x86_64", debug_assertions, not(loom)))]
     // SAFETY: as in `get`, for an aligned 8-byte write to the atomic's own memory.
     unsafe {
         std::arch::asm!("mov qword ptr [{p}], {v}", p = in(reg) c as *const AtomicU64, v = in(reg) v,
             options(nostack, preserves_flags));
     }
-    #[cfg(not(all(target_arch = "x86_64", debug_assertions)))]
+    #[cfg(not(all(target_arch = "x86_64", debug_assertions, not(loom))))]
     // Relaxed: see the module docs.
     c.store(v, Ordering::Relaxed);
 }
@@ -75,14 +78,14 @@ pub(crate) fn set(c: &AtomicU64, v: u64) {
 /// `lock`: no other thread writes it; a signal handler on this thread cannot split it).
 #[inline(always)]
 pub(crate) fn add(c: &AtomicU64, d: u64) {
-    #[cfg(all(target_arch = "x86_64", debug_assertions))]
+    #[cfg(all(target_arch = "x86_64", debug_assertions, not(loom)))]
     // SAFETY: as in `set`; the read-modify-write is one instruction, so it is atomic with
     // respect to this thread's signal handlers, and only this thread writes the word.
     unsafe {
         std::arch::asm!("add qword ptr [{p}], {d}", p = in(reg) c as *const AtomicU64, d = in(reg) d,
             options(nostack));
     }
-    #[cfg(not(all(target_arch = "x86_64", debug_assertions)))]
+    #[cfg(not(all(target_arch = "x86_64", debug_assertions, not(loom))))]
     // Relaxed: only the owner writes; readers order through the slot's seqlock.
     c.store(c.load(Ordering::Relaxed).wrapping_add(d), Ordering::Relaxed);
 }
@@ -144,7 +147,7 @@ pub(crate) fn get8(c: &AtomicU8) -> u8 {
 /// Relaxed load of a pointer.
 #[inline(always)]
 pub(crate) fn get_ptr<T>(c: &AtomicPtr<T>) -> *mut T {
-    #[cfg(all(target_arch = "x86_64", debug_assertions))]
+    #[cfg(all(target_arch = "x86_64", debug_assertions, not(loom)))]
     {
         let v: *mut T;
         // SAFETY: as in `get`: `AtomicPtr<T>` has the layout of `*mut T`, 8 aligned bytes.
@@ -154,7 +157,7 @@ pub(crate) fn get_ptr<T>(c: &AtomicPtr<T>) -> *mut T {
         }
         v
     }
-    #[cfg(not(all(target_arch = "x86_64", debug_assertions)))]
+    #[cfg(not(all(target_arch = "x86_64", debug_assertions, not(loom))))]
     {
         // Relaxed: see the module docs.
         c.load(Ordering::Relaxed)
@@ -166,13 +169,13 @@ pub(crate) fn get_ptr<T>(c: &AtomicPtr<T>) -> *mut T {
 /// block (not `nomem`) does that.
 #[inline(always)]
 pub(crate) fn release_fence() {
-    #[cfg(all(target_arch = "x86_64", debug_assertions))]
+    #[cfg(all(target_arch = "x86_64", debug_assertions, not(loom)))]
     // SAFETY: an empty instruction sequence.
     unsafe {
         std::arch::asm!("", options(nostack, preserves_flags));
     }
-    #[cfg(not(all(target_arch = "x86_64", debug_assertions)))]
-    fence(Ordering::Release);
+    #[cfg(not(all(target_arch = "x86_64", debug_assertions, not(loom))))]
+    crate::sync::atomic::fence(Ordering::Release);
 }
 
 /// The time-stamp counter, one instruction at every opt-level.

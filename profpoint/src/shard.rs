@@ -33,15 +33,21 @@
 //! - Writers bump a per-slot sequence number before and after each update (a seqlock, plain
 //!   stores on x86_64); readers retry until they see an even, unchanged sequence number, so each
 //!   point's `nr`, `total` and distribution in a snapshot agree with each other.
+//!   The seqlock is model-checked under loom (`loom_tests` below, `docs/loom.md`).
 //!
 //! # Extending
 //! A new per-point counter is a field of [`Slot`], written in `point.rs` between
 //! `write_begin`/`write_end` and read in [`Slot::read`].
 
 use crate::hist;
+// The seqlock's and the read sections' words come from `crate::sync`: std's, or loom's in the
+// model-checking build (the `loom_tests` below). The 32-bit owner-only words (`depth`,
+// `countdown`, `rcu_nest`) are std's in every build: `point.rs` reads them through
+// `owned::get32` together with its own std atomics, and no model needs them.
+use crate::sync::atomic::{AtomicPtr, AtomicU64, Ordering, fence};
 use std::cell::Cell;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering, fence};
+use std::sync::atomic::AtomicU32;
 
 /// One thread's counters for one point. Only the owning thread writes it.
 ///
@@ -169,6 +175,7 @@ pub(crate) fn bump(c: &AtomicU64, d: u64) {
 
 impl Slot {
     /// A zeroed slot on the heap (min set to its "none yet" value).
+    #[cfg(not(loom))]
     fn new_boxed() -> Box<Slot> {
         // SAFETY: every field of `Slot` is an atomic integer or an array of them, for which
         // all-zero bytes are a valid value.
@@ -176,6 +183,26 @@ impl Slot {
         // Relaxed: the slot is not yet shared with any other thread.
         slot.min.store(u64::MAX, Ordering::Relaxed);
         slot
+    }
+
+    /// The same slot under loom, whose atomics are not plain integers (all-zero bytes are not
+    /// one of them): built field by field.
+    #[cfg(loom)]
+    fn new_boxed() -> Box<Slot> {
+        let z = || AtomicU64::new(0);
+        Box::new(Slot {
+            seq: z(),
+            nested: z(),
+            timed: z(),
+            skipped: z(),
+            total: z(),
+            self_ticks: z(),
+            min: AtomicU64::new(u64::MAX),
+            max: z(),
+            depth: AtomicU32::new(0),
+            countdown: AtomicU32::new(0),
+            hist: std::array::from_fn(|_| z()),
+        })
     }
 
     /// Marks the start of an update by the owner.
@@ -252,10 +279,10 @@ impl Slot {
                 if waited >= std::time::Duration::from_millis(1) {
                     std::thread::sleep(std::time::Duration::from_micros(50));
                 } else {
-                    std::thread::yield_now();
+                    crate::sync::yield_now();
                 }
             } else {
-                std::hint::spin_loop();
+                crate::sync::spin_loop();
             }
         }
         c
@@ -360,7 +387,7 @@ pub(crate) struct Shard {
 }
 
 impl Shard {
-    fn new(points: usize, seed: u64) -> Shard {
+    pub(crate) fn new(points: usize, seed: u64) -> Shard {
         let tsc = crate::clock::uses_tsc();
         Shard {
             rcu_epoch: AtomicU64::new(0),
@@ -450,7 +477,9 @@ impl Shard {
     }
 }
 
-// The scalar counters a reader copies share the first cache line with the seqlock.
+// The scalar counters a reader copies share the first cache line with the seqlock (loom's
+// atomics are larger than a word: not in the model-checking build).
+#[cfg(not(loom))]
 const _: () = assert!(std::mem::offset_of!(Slot, depth) == 64);
 
 /// How long a reader retries a slot whose owner keeps it mid-update before it accepts a torn
@@ -607,8 +636,9 @@ pub(crate) fn read_point(index: usize) -> Counts {
 }
 
 /// First-use work so far, every thread: ticks and calls (the report's `setup`).
-static SETUP_TICKS: AtomicU64 = AtomicU64::new(0);
-static SETUP_CALLS: AtomicU64 = AtomicU64::new(0);
+/// (std's atomics in every build: tallies, in no model.)
+static SETUP_TICKS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+static SETUP_CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// Adds one call's first-use work: to this thread's clock offset (`Shard::setup`), so that it
 /// lies outside every interval open on the thread, and to the process's tally (cold path).
@@ -686,7 +716,7 @@ mod tests {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod size_tests {
     /// The memory figures ARCHITECTURE.md states.
     #[test]
@@ -695,5 +725,62 @@ mod size_tests {
         assert_eq!(std::mem::size_of::<super::Shard>(), 128);
         assert_eq!(std::mem::align_of::<super::Shard>(), 128);
         assert_eq!(std::mem::size_of::<crate::point::Point>(), 80);
+    }
+}
+
+/// Model checking of the seqlock (`RUSTFLAGS="--cfg loom"`, docs/loom.md).
+///
+/// Real code: `Slot::new_boxed`, `write_begin`, `bump`, `write_end` and `read`, with loom's
+/// atomics and fences (`crate::sync`). Stand-in: the writer's update is the model's own
+/// sequence of `bump`s between `write_begin` and `write_end`, the shape of `point.rs`'s leave
+/// (which needs the thread-locals and the clock); `owned.rs`'s debug-build x86_64 assembly is
+/// replaced by its release-build code (the std atomics loom can see).
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::*;
+    use std::collections::BTreeSet;
+    use std::sync::{Arc, Mutex};
+
+    /// A reader copying a slot twice while its owner makes two updates of `timed` and `total`
+    /// together (10 ticks a call): every copy has `total == 10 * timed` (no torn pair), the
+    /// second is never older than the first, and the final copy has both updates.
+    #[test]
+    fn loom_seqlock_reader_never_sees_a_torn_pair() {
+        // What the first copy saw, over every execution: proof that the reader really ran
+        // before, between and after the updates (loom explores from the schedule where the
+        // main thread, here the writer, runs first: tokio-rs/loom#392 is why it is the writer).
+        let seen = Arc::new(Mutex::new(BTreeSet::new()));
+        let seen_in = seen.clone();
+        crate::sync::model("seqlock", move || {
+            let slot: Arc<Slot> = Arc::from(Slot::new_boxed());
+            let r = slot.clone();
+            let seen = seen_in.clone();
+            let reader = loom::thread::spawn(move || {
+                let mut first = Counts::default();
+                r.read(&mut first);
+                let torn = |c: &Counts| format!("torn copy: timed {} total {}", c.timed, c.total);
+                assert_eq!(first.total, 10 * first.timed, "{}", torn(&first));
+                let mut second = Counts::default();
+                r.read(&mut second);
+                assert_eq!(second.total, 10 * second.timed, "{}", torn(&second));
+                assert!(
+                    second.timed >= first.timed,
+                    "second copy older than the first"
+                );
+                seen.lock().unwrap().insert(first.timed);
+            });
+            for _ in 0..2 {
+                slot.write_begin();
+                bump(&slot.timed, 1);
+                bump(&slot.total, 10);
+                slot.write_end();
+            }
+            reader.join().unwrap();
+            let mut last = Counts::default();
+            slot.read(&mut last);
+            assert_eq!((last.timed, last.total), (2, 20), "after the reader ended");
+        });
+        let seen = seen.lock().unwrap();
+        assert_eq!(*seen, BTreeSet::from([0, 1, 2]), "schedules explored");
     }
 }

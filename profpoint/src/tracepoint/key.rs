@@ -8,7 +8,10 @@
 //! - **Atomic** (other targets, or the `tracepoint-atomic` feature, e.g. where W^X forbids
 //!   patching): the site loads the `AtomicBool` and branches. Same semantics, same tests.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+// std's atomic, or loom's in the model-checking build (`crate::sync`; the key's model is in
+// `tracepoint/mod.rs`, where the enable/disable decision is made).
+use crate::sync::atomic::{AtomicBool, Ordering};
+use crate::sync::const_fn_unless_loom;
 
 /// Whether this build patches code (static keys) rather than testing a flag at each site.
 pub const STATIC_KEYS: bool = cfg!(all(
@@ -36,10 +39,12 @@ impl std::fmt::Display for KeyError {
 impl std::error::Error for KeyError {}
 
 impl Key {
-    /// A key that starts off.
-    pub const fn new() -> Key {
-        Key {
-            on: AtomicBool::new(false),
+    const_fn_unless_loom! {
+        /// A key that starts off.
+        pub fn new() -> Key {
+            Key {
+                on: AtomicBool::new(false),
+            }
         }
     }
 

@@ -49,7 +49,11 @@ pub(crate) mod rcu;
 
 use crate::glob;
 use std::any::Any;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+// The tracepoint's words and the writers' lock come from `crate::sync`: std's, or loom's in the
+// model-checking build (the `loom_tests` below).
+use crate::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering};
+use crate::sync::{MutexGuard, const_fn_unless_loom, sync_static};
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
 /// The linker-gathered section of every tracepoint.
@@ -133,9 +137,11 @@ pub struct Tracepoint {
     error: Mutex<Option<String>>,
 }
 
-/// Writers (register, unregister, counting) of every tracepoint take this lock.
-static WRITERS: Mutex<Retired> = Mutex::new(Retired(Vec::new()));
-/// Probe ids.
+sync_static! {
+    /// Writers (register, unregister, counting) of every tracepoint take this lock.
+    static WRITERS: crate::sync::Mutex<Retired> = crate::sync::Mutex::new(Retired(Vec::new()));
+}
+/// Probe ids (a std atomic in every build: ids need only be distinct).
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 /// Unpublished probe arrays and the epoch at which each was unpublished, waiting for a grace
@@ -144,7 +150,7 @@ struct Retired(Vec<(usize, u64)>);
 
 thread_local! {
     /// The writers' lock, held by the forking thread across a `fork` (see `crate::fork`).
-    static FORK_HELD: std::cell::RefCell<Option<std::sync::MutexGuard<'static, Retired>>> =
+    static FORK_HELD: std::cell::RefCell<Option<MutexGuard<'static, Retired>>> =
         const { std::cell::RefCell::new(None) };
 }
 
@@ -164,9 +170,7 @@ pub(crate) fn fork_hold(in_read: bool) {
 }
 
 /// Keeps the writers' guard in this thread's slot, or gives it back if the slot is gone.
-fn stash(
-    g: std::sync::MutexGuard<'static, Retired>,
-) -> Result<(), std::sync::MutexGuard<'static, Retired>> {
+fn stash(g: MutexGuard<'static, Retired>) -> Result<(), MutexGuard<'static, Retired>> {
     let mut g = Some(g);
     match FORK_HELD.try_with(|h| *h.borrow_mut() = g.take()) {
         Ok(()) => Ok(()),
@@ -186,7 +190,7 @@ pub(crate) fn in_read_section() -> bool {
     rcu::in_read_section()
 }
 
-fn writers() -> std::sync::MutexGuard<'static, Retired> {
+fn writers() -> MutexGuard<'static, Retired> {
     // The retired list is only pushed to or drained: a poisoned lock holds a valid list.
     WRITERS.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -213,18 +217,20 @@ pub struct TracepointInfo {
 }
 
 impl Tracepoint {
-    #[doc(hidden)]
-    pub const fn new(name: &'static str, file: &'static str, line: u32) -> Tracepoint {
-        Tracepoint {
-            name,
-            file,
-            line,
-            key: key::Key::new(),
-            probes: AtomicPtr::new(std::ptr::null_mut()),
-            nprobes: AtomicU32::new(0),
-            counting: AtomicBool::new(false),
-            index: AtomicU32::new(u32::MAX),
-            error: Mutex::new(None),
+    const_fn_unless_loom! {
+        #[doc(hidden)]
+        pub fn new(name: &'static str, file: &'static str, line: u32) -> Tracepoint {
+            Tracepoint {
+                name,
+                file,
+                line,
+                key: key::Key::new(),
+                probes: AtomicPtr::new(std::ptr::null_mut()),
+                nprobes: AtomicU32::new(0),
+                counting: AtomicBool::new(false),
+                index: AtomicU32::new(u32::MAX),
+                error: Mutex::new(None),
+            }
         }
     }
 
@@ -554,4 +560,79 @@ pub(crate) fn infos() -> Vec<TracepointInfo> {
     let mut v: Vec<TracepointInfo> = all().iter().map(|t| t.info()).collect();
     v.sort_by(|a, b| b.hits.cmp(&a.hits).then(a.name.cmp(&b.name)));
     v
+}
+
+/// Model checking of the key toggling (`RUSTFLAGS="--cfg loom"`, docs/loom.md), with the
+/// portable key (`key.rs`'s atomic backend: the static-key backend patches code, which loom
+/// cannot run).
+///
+/// Real code: `__register`, `ProbeHandle::drop` (`unregister`), `set_counting`, `update`,
+/// `refresh_key`, `Key::set` and `Key::is_enabled`, `reclaim` and the grace period, on loom's
+/// atomics and the writers' lock as a loom `Mutex`. Stand-ins: the tracepoint is made by
+/// `Tracepoint::new` on the heap (not a linker-gathered static: nothing here needs its index);
+/// no thread is in a read section, so the grace period waits for no shard.
+#[cfg(all(
+    test,
+    loom,
+    not(all(
+        target_arch = "x86_64",
+        target_os = "linux",
+        not(feature = "tracepoint-atomic")
+    ))
+))]
+mod loom_tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    fn probe() -> Box<dyn Any + Send + Sync> {
+        Box::new(|_: u64| {}) as Box<dyn Any + Send + Sync>
+    }
+
+    /// Three threads switch one tracepoint's key at once: the main thread registers a probe,
+    /// a second registers one and drops it, a third turns counting on and off. Whatever the
+    /// order, the key ends on (one probe is left: enabled twice, disabled once, stays
+    /// enabled), with one probe and counting off; dropping the last probe turns it off.
+    #[test]
+    fn loom_key_enabled_twice_disabled_once_stays_enabled() {
+        // Probes the second thread's tracepoint had right after its registration, over every
+        // execution: 1 and 2 (it ran both before and after the main thread's registration).
+        let seen = Arc::new(Mutex::new(BTreeSet::new()));
+        let seen_in = seen.clone();
+        crate::sync::model("key toggling", move || {
+            let tp: &'static Tracepoint =
+                Box::leak(Box::new(Tracepoint::new("loom::toggled", file!(), line!())));
+            let seen = seen_in.clone();
+            let other = loom::thread::spawn(move || {
+                let h = tp.__register(probe());
+                assert!(
+                    tp.is_enabled(),
+                    "off right after this thread's registration"
+                );
+                // Relaxed: a count for the coverage check, read by the registering thread.
+                seen.lock()
+                    .unwrap()
+                    .insert(tp.nprobes.load(Ordering::Relaxed));
+                drop(h);
+            });
+            let counter = loom::thread::spawn(move || {
+                tp.set_counting(true);
+                assert!(tp.is_enabled(), "off right after counting was turned on");
+                tp.set_counting(false);
+            });
+            let mine = tp.__register(probe());
+            other.join().unwrap();
+            counter.join().unwrap();
+            assert!(tp.is_enabled(), "a probe is left but the key is off");
+            // Relaxed: every writer has been joined.
+            assert_eq!(tp.nprobes.load(Ordering::Relaxed), 1);
+            assert!(!tp.counting.load(Ordering::Relaxed));
+            drop(mine);
+            assert!(
+                !tp.is_enabled(),
+                "no probe and no counting, but the key is on"
+            );
+        });
+        let seen = seen.lock().unwrap();
+        assert_eq!(*seen, BTreeSet::from([1, 2]), "schedules explored");
+    }
 }

@@ -21,15 +21,20 @@
 //! - A writer inside a read section (a probe that unregisters itself or another probe) does
 //!   not wait at all: two such writers on two threads would wait for each other forever.
 //!   What it retires is freed by a later grace period taken outside any section.
+//! - The read section and the grace period are model-checked under loom, membarrier standing
+//!   in as a `SeqCst` fence on each side (`loom_tests` below, `docs/loom.md`).
 //!
 //! # Extending
 //! Anything else that needs readers without locks (a dynamic point table, say) can use
 //! [`read`] and [`synchronize`] as they are.
 
 use crate::shard::{self, Lease, Shard};
+// The epoch, the grace-period flag and the fences come from `crate::sync`: std's, or loom's in
+// the model-checking build (the `loom_tests` below).
+use crate::sync::atomic::{AtomicBool, AtomicU64, Ordering, fence};
+use crate::sync::sync_static;
 use std::cell::Cell;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering, compiler_fence, fence};
 
 /// Constants of `include/uapi/linux/membarrier.h`, missing from the libc crate.
 mod sys {
@@ -38,13 +43,18 @@ mod sys {
     pub(super) const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_int = 1 << 4;
 }
 
-/// The grace-period epoch; starts at 1 so that 0 can mean "not in a read section".
-static EPOCH: AtomicU64 = AtomicU64::new(1);
+sync_static! {
+    /// The grace-period epoch; starts at 1 so that 0 can mean "not in a read section".
+    static EPOCH: AtomicU64 = AtomicU64::new(1);
+}
 /// Whether `membarrier` private expedited is registered (readers may skip their fence).
-static MEMBARRIER: AtomicBool = AtomicBool::new(false);
-/// Serialises writers' grace periods. A flag rather than a `Mutex` (it guards no data): a
-/// `fork`ed child can reset it when the thread that held it was not copied (`crate::fork`).
-static GP_BUSY: AtomicBool = AtomicBool::new(false);
+/// A std atomic in every build: written once before any writer runs, then only read.
+static MEMBARRIER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+sync_static! {
+    /// Serialises writers' grace periods. A flag rather than a `Mutex` (it guards no data): a
+    /// `fork`ed child can reset it when the thread that held it was not copied (`crate::fork`).
+    static GP_BUSY: AtomicBool = AtomicBool::new(false);
+}
 
 /// Holds the grace-period lock until dropped.
 struct GpGuard;
@@ -81,9 +91,9 @@ fn gp_lock() -> GpGuard {
 fn back_off(spins: &mut u32) {
     *spins += 1;
     if *spins < 100 {
-        std::hint::spin_loop();
+        crate::sync::spin_loop();
     } else if *spins < 1_000 {
-        std::thread::yield_now();
+        crate::sync::yield_now();
     } else {
         std::thread::sleep(std::time::Duration::from_micros(50));
     }
@@ -139,6 +149,16 @@ pub(crate) fn init() -> bool {
 }
 
 /// Makes every running thread of the process execute a full memory barrier.
+///
+/// Under loom (the model-checking build) a `SeqCst` fence stands in for the system call: see
+/// `crate::sync::light_fence` for why that pairing is the guarantee membarrier(2) gives.
+#[cfg(loom)]
+fn heavy_barrier() {
+    fence(Ordering::SeqCst);
+}
+
+/// Makes every running thread of the process execute a full memory barrier.
+#[cfg(not(loom))]
 fn heavy_barrier() {
     // Relaxed: written once in `init`, before any writer runs (writers call `init` first).
     if MEMBARRIER.load(Ordering::Relaxed) {
@@ -175,6 +195,14 @@ pub(crate) fn read() -> ReadGuard {
             Lease::Borrowed(s) => (s, true),
         },
     };
+    enter(shard);
+    ReadGuard { shard, borrowed }
+}
+
+/// Enters a read section on `shard`, the calling thread's (the body of [`read`] once it has the
+/// shard; the loom models call it with theirs).
+#[inline(always)]
+fn enter(shard: &Shard) {
     // Relaxed: `rcu_nest` is owner-only.
     let nest = shard.rcu_nest.load(Ordering::Relaxed);
     shard.rcu_nest.store(nest + 1, Ordering::Relaxed);
@@ -185,12 +213,25 @@ pub(crate) fn read() -> ReadGuard {
         shard.rcu_epoch.store(e, Ordering::Relaxed);
         // Relaxed: see `heavy_barrier`.
         if MEMBARRIER.load(Ordering::Relaxed) {
-            compiler_fence(Ordering::SeqCst);
+            crate::sync::light_fence();
         } else {
             fence(Ordering::SeqCst);
         }
     }
-    ReadGuard { shard, borrowed }
+}
+
+/// Leaves a read section on `shard`; returns whether it was the outermost (the body of
+/// `ReadGuard::drop`).
+#[inline(always)]
+fn exit(shard: &Shard) -> bool {
+    // Relaxed: owner-only.
+    let nest = shard.rcu_nest.load(Ordering::Relaxed) - 1;
+    shard.rcu_nest.store(nest, Ordering::Relaxed);
+    if nest == 0 {
+        // Release: every read of the section happens before a writer sees it ended.
+        shard.rcu_epoch.store(0, Ordering::Release);
+    }
+    nest == 0
 }
 
 impl ReadGuard {
@@ -203,15 +244,8 @@ impl ReadGuard {
 impl Drop for ReadGuard {
     #[inline]
     fn drop(&mut self) {
-        // Relaxed: owner-only.
-        let nest = self.shard.rcu_nest.load(Ordering::Relaxed) - 1;
-        self.shard.rcu_nest.store(nest, Ordering::Relaxed);
-        if nest == 0 {
-            // Release: every read of the section happens before a writer sees it ended.
-            self.shard.rcu_epoch.store(0, Ordering::Release);
-            if self.borrowed {
-                shard::release(self.shard);
-            }
+        if exit(self.shard) && self.borrowed {
+            shard::release(self.shard);
         }
     }
 }
@@ -243,13 +277,21 @@ pub(crate) fn synchronize() -> u64 {
     }
     let _gp = gp_lock();
     let me = shard::current().map(|s| s as *const Shard);
+    grace_period(
+        shard::all_shards()
+            .into_iter()
+            .filter(|&s| Some(s as *const Shard) != me),
+    )
+}
+
+/// The grace period proper (grace-period lock held): bumps the epoch, then waits until each
+/// of `others` is outside any read section or in one that began after the bump; returns the
+/// new epoch. The loom models call it with their readers' shards.
+fn grace_period<'a>(others: impl IntoIterator<Item = &'a Shard>) -> u64 {
     // SeqCst: orders the caller's earlier publication of a new array before the bump.
     let target = EPOCH.fetch_add(1, Ordering::SeqCst) + 1;
     heavy_barrier();
-    for s in shard::all_shards() {
-        if Some(s as *const Shard) == me {
-            continue;
-        }
+    for s in others {
         let mut spins = 0u32;
         loop {
             // Acquire: pairs with the reader's release store of 0.
@@ -312,5 +354,97 @@ mod tests {
             "synchronize returned before the reader left"
         );
         reader.join().unwrap();
+    }
+}
+
+/// Model checking of the grace period (`RUSTFLAGS="--cfg loom"`, docs/loom.md).
+///
+/// Real code: [`enter`] and [`exit`] (the bodies of [`read`] and `ReadGuard::drop`),
+/// [`grace_period`] (the body of [`synchronize`]), [`epoch`], the `EPOCH` static and the
+/// `Shard` words they use, on loom's atomics. Stand-ins: `membarrier` and the reader's compiler
+/// barrier are a `SeqCst` fence each (`crate::sync::light_fence`); the reader's shard is passed
+/// in (`read` finds it through a thread-local, which loom cannot see); the probe list is a
+/// loom cell behind a loom `AtomicPtr`, unpublished and freed in the order
+/// `Tracepoint::update` and `reclaim` use (Release store, `epoch()`, grace period, free if the
+/// epoch is below the one returned) but without the `SeqCst` fence `update` runs between the
+/// store and `epoch()`: under loom that fence would pair with the stand-in light fence, which
+/// a real compiler barrier does not, and hide a missing `membarrier` (left out, the grace
+/// period alone must order the reader: the stricter check). One writer, so the grace-period
+/// lock (`gp_lock`, a compare-exchange) is not taken.
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::*;
+    use crate::sync::atomic::AtomicPtr;
+    use loom::cell::UnsafeCell;
+    use std::collections::BTreeSet;
+    use std::sync::{Arc, Mutex};
+
+    /// A probe list: its contents, and what a free writes over them.
+    struct List(UnsafeCell<u64>);
+    const OLD: u64 = 1;
+    const NEW: u64 = 2;
+    const FREED: u64 = 0xDEAD;
+
+    /// Two readers' sections (each nested once) on two threads while the writer replaces the list,
+    /// waits a grace period and frees the old one: the reader never reads a freed list, and
+    /// loom finds no access to the old list's cell that is not ordered before the free (a
+    /// "causality violation" is a failure). `membarrier`: whether the readers take the
+    /// membarrier path (compiler barrier; `init` found the system call) or the fallback
+    /// (`SeqCst` fence, real code in both builds).
+    fn grace_period_model(name: &str, membarrier: bool) {
+        let seen = Arc::new(Mutex::new(BTreeSet::new()));
+        let seen_in = seen.clone();
+        crate::sync::model(name, move || {
+            // Relaxed: what `init` stores; set before any thread of the execution runs.
+            MEMBARRIER.store(membarrier, Ordering::Relaxed);
+            let old = Box::into_raw(Box::new(List(UnsafeCell::new(OLD))));
+            let new = Box::into_raw(Box::new(List(UnsafeCell::new(NEW))));
+            let list = Arc::new(AtomicPtr::new(old));
+            // Two readers, each with its own shard, each in one section (nested once).
+            let shards = [Arc::new(Shard::new(0, 1)), Arc::new(Shard::new(0, 2))];
+            let readers = shards.clone().map(|s| {
+                let (l, seen) = (list.clone(), seen_in.clone());
+                loom::thread::spawn(move || {
+                    enter(&s);
+                    enter(&s);
+                    // Acquire: as `Tracepoint::__fire` loads its probe list.
+                    let p = l.load(Ordering::Acquire);
+                    // SAFETY: `p` is `old` or `new`, both live until the writer frees `old`
+                    // after a grace period (the property checked) and `new` after the joins.
+                    let v = unsafe { &*p }.0.with(|v| unsafe { *v });
+                    assert_ne!(v, FREED, "a reader read a freed probe list");
+                    seen.lock().unwrap().insert(v);
+                    assert!(!exit(&s), "the inner section is not the outermost");
+                    assert!(exit(&s), "the outer section is");
+                })
+            });
+            // `Tracepoint::update`: publish (Release), note the epoch of the retiree (its
+            // `SeqCst` fence left out: see above).
+            list.store(new, Ordering::Release);
+            let retired_at = epoch();
+            // `reclaim`: a grace period, then free what was retired before its epoch.
+            let done = grace_period(shards.iter().map(|s| &**s));
+            assert!(
+                retired_at < done,
+                "the old list is freed by this grace period"
+            );
+            // SAFETY: unpublished before the grace period; the model checks no reader holds it.
+            unsafe { &*old }.0.with_mut(|v| unsafe { *v = FREED });
+            for r in readers {
+                r.join().unwrap();
+            }
+            // SAFETY: both came from `Box::into_raw` above; the reader has ended.
+            drop(unsafe { (Box::from_raw(old), Box::from_raw(new)) });
+        });
+        let seen = seen.lock().unwrap();
+        assert_eq!(*seen, BTreeSet::from([OLD, NEW]), "schedules explored");
+    }
+
+    /// Both reader paths, one after the other (`MEMBARRIER` is process-wide: two tests
+    /// setting it at once would mix them).
+    #[test]
+    fn loom_grace_period_no_reader_keeps_the_old_list() {
+        grace_period_model("grace period (membarrier)", true);
+        grace_period_model("grace period (fallback fence)", false);
     }
 }
