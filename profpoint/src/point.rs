@@ -294,7 +294,9 @@ impl Point {
         if status == COUNT {
             // Counted at leave; no recursion mark (nothing is timed, nothing to fold). The
             // intervals around it gain the point's mean timed call (see the skipped branch).
-            owned::add(&shard.child_acc, owned::get(&self.mean_ticks));
+            // Relaxed: see `set_mean_ticks` (std's load: the field is not one of the owner-only
+            // words `owned` serves).
+            owned::add(&shard.child_acc, self.mean_ticks.load(Ordering::Relaxed));
             t.mode = T_COUNTED | flags;
             return;
         }
@@ -321,7 +323,8 @@ impl Point {
                 // (in `t0`, unused by an untimed call) in place of what it really took, which
                 // no clock read measured: their self time stays their own.
                 t.saved_child = owned::get(&shard.child_acc);
-                t.t0 = owned::get(&self.mean_ticks);
+                // Relaxed: see `set_mean_ticks`.
+                t.t0 = self.mean_ticks.load(Ordering::Relaxed);
                 t.mode = T_SKIPPED | flags;
                 return;
             }
@@ -428,7 +431,9 @@ impl Point {
             // seqlock: a reader sees the count before or after, both consistent with the rest.
             bump(&slot.skipped, 1);
             // The intervals around it gain the point's mean timed call (see `start_in`).
-            owned::add(&shard.child_acc, owned::get(&self.mean_ticks));
+            // Relaxed: see `set_mean_ticks` (std's load: the field is not one of the owner-only
+            // words `owned` serves).
+            owned::add(&shard.child_acc, self.mean_ticks.load(Ordering::Relaxed));
             return false;
         }
         let t = init_token(t);
