@@ -4,7 +4,7 @@ use super::Report;
 use std::fmt::Write;
 
 /// The CSV header row, also the field order of every row.
-pub(super) const HEADER: &str = "name,enabled,kind,sampling,estimated,nr,timed,nested,total_ns,self_ns,avg_ns,min_ns,max_ns,p50_ns,p90_ns,p99_ns,p999_ns,stddev_ns,wall_percent,file,line";
+pub(super) const HEADER: &str = "name,enabled,kind,sampling,estimated,nr,timed,nested,total_ns,self_ns,avg_ns,min_ns,max_ns,p50_ns,p90_ns,p99_ns,p999_ns,stddev_ns,wall_percent,file,line,total_ci95_ns";
 
 pub(super) fn points_csv(report: &Report) -> String {
     let mut out = String::new();
@@ -14,7 +14,7 @@ pub(super) fn points_csv(report: &Report) -> String {
         // Writing into a String cannot fail.
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.4},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.4},{},{},{}",
             quote(&p.name),
             p.enabled,
             p.kind,
@@ -35,7 +35,8 @@ pub(super) fn points_csv(report: &Report) -> String {
             p.stddev_ns,
             p.wall_percent,
             quote(p.file),
-            p.line
+            p.line,
+            p.total_ci95_ns
         );
     }
     out
