@@ -215,6 +215,10 @@ pub(crate) struct Est {
 /// The fewest timed calls a sampled stratum closes with.
 const MIN_TIMED: u64 = 32;
 
+/// A stratum's longest timed call is taken as a stall when it is this many times the mean of
+/// the others (see `Est::close`).
+const STALL_RATIO: f64 = 1000.0;
+
 impl Est {
     /// Adds the change `d` of a point's counters over one round.
     pub(crate) fn fold(&mut self, d: &Scalars) {
@@ -241,11 +245,32 @@ impl Est {
             self.untimed += d.skipped as f64;
             return;
         }
-        let n = d.timed as f64;
-        let calls = (d.timed + d.skipped) as f64;
+        let mut timed = d.timed;
+        let mut calls = d.timed + d.skipped;
+        let mut scaled = d.total as f64;
+        let mut once = 0.0;
+        // `d.max` is the stratum's longest timed call when it set a new maximum for the point
+        // (else 0). One that is over STALL_RATIO times the rest's mean is a stall (the thread
+        // preempted or faulting), not the point's work: counted once, not as N calls (a 382 ms
+        // preemption of a 500 ns call, scaled by 32, read as 12 s in a run of 1 s).
+        if d.max > 0 && timed >= 2 {
+            let rest = (d.total - d.max.min(d.total)) as f64 / (timed - 1) as f64;
+            if d.max as f64 > STALL_RATIO * rest.max(1.0) {
+                once = d.max as f64;
+                scaled -= once;
+                timed -= 1;
+                calls -= 1;
+            }
+        }
+        let n = timed as f64;
+        let calls = calls as f64;
         let scale = calls / n;
-        self.total += d.total as f64 * scale;
-        self.self_ticks += d.self_signed() * scale;
+        let stratum = scaled * scale + once;
+        self.total += stratum;
+        // Self time in the stratum's own proportion of self to total.
+        if d.total > 0 {
+            self.self_ticks += d.self_signed() * (stratum / d.total as f64);
+        }
         self.var_factor += calls * calls * (1.0 - n / calls) / n;
     }
 
@@ -474,8 +499,9 @@ fn run() {
         let mut c = state();
         c.costs = Some(costs);
         c.running = true;
-        c.last_tick = clock::now();
-        c.last_cpu_ns = cpu_ns(libc::CLOCK_PROCESS_CPUTIME_ID);
+        // The first round's baseline: counters, clock and CPU time now, no decision (the
+        // calls made before are not this round's: they would be priced against no CPU time).
+        c.round(None, &costs);
     }
     let mut interval = FIRST_INTERVAL;
     loop {
@@ -485,7 +511,7 @@ fn run() {
         let ppm = PPM.load(Ordering::Relaxed);
         let calls = {
             let mut c = state();
-            let calls = c.round(ppm, &costs);
+            let calls = c.round(Some(ppm), &costs);
             c.controller_ns += cpu_ns(libc::CLOCK_THREAD_CPUTIME_ID).saturating_sub(began);
             calls
         };
@@ -500,9 +526,9 @@ fn run() {
 }
 
 impl Controller {
-    /// One round: read, fold the estimates, price, reallocate if needed. Returns the calls
-    /// seen this round.
-    fn round(&mut self, ppm: u32, costs: &ModeCosts) -> u64 {
+    /// One round: read, fold the estimates, price, reallocate if needed (`ppm`: the budget;
+    /// `None` only records the baseline). Returns the calls seen this round.
+    fn round(&mut self, ppm: Option<u32>, costs: &ModeCosts) -> u64 {
         let points = point::all();
         let now = clock::now();
         let cpu = cpu_ns(libc::CLOCK_PROCESS_CPUTIME_ID);
@@ -559,6 +585,9 @@ impl Controller {
             }
         }
         self.scratch = scratch;
+        let Some(ppm) = ppm else {
+            return calls_total;
+        };
         self.cost_ticks += cost;
         self.cpu_ns += dcpu;
         let clk = clock::info();
@@ -637,7 +666,8 @@ impl Controller {
 }
 
 /// `cur - last` for the additive counters (saturating: a counter never goes down, but a
-/// sum over shards read at slightly different times may, by a call in flight).
+/// sum over shards read at slightly different times may, by a call in flight); `max` is the
+/// new maximum when one was set in between (a call that long happened then), else 0.
 fn delta(cur: &Scalars, last: &Scalars) -> Scalars {
     Scalars {
         nested: cur.nested.saturating_sub(last.nested),
@@ -645,8 +675,8 @@ fn delta(cur: &Scalars, last: &Scalars) -> Scalars {
         skipped: cur.skipped.saturating_sub(last.skipped),
         total: cur.total.saturating_sub(last.total),
         self_ticks: cur.self_ticks.wrapping_sub(last.self_ticks),
-        min: cur.min,
-        max: cur.max,
+        min: u64::MAX,
+        max: if cur.max > last.max { cur.max } else { 0 },
     }
 }
 
@@ -990,6 +1020,35 @@ mod tests {
         let (total, _, _) = e.resolve(41, 1_000_400, 0.0);
         let expected = 1_000_400.0 * 50_000.0 / 41.0;
         assert!((total - expected).abs() < 1.0, "{total} vs {expected}");
+    }
+
+    #[test]
+    fn a_stall_is_counted_once_not_scaled() {
+        // 40 timed calls of 10 ticks and one of 10,000,000 (a preemption) among 41,000 calls.
+        let mut e = Est::default();
+        e.fold(&Scalars {
+            timed: 41,
+            skipped: 40_959,
+            total: 10_000_400,
+            self_ticks: 10_000_400,
+            max: 10_000_000,
+            ..Scalars::default()
+        });
+        let (total, _, _) = e.resolve(41, 10_000_400, 0.0);
+        let expected = 10_000_000.0 + 400.0 * 40_999.0 / 40.0;
+        assert!((total - expected).abs() < 1.0, "{total} vs {expected}");
+        // Without a new maximum in the stratum, nothing is taken for a stall.
+        let mut e = Est::default();
+        e.fold(&Scalars {
+            timed: 41,
+            skipped: 40_959,
+            total: 10_000_400,
+            self_ticks: 10_000_400,
+            max: 0,
+            ..Scalars::default()
+        });
+        let (total, _, _) = e.resolve(41, 10_000_400, 0.0);
+        assert!((total - 10_000_400.0 * 1000.0).abs() < 1.0, "{total}");
     }
 
     #[test]

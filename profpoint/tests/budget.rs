@@ -129,7 +129,7 @@ fn a_hot_point_is_sampled_with_an_exact_count_and_an_estimate_inside_its_error_b
     );
     let wall = started.elapsed();
     let h = point(&r, "budget::hot");
-    assert_eq!(h.nr, calls, "every call counted");
+    assert_eq!(h.nr, calls, "every call counted: {:?}", r.budget);
     assert!(h.enabled, "never switched off: {:?}", r.budget);
     assert!(h.timed < calls, "some calls untimed");
     assert!(h.estimated && h.total_ci95_ns > 0, "{h:?}");
@@ -155,10 +155,11 @@ fn a_hot_point_is_sampled_with_an_exact_count_and_an_estimate_inside_its_error_b
         "total {total} ± {ci} over the wall time {wall:?}"
     );
     // Untimed calls of `hot` count in `outer`'s intervals as `hot`'s mean call: `outer`'s
-    // self time is its loop, not its untimed children.
+    // self time is its loop (~1% of it), not its untimed children (at least half of it: N is
+    // at least 2). A busy machine's preemptions of untimed calls land in it, hence the margin.
     let o = point(&r, "budget::outer");
     assert!(
-        (o.self_ns as f64) <= 0.3 * o.total_ns as f64,
+        (o.self_ns as f64) <= 0.4 * o.total_ns as f64,
         "outer self {} of total {}: {o:?} {h:?} {:?}",
         o.self_ns,
         o.total_ns,

@@ -342,13 +342,15 @@ fn point_report(
 ) -> PointReport {
     let estimated = est.estimated && c.timed > 0;
     let stddev = hist::stddev(&c.hist);
+    // The spread of every timed call, stalls included: the estimate counts a stratum's
+    // longest stall once, but others may be scaled, and the error bar must cover them.
     let (est_total, est_self, ci95) = est.resolve(c.timed, c.total, stddev);
+    let in_hist: u64 = c.hist.iter().sum();
     // Outermost calls: the timed ones and those left untimed (estimated like them).
     let outer = (c.timed + c.skipped) as f64;
     let total_ticks = (est_total - sub_ticks * outer).max(0.0);
     let self_ticks = (est_self - sub_ticks * outer).max(0.0);
     let to_ns = |ticks: f64| clock.to_ns_f((ticks - sub_ticks).max(0.0)).round() as u64;
-    let in_hist: u64 = c.hist.iter().sum();
     let q = |quant: f64| to_ns(hist::quantile(&c.hist, in_hist, quant));
     let total_ns = clock.to_ns_f(total_ticks).round() as u64;
     let (min_ns, max_ns) = if c.timed == 0 {
