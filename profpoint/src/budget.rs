@@ -47,7 +47,9 @@
 //! rounds, is `sum(n_c^2 (1 - n/n_c) / n) * S^2` (`n` timed of `n_c` outermost calls in a round,
 //! `S^2` the variance of the point's timed calls, from its distribution); the report gives the
 //! 95% half-width. Rounds in which a point was counted only are priced at the point's mean
-//! timed call (a model, not a sample: its error bar says so by growing with them).
+//! timed call (a model, not a sample: its error bar says so by growing with them). A stratum
+//! holds at least 32 timed calls, and its longest, if over 1,000 times the others' mean and a
+//! new maximum, is a stall counted once (see `Est::close`).
 
 use crate::clock;
 use crate::overhead::{self, ModeCosts};
