@@ -155,11 +155,17 @@ fn a_hot_point_is_sampled_with_an_exact_count_and_an_estimate_inside_its_error_b
         "total {total} ± {ci} over the wall time {wall:?}"
     );
     // Untimed calls of `hot` count in `outer`'s intervals as `hot`'s mean call: `outer`'s
-    // self time is its loop (~1% of it), not its untimed children (at least half of it: N is
-    // at least 2). A busy machine's preemptions of untimed calls land in it, hence the margin.
+    // self time is its loop (~1% of it), not its untimed children (a share 1 - 1/N of it
+    // without that). A busy machine's preemptions of untimed calls land in it, and the mean
+    // that stands for them is a noisy estimate of how often they come (heavy-tailed), hence
+    // the margin: at most 70% of what no attribution would leave.
     let o = point(&r, "budget::outer");
+    let n = match h.sampling {
+        Some(n) if n > 1 => f64::from(n),
+        _ => 2.0,
+    };
     assert!(
-        (o.self_ns as f64) <= 0.4 * o.total_ns as f64,
+        (o.self_ns as f64) <= (0.7 * (1.0 - 1.0 / n)).max(0.3) * o.total_ns as f64,
         "outer self {} of total {}: {o:?} {h:?} {:?}",
         o.self_ns,
         o.total_ns,
@@ -335,4 +341,66 @@ fn without_a_budget_throttled_points_are_timed_fully_again() {
     }
     let after = point(&profpoint::snapshot(), "budget::tiny");
     assert_eq!(after.timed - before.timed, 1000);
+}
+
+#[test]
+fn a_forked_child_restarts_the_controller_only_with_a_new_thread() {
+    profpoint::set_budget(Some(0.01));
+    let mut x = 0;
+    until(
+        "budget::tiny to be throttled",
+        Duration::from_secs(30),
+        || {
+            for _ in 0..1000 {
+                x = tiny(x);
+            }
+        },
+        |r| !r.budget.throttled.is_empty(),
+    );
+    // SAFETY: the child runs profiled code, a thread and a snapshot, then leaves with `_exit`
+    // (no at-exit report, no unwinding into the test harness).
+    let child = unsafe { libc::fork() };
+    assert!(child >= 0);
+    if child == 0 {
+        let r = profpoint::snapshot();
+        let ok_before = !r.budget.running
+            && r.budget
+                .note
+                .as_deref()
+                .is_some_and(|n| n.contains("forked child"));
+        // A new thread that calls a point starts the child's own controller.
+        std::thread::spawn(cold).join().unwrap();
+        let t = Instant::now();
+        let mut ok_after = false;
+        while t.elapsed() < Duration::from_secs(20) {
+            cold();
+            let r = profpoint::snapshot();
+            if r.budget.running && r.budget.rounds > 0 {
+                ok_after = true;
+                break;
+            }
+        }
+        // SAFETY: ends the child at once.
+        unsafe {
+            libc::_exit(if ok_before && ok_after {
+                0
+            } else if ok_before {
+                2
+            } else {
+                3
+            })
+        };
+    }
+    let mut status = 0;
+    // SAFETY: waiting for our own child.
+    assert_eq!(unsafe { libc::waitpid(child, &mut status, 0) }, child);
+    assert!(libc::WIFEXITED(status), "child status {status}");
+    match libc::WEXITSTATUS(status) {
+        0 => {}
+        2 => panic!("the child's controller did not restart with its new thread"),
+        3 => panic!("the child's report did not say its controller is not running"),
+        s => panic!("child exit status {s}"),
+    }
+    // The parent's controller runs on.
+    assert!(profpoint::snapshot().budget.running);
 }
