@@ -135,13 +135,13 @@ pub fn write_table(report: &Report, w: &mut dyn Write) -> io::Result<()> {
     Ok(())
 }
 
-/// The tracepoints section: every tracepoint that is enabled or was hit (all of them are in
-/// the JSON report).
+/// The tracepoints section: every tracepoint that is enabled, was hit or could not be switched
+/// (all of them are in the JSON report); each refusal is a line of its own under the table.
 fn write_tracepoints(report: &Report, w: &mut dyn Write) -> io::Result<()> {
     let shown: Vec<_> = report
         .tracepoints
         .iter()
-        .filter(|t| t.enabled || t.hits > 0)
+        .filter(|t| t.enabled || t.hits > 0 || t.error.is_some())
         .collect();
     if shown.is_empty() {
         return Ok(());
@@ -169,6 +169,10 @@ fn write_tracepoints(report: &Report, w: &mut dyn Write) -> io::Result<()> {
             if t.counting { "yes" } else { "no" },
             t.hits
         )?;
+    }
+    for t in report.tracepoints.iter().filter(|t| t.error.is_some()) {
+        let e = t.error.as_deref().unwrap_or_default();
+        writeln!(w, "tracepoint {} {}", escape(&t.name), escape(e))?;
     }
     Ok(())
 }
