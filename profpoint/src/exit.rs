@@ -54,10 +54,29 @@ static INIT_PID: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::ne
 /// it, and a report written there would vanish without an error).
 static STDOUT_CLOSED_AT_START: AtomicBool = AtomicBool::new(false);
 
+/// Where the at-exit report of this copy of profpoint goes for a file destination `path`:
+/// `copy` (a later copy's object name, see `crate::copies`) is appended first, so the copies
+/// in one process never share a file; then [`pid_path`].
+fn exit_path(
+    path: &std::path::Path,
+    copy: Option<&str>,
+    pid: u32,
+    forked: bool,
+) -> std::path::PathBuf {
+    match copy {
+        Some(name) => {
+            let mut p = path.as_os_str().to_owned();
+            p.push(format!(".{name}"));
+            pid_path(std::path::Path::new(&p), pid, forked)
+        }
+        None => pid_path(path, pid, forked),
+    }
+}
+
 /// Where the at-exit report of process `pid` goes for a file destination `path`: `{pid}` in
 /// the path becomes the process id; in a forked child (`forked`), a path without `{pid}` gets
 /// `.PID` appended, so parent and children each keep their own report.
-fn exit_path(path: &std::path::Path, pid: u32, forked: bool) -> std::path::PathBuf {
+fn pid_path(path: &std::path::Path, pid: u32, forked: bool) -> std::path::PathBuf {
     use std::os::unix::ffi::{OsStrExt, OsStringExt};
     // On bytes: a path that is not UTF-8 keeps its bytes.
     let bytes = path.as_os_str().as_bytes();
@@ -66,7 +85,7 @@ fn exit_path(path: &std::path::Path, pid: u32, forked: bool) -> std::path::PathB
         out.extend_from_slice(pid.to_string().as_bytes());
         out.extend_from_slice(&bytes[at + 5..]);
         // Later `{pid}`s too.
-        return exit_path(
+        return pid_path(
             std::path::Path::new(&std::ffi::OsString::from_vec(out)),
             pid,
             false,
@@ -110,6 +129,7 @@ extern "C" fn init() {
 fn init_inner() {
     // Relaxed: written once before main, read at exit by the same or a forked process.
     INIT_PID.store(std::process::id(), Ordering::Relaxed);
+    crate::copies::init();
     // Before Rust's runtime puts /dev/null on a closed fd 1 (it does so in `main`'s set-up).
     // SAFETY: F_GETFD on an fd number only reads its flags.
     let closed = unsafe { libc::fcntl(1, libc::F_GETFD) } == -1;
@@ -236,10 +256,20 @@ fn write_exit_report() {
     let pid = std::process::id();
     // Relaxed: see INIT_PID.
     let forked = pid != INIT_PID.load(Ordering::Relaxed);
+    let copy = crate::copies::path_suffix();
+    if let Some(name) = &copy
+        && dests.contains(&Destination::Stderr)
+    {
+        // Two tables on stderr: say whose this one is.
+        eprintln!(
+            "profpoint: the report of the profpoint copy in {name} (another copy in this \
+             process reports separately; its files get the suffix .{name})"
+        );
+    }
     let mut table_on_stderr = false;
     let mut failed = false;
     for d in &dests {
-        let d = &d.map_path(|p| exit_path(p, pid, forked));
+        let d = &d.map_path(|p| exit_path(p, copy.as_deref(), pid, forked));
         match write_to(&report, d) {
             Ok(()) => table_on_stderr |= *d == Destination::Stderr,
             // Nothing is left to tell.
@@ -361,17 +391,36 @@ mod tests {
     #[test]
     fn file_paths_name_the_process_when_asked_or_when_forked() {
         let p = Path::new("/tmp/run.json");
-        assert_eq!(exit_path(p, 42, false), Path::new("/tmp/run.json"));
-        assert_eq!(exit_path(p, 42, true), Path::new("/tmp/run.json.42"));
+        assert_eq!(pid_path(p, 42, false), Path::new("/tmp/run.json"));
+        assert_eq!(pid_path(p, 42, true), Path::new("/tmp/run.json.42"));
         let templ = Path::new("/tmp/run-{pid}.json");
-        assert_eq!(exit_path(templ, 42, false), Path::new("/tmp/run-42.json"));
-        assert_eq!(exit_path(templ, 43, true), Path::new("/tmp/run-43.json"));
+        assert_eq!(pid_path(templ, 42, false), Path::new("/tmp/run-42.json"));
+        assert_eq!(pid_path(templ, 43, true), Path::new("/tmp/run-43.json"));
         let two = Path::new("/tmp/{pid}/r-{pid}.json");
-        assert_eq!(exit_path(two, 7, true), Path::new("/tmp/7/r-7.json"));
+        assert_eq!(pid_path(two, 7, true), Path::new("/tmp/7/r-7.json"));
         // A path that is not UTF-8 keeps its bytes.
         use std::os::unix::ffi::OsStrExt;
         let raw = std::ffi::OsStr::from_bytes(b"/tmp/\xff-{pid}");
-        let got = exit_path(Path::new(raw), 9, false);
+        let got = pid_path(Path::new(raw), 9, false);
         assert_eq!(got.as_os_str().as_bytes(), b"/tmp/\xff-9");
+    }
+
+    #[test]
+    fn a_later_copy_names_its_files_after_its_object() {
+        let p = Path::new("/tmp/run.json");
+        assert_eq!(exit_path(p, None, 42, false), Path::new("/tmp/run.json"));
+        assert_eq!(
+            exit_path(p, Some("libplugin.so"), 42, false),
+            Path::new("/tmp/run.json.libplugin.so")
+        );
+        assert_eq!(
+            exit_path(p, Some("libplugin.so"), 42, true),
+            Path::new("/tmp/run.json.libplugin.so.42")
+        );
+        let templ = Path::new("/tmp/run-{pid}.json");
+        assert_eq!(
+            exit_path(templ, Some("libplugin.so"), 7, false),
+            Path::new("/tmp/run-7.json.libplugin.so")
+        );
     }
 }

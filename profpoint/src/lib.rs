@@ -52,6 +52,7 @@
 extern crate self as profpoint;
 
 mod clock;
+mod copies;
 #[cfg(feature = "criterion")]
 pub mod criterion;
 pub mod env;
