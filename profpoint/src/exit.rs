@@ -172,6 +172,12 @@ fn init_inner() {
             Err(e) => env::warn(&e, "no tracepoint counted"),
         }
     }
+    if let Some(v) = env::var("PROFPOINT_MAX_SLOT_MB") {
+        match env::parse_max_slot_mb(&v) {
+            Ok(mb) => crate::shard::set_max_slot_mb(mb),
+            Err(e) => env::warn(&e, &format!("{}", crate::shard::DEFAULT_MAX_SLOT_MB)),
+        }
+    }
     if let Some(v) = env::var("PROFPOINT_COMPENSATE") {
         match env::parse_bool("PROFPOINT_COMPENSATE", &v) {
             Ok(on) => crate::compensate(on),

@@ -78,7 +78,8 @@ pub use overhead::Overhead;
 pub use point::{AsyncGuard, Guard, Point, Token};
 pub use profpoint_macros::{main, profile_point, trace, tracepoint};
 pub use report::{
-    ClockReport, PointReport, Report, ReportOptions, RunInfo, SCHEMA, VERSION, write_table,
+    ClockReport, PointReport, Report, ReportOptions, RunInfo, SCHEMA, SlotMemory, VERSION,
+    write_table,
 };
 
 #[cfg(feature = "heatmap")]

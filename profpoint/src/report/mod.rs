@@ -59,6 +59,8 @@ pub struct Report {
     pub compensated: bool,
     /// profpoint's first-use work, which no interval includes.
     pub setup: overhead::Setup,
+    /// Memory of the per-thread point slots, its cap, and the calls the cap left unrecorded.
+    pub slots: SlotMemory,
     /// Nanoseconds from process start-up (profpoint's initialiser) to this report.
     pub wall_ns: u64,
     /// Every profile point, sorted by total time, longest first.
@@ -72,6 +74,19 @@ pub struct Report {
     /// Per-function hardware metrics (`PROFPOINT_PMU=1`), in the exit report.
     #[cfg(feature = "heatmap")]
     pub pmu: Option<heatmap::pmu::PmuReport>,
+}
+
+/// What the report says of slot memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct SlotMemory {
+    /// Bytes of per-point slots allocated, every thread (overflow slots not included).
+    pub bytes: u64,
+    /// The cap (`PROFPOINT_MAX_SLOT_MB`, default 512 MiB).
+    pub cap_bytes: u64,
+    /// Whether the cap was reached.
+    pub cap_reached: bool,
+    /// Calls made into points whose slot the cap refused: counted, in no point's row.
+    pub unrecorded_calls: u64,
 }
 
 /// Metadata of the measured run.
@@ -221,6 +236,12 @@ impl Report {
             overhead_subtracted: false,
             compensated: false,
             setup: overhead::Setup { ns: 0.0, calls: 0 },
+            slots: SlotMemory {
+                bytes: 0,
+                cap_bytes: 0,
+                cap_reached: false,
+                unrecorded_calls: 0,
+            },
             wall_ns: 0,
             points: Vec::new(),
             tracepoints: Vec::new(),
@@ -267,6 +288,7 @@ impl Report {
             overhead_subtracted: opts.subtract_overhead && sub_ticks > 0.0,
             compensated,
             setup: overhead::setup(&clock),
+            slots: crate::shard::slot_memory(),
             wall_ns,
             points,
             tracepoints: crate::tracepoint::infos(),

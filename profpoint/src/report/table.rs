@@ -50,6 +50,15 @@ pub fn write_table(report: &Report, w: &mut dyn Write) -> io::Result<()> {
         overhead,
         report.wall_ns as f64 / 1e9
     )?;
+    if report.slots.cap_reached {
+        writeln!(
+            w,
+            "slot memory reached its cap of {} MiB (PROFPOINT_MAX_SLOT_MB): {} calls of points \
+             first used on a thread after that are in no row below",
+            report.slots.cap_bytes >> 20,
+            report.slots.unrecorded_calls
+        )?;
+    }
     let rule = format!(
         "{:->7}  {:-<name_w$}  {:->15}  {:->15}  {:->12}  {:->10}  {:->10}  {:->10}  {:->12}  {:->6}",
         "", "", "", "", "", "", "", "", "", ""
