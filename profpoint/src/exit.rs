@@ -342,12 +342,15 @@ pub(crate) fn write_to(report: &Report, d: &Destination) -> std::io::Result<()> 
             });
             fd1.write_all(&table)
         }
-        Destination::Json(p) => write_file(p, report.to_json().as_bytes()),
-        Destination::Csv(p) => write_file(p, report.to_csv().as_bytes()),
-        Destination::Table(p) => write_file(p, report.to_table().as_bytes()),
-        Destination::Prometheus(p) => write_file(p, report.to_prometheus().as_bytes()),
-        Destination::Svg(p) => write_file(p, report.to_svg().as_bytes()),
-        Destination::Pprof(p) => write_file(p, &report.to_pprof()),
+        // Streamed: a large report never exists whole as JSON text in memory.
+        Destination::Json(p) => write_file(p, &mut |f| report.write_json(f)),
+        Destination::Csv(p) => write_file(p, &mut |f| f.write_all(report.to_csv().as_bytes())),
+        Destination::Table(p) => write_file(p, &mut |f| crate::report::write_table(report, f)),
+        Destination::Prometheus(p) => {
+            write_file(p, &mut |f| f.write_all(report.to_prometheus().as_bytes()))
+        }
+        Destination::Svg(p) => write_file(p, &mut |f| f.write_all(report.to_svg().as_bytes())),
+        Destination::Pprof(p) => write_file(p, &mut |f| f.write_all(&report.to_pprof())),
     }
 }
 
@@ -359,16 +362,22 @@ static TMP_SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new
 /// `path` (a failed write removes it). A path that names something other than a regular file
 /// (`/dev/stdout`, `/dev/full`, a FIFO) is written in place; a symbolic link to a regular file
 /// has its target replaced, not the link.
-fn write_file(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
+fn write_file(
+    path: &std::path::Path,
+    fill: &mut dyn FnMut(&mut dyn std::io::Write) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let in_place = |fill: &mut dyn FnMut(&mut dyn std::io::Write) -> std::io::Result<()>| {
+        let mut f = std::fs::File::create(path)?;
+        fill(&mut f)
+    };
     let target = match std::fs::metadata(path) {
-        Ok(m) if !m.is_file() => return std::fs::write(path, bytes),
+        Ok(m) if !m.is_file() => return in_place(fill),
         Ok(_) if path.is_symlink() => std::fs::canonicalize(path)?,
         _ => path.to_path_buf(),
     };
     let Some(name) = target.file_name() else {
         // `..` or `/`: let the system say why it is not a file.
-        return std::fs::write(path, bytes);
+        return in_place(fill);
     };
     let mut tmp_name = std::ffi::OsString::from(".");
     tmp_name.push(name);
@@ -378,7 +387,7 @@ fn write_file(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
     let tmp = target.with_file_name(tmp_name);
     let written = (|| {
         let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
+        fill(&mut f)?;
         f.sync_all()?;
         drop(f);
         std::fs::rename(&tmp, &target)

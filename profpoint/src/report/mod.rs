@@ -305,6 +305,12 @@ impl Report {
         profpoint_json::to_string_pretty(self).expect("a report serialises to JSON")
     }
 
+    /// Writes the JSON form ([`Report::to_json`]'s bytes) to `w` in pieces, without holding
+    /// the whole text in memory.
+    pub fn write_json(&self, w: &mut dyn std::io::Write) -> std::io::Result<()> {
+        profpoint_json::to_writer_pretty(w, self)
+    }
+
     /// The points as CSV: a header row, then one row per point.
     pub fn to_csv(&self) -> String {
         csv::points_csv(self)
