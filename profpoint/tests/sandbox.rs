@@ -2,7 +2,8 @@
 //! container or sandbox profile does. Static-key tracepoints patch code through `mremap`, so:
 //! the error names seccomp and EPERM (not W^X), `register` returns an error (and no probe),
 //! switching a site off under a denial that started later is said (never silent), and the
-//! report keeps its Tracepoints section saying what happened.
+//! report keeps its Tracepoints section saying what happened. Also (item 9) a probe that
+//! panics on every call: bounded output, and the panics counted in the report.
 //!
 //! The filter is real and stays in a child: this test binary (its own `main`, via
 //! libtest-mimic) re-runs itself with `PROFPOINT_TEST_CHILD=<scenario>`. The filter applies
@@ -13,6 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 profpoint::tracepoint!(fn guarded(x: u64));
 profpoint::tracepoint!(fn stuck(x: u64));
+profpoint::tracepoint!(fn fragile(x: u64));
 
 /// Makes `mremap` fail with EPERM for the calling thread (and threads it creates later).
 fn deny_mremap() {
@@ -169,6 +171,18 @@ fn child(scenario: &str) {
                 t.error
             );
         }
+        "child_probe_panics" => {
+            let _h = register_trace_fragile(|x| {
+                if x < 1_000 {
+                    panic!("probe failed on {x}");
+                }
+            })
+            .unwrap();
+            for i in 0..400 {
+                trace_fragile(i);
+            }
+            println!("after: probe_panics={}", info("::fragile").probe_panics);
+        }
         other => panic!("unknown child scenario {other:?}"),
     }
 }
@@ -281,6 +295,50 @@ fn switching_off_under_a_later_denial_is_said() {
     std::fs::remove_file(&json).ok();
 }
 
+/// Issue 17, item 9: a probe that panics on every call (400 calls, `RUST_BACKTRACE=1`): the
+/// first 3 panics are printed in full by the panic hook, then one line each; the program goes
+/// on and the report counts them.
+fn a_panicking_probe_prints_one_line_per_panic_after_the_first_few() {
+    let json = temp("panics.json");
+    let o = Command::new(std::env::current_exe().unwrap())
+        .env("PROFPOINT_TEST_CHILD", "child_probe_panics")
+        .env(
+            "PROFPOINT_REPORT",
+            format!("stderr,json:{}", json.display()),
+        )
+        .env("RUST_BACKTRACE", "1")
+        .output()
+        .unwrap();
+    let (out, err) = (text(&o.stdout), text(&o.stderr));
+    assert!(o.status.success(), "{out}\n{err}");
+    assert!(out.contains("after: probe_panics=400"), "{out}");
+    // The hook's message (and backtrace) for the first 3 only.
+    assert_eq!(err.matches("panicked at").count(), 3, "{err}");
+    assert_eq!(
+        err.matches(
+            "profpoint: a probe of tracepoint sandbox::fragile panicked; the program goes on"
+        )
+        .count(),
+        1,
+        "{err}"
+    );
+    // Then one line per panic: 397 of them, the last naming the count.
+    assert_eq!(err.matches("panicked again (").count(), 397, "{err}");
+    assert!(err.contains("panicked again (400 times so far"), "{err}");
+    // Bounded: 3 backtraces (tens of lines each) plus one line per later panic and the table.
+    assert!(
+        err.lines().count() < 400 + 3 * 100 + 50,
+        "{}",
+        err.lines().count()
+    );
+    assert!(
+        err.contains("tracepoint sandbox::fragile: its probes panicked 400 times"),
+        "{err}"
+    );
+    assert_eq!(json_row(&json, "::fragile")["probe_panics"], 400);
+    std::fs::remove_file(&json).ok();
+}
+
 fn main() {
     if let Ok(scenario) = std::env::var("PROFPOINT_TEST_CHILD") {
         child(&scenario);
@@ -288,6 +346,13 @@ fn main() {
     }
     let args = libtest_mimic::Arguments::from_args();
     let tests = vec![
+        libtest_mimic::Trial::test(
+            "a_panicking_probe_prints_one_line_per_panic_after_the_first_few",
+            || {
+                a_panicking_probe_prints_one_line_per_panic_after_the_first_few();
+                Ok(())
+            },
+        ),
         libtest_mimic::Trial::test("register_is_refused_with_seccomp_named", || {
             register_is_refused_with_seccomp_named();
             Ok(())

@@ -515,6 +515,7 @@ mod tests {
                 counting: false,
                 hits: next(s),
                 error: (round % 4 == 0).then(|| "W^X: \"mprotect\" failed".to_string()),
+                probe_panics: round as u64 % 3,
                 file: "x.rs",
                 line: 7,
             });

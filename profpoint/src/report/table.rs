@@ -150,7 +150,7 @@ fn write_tracepoints(report: &Report, w: &mut dyn Write) -> io::Result<()> {
     let shown: Vec<_> = report
         .tracepoints
         .iter()
-        .filter(|t| t.enabled || t.hits > 0 || t.error.is_some())
+        .filter(|t| t.enabled || t.hits > 0 || t.error.is_some() || t.probe_panics > 0)
         .collect();
     if shown.is_empty() {
         return Ok(());
@@ -182,6 +182,14 @@ fn write_tracepoints(report: &Report, w: &mut dyn Write) -> io::Result<()> {
     for t in report.tracepoints.iter().filter(|t| t.error.is_some()) {
         let e = t.error.as_deref().unwrap_or_default();
         writeln!(w, "tracepoint {} {}", escape(&t.name), escape(e))?;
+    }
+    for t in report.tracepoints.iter().filter(|t| t.probe_panics > 0) {
+        writeln!(
+            w,
+            "tracepoint {}: its probes panicked {} times (each caught; the program went on)",
+            escape(&t.name),
+            t.probe_panics
+        )?;
     }
     Ok(())
 }

@@ -209,6 +209,8 @@ pub struct TracepointInfo {
     /// Why the key could not be switched on (probes then not registered) or off (the site
     /// then keeps calling the hook), if the system refused the last switch.
     pub error: Option<String>,
+    /// Times one of its probes (or its condition) panicked (each caught; the program went on).
+    pub probe_panics: u64,
     /// Where it is declared.
     pub file: &'static str,
     /// Line of the declaration.
@@ -352,6 +354,7 @@ impl Tracepoint {
         &'static self,
         func: Box<dyn Any + Send + Sync>,
     ) -> Result<ProbeHandle, RegisterError> {
+        filter_probe_panics();
         let probe = Arc::new(Probe {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             removed: AtomicBool::new(false),
@@ -533,6 +536,7 @@ impl Tracepoint {
             counting: self.counting.load(Ordering::Relaxed),
             hits,
             error: self.error.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+            probe_panics: panics_of(self.name),
             file: self.file,
             line: self.line,
         }
@@ -615,17 +619,78 @@ fn reclaim() {
     }
 }
 
-/// Reports a probe (or a tracepoint condition) that panicked: one line on stderr per
-/// tracepoint, the first time.
+/// Panics of probes (and conditions) so far, by tracepoint name.
+static PANICS: Mutex<Vec<(&'static str, u64)>> = Mutex::new(Vec::new());
+
+/// How many probe panics are printed in full (message and, with `RUST_BACKTRACE`, backtrace)
+/// by the program's panic hook; later ones are one line each.
+const FULL_PANICS: u64 = 3;
+
+/// Probe panics so far, every tracepoint (read by the panic filter).
+static PANICS_ALL: AtomicU64 = AtomicU64::new(0);
+
+/// Reports a probe (or a tracepoint condition) that panicked: the first few are printed in full
+/// by the panic hook, with one line of ours the first time; after them, one line per panic
+/// (the hook's message and backtrace are left out, see [`filter_probe_panics`]); reports
+/// count them per tracepoint.
 #[doc(hidden)]
 #[cold]
 pub fn probe_panicked(name: &'static str) {
-    static SEEN: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
-    let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
-    if !seen.contains(&name) {
-        seen.push(name);
+    let mut seen = PANICS.lock().unwrap_or_else(|e| e.into_inner());
+    let n = match seen.iter_mut().find(|(t, _)| *t == name) {
+        Some((_, n)) => {
+            *n += 1;
+            *n
+        }
+        None => {
+            seen.push((name, 1));
+            1
+        }
+    };
+    drop(seen);
+    // Relaxed: read by the filter, which only compares it with a constant.
+    let all = PANICS_ALL.load(Ordering::Relaxed);
+    if n == 1 {
         eprintln!("profpoint: a probe of tracepoint {name} panicked; the program goes on");
+    } else if all > FULL_PANICS {
+        eprintln!(
+            "profpoint: a probe of tracepoint {name} panicked again ({n} times so far; the \
+             first {FULL_PANICS} panics of probes were printed in full)"
+        );
     }
+}
+
+/// Panics of the probes of tracepoint `name` so far.
+fn panics_of(name: &str) -> u64 {
+    let seen = PANICS.lock().unwrap_or_else(|e| e.into_inner());
+    seen.iter().find(|(t, _)| *t == name).map_or(0, |&(_, n)| n)
+}
+
+/// Wraps the program's panic hook, once, when the first probe is registered: a panic inside a
+/// probe (a tracepoint read section on this thread) after the first [`FULL_PANICS`] skips the
+/// hook (its message, and its backtrace under `RUST_BACKTRACE`: 46 lines each, 400 panicking
+/// calls printed 18,400 lines); [`probe_panicked`] prints one line instead. Every other panic
+/// goes to the program's hook as before; a hook the program sets later replaces this one.
+fn filter_probe_panics() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    // `set_hook` panics on a panicking thread; a probe registered during unwinding keeps the
+    // program's hook as it is.
+    if std::thread::panicking() {
+        return;
+    }
+    ONCE.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if rcu::in_read_section() {
+                // Relaxed: a tally.
+                let n = PANICS_ALL.fetch_add(1, Ordering::Relaxed) + 1;
+                if n > FULL_PANICS {
+                    return;
+                }
+            }
+            previous(info)
+        }));
+    });
 }
 
 /// Every tracepoint compiled into the program.
