@@ -212,11 +212,11 @@ fn ns_per_call(f: fn(u64) -> u64) -> f64 {
 fn set_all(on: bool) {
     let mut handles = Vec::new();
     if on {
-        handles.push(register_trace_tp1(empty_probe));
-        handles.push(register_trace_tp2(empty_probe));
-        handles.push(register_trace_tp3(empty_probe));
-        handles.push(register_trace_tp4(empty_probe));
-        handles.push(register_trace_tp_tiny(empty_probe));
+        handles.push(register_trace_tp1(empty_probe).unwrap());
+        handles.push(register_trace_tp2(empty_probe).unwrap());
+        handles.push(register_trace_tp3(empty_probe).unwrap());
+        handles.push(register_trace_tp4(empty_probe).unwrap());
+        handles.push(register_trace_tp_tiny(empty_probe).unwrap());
         for h in handles {
             h.forget();
         }

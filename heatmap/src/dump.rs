@@ -333,6 +333,7 @@ impl Profile {
             watcher_cpu_ns,
             wall_ns,
             threads,
+            unarmed_cpu_ns: 0,
             warnings,
         })
     }
@@ -447,6 +448,7 @@ mod tests {
             watcher_cpu_ns: 12_345,
             wall_ns: 6_000_000,
             threads: 2,
+            unarmed_cpu_ns: 0,
             warnings: vec!["w".to_owned()],
         };
         let mut v2 = Vec::new();

@@ -68,6 +68,9 @@ pub struct Profile {
     pub(crate) wall_ns: u64,
     /// Threads sampled (perf events opened) over the run.
     pub(crate) threads: u64,
+    /// CPU time, in ns, that ran on threads no sampling event covered (per-thread sources:
+    /// threads that ended before the watcher found them); 0 with `setitimer` and in dumps.
+    pub(crate) unarmed_cpu_ns: u64,
     pub(crate) warnings: Vec<String>,
 }
 
@@ -172,6 +175,12 @@ impl Profile {
     pub fn achieved_hz(&self) -> Option<f64> {
         (self.user_cpu_ns >= 1_000_000)
             .then(|| self.signal_samples() as f64 / self.user_cpu_seconds())
+    }
+
+    /// CPU seconds that ran on threads no sampling event covered: short-lived threads that
+    /// ended before the watcher found them (per-thread sources; 0 with `setitimer`).
+    pub fn unarmed_cpu_seconds(&self) -> f64 {
+        self.unarmed_cpu_ns as f64 / 1e9
     }
 
     /// Things a reader of the report should know (rate below request, fallback source, ...).

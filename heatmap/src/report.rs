@@ -504,6 +504,7 @@ mod tests {
             watcher_cpu_ns: 0,
             wall_ns: 100_000_000,
             threads: 1,
+            unarmed_cpu_ns: 0,
             warnings: vec![],
         };
         (p, f1, f2)

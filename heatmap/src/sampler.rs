@@ -78,6 +78,13 @@ struct Shared {
     sets: Mutex<Vec<Arc<TableSet>>>,
     /// Wall-mode ticks done.
     ticks: AtomicU64,
+    /// CPU time, in ns, that threads ran while they carried our sampling (their perf
+    /// event's count, or the tgkill source's CPU-clock progress since first seen): of threads
+    /// gone, plus of live ones as of the watcher's last look. The process's CPU beyond it ran
+    /// on threads nothing sampled (see `Profile::unarmed_cpu_ns`).
+    covered_ns: AtomicU64,
+    /// Of `covered_ns`, the part of threads whose events are closed (final).
+    covered_closed_ns: AtomicU64,
     /// The watcher's own user CPU time, in ns, written when it exits.
     watcher_user_ns: AtomicU64,
     /// The watcher's own system CPU time, in ns, written when it exits.
@@ -437,6 +444,14 @@ impl Inner {
             .saturating_sub(self.sys_ns_at_start)
             .saturating_sub(watcher_sys);
         let wall_ns = self.started.elapsed().as_nanos() as u64;
+        // Per-thread sources only (setitimer's timer covers the whole process): the CPU that
+        // ran on threads no event covered: threads that ended before the watcher found them.
+        let unarmed_cpu_ns = match self.source {
+            SourceUsed::Setitimer => 0,
+            // Relaxed: a tally (exact after the watcher was joined).
+            _ => (user_cpu_ns + sys_cpu_ns)
+                .saturating_sub(self.shared.covered_ns.load(Ordering::Relaxed)),
+        };
         let mut p = Profile {
             mode: self.config.mode,
             source: self.source,
@@ -454,8 +469,25 @@ impl Inner {
             wall_ns,
             // Relaxed: a tally.
             threads: self.shared.threads.load(Ordering::Relaxed),
+            unarmed_cpu_ns,
             warnings: self.warnings.clone(),
         };
+        let cpu_ns = user_cpu_ns + sys_cpu_ns;
+        // Worth a line: a twentieth of the CPU and 20 ms (a snapshot's live threads are
+        // counted as of the watcher's last look, up to one scan interval stale).
+        let unarmed_matters = unarmed_cpu_ns * 20 >= cpu_ns && unarmed_cpu_ns >= 20_000_000;
+        if unarmed_matters {
+            p.warnings.push(format!(
+                "{:.0} ms of the process's {:.0} ms of CPU ({:.0}%) ran on threads that carried no \
+                 sampling event: threads that ended before the watcher's next look (it finds new \
+                 threads every {} ms) are not sampled; {} thread(s) were sampled",
+                unarmed_cpu_ns as f64 / 1e6,
+                cpu_ns as f64 / 1e6,
+                unarmed_cpu_ns as f64 * 100.0 / cpu_ns as f64,
+                self.config.scan_interval.as_millis(),
+                p.threads,
+            ));
+        }
         // Relaxed: a tally.
         let failed = self.shared.failed_threads.load(Ordering::Relaxed);
         if failed > 0 {
@@ -484,6 +516,10 @@ impl Inner {
             // 5%: the rate promise of the issue; below it the report must say so.
             if achieved < requested * 0.95 && user_cpu_ns >= 100_000_000 {
                 let why = match self.source {
+                    // The CPU nothing sampled explains it (the line above): not the kernel.
+                    _ if unarmed_matters => {
+                        "much of the CPU ran on threads that ended unsampled, see above".to_owned()
+                    }
                     SourceUsed::PerfTaskClock => format!(
                         "kernel.perf_event_max_sample_rate = {}",
                         std::fs::read_to_string("/proc/sys/kernel/perf_event_max_sample_rate")
@@ -568,6 +604,19 @@ struct Tracked {
     /// never a burst, and the debt it keeps is at most one period).
     cpu_ns: u64,
     owed_ns: u64,
+    /// The tgkill source: the thread's CPU time when first seen.
+    first_cpu_ns: u64,
+}
+
+impl Tracked {
+    /// CPU ns the thread ran while sampled (`fd`: its perf event's count; else the tgkill
+    /// source's progress since first seen, as of the last look).
+    fn covered_ns(&self) -> u64 {
+        match self.fd {
+            Some(fd) => sys::read_count(fd).unwrap_or(0),
+            None => self.cpu_ns.saturating_sub(self.first_cpu_ns),
+        }
+    }
 }
 
 impl Watcher {
@@ -638,10 +687,11 @@ impl Watcher {
             }
         };
         for (_, t) in threads.drain() {
-            if let Some(fd) = t.fd {
-                sys::disable_and_close(fd);
-            }
+            self.close(&t);
         }
+        // Relaxed: read by `finish` after joining this thread (join synchronises).
+        let closed = self.shared.covered_closed_ns.load(Ordering::Relaxed);
+        self.shared.covered_ns.store(closed, Ordering::Relaxed);
         if let Some(by) = replaced {
             // Every perf event is closed (above) and the tgkill source sends no more: stop our
             // timer too, if it is still ours, then wait for stop.
@@ -726,9 +776,8 @@ impl Watcher {
         alive.sort_unstable();
         threads.retain(|tid, t| {
             let keep = alive.binary_search(tid).is_ok();
-            if let (false, Some(fd)) = (keep, t.fd) {
-                t.fd = None;
-                sys::disable_and_close(fd);
+            if !keep {
+                self.close(t);
             }
             keep
         });
@@ -741,11 +790,13 @@ impl Watcher {
                 syscall: None,
                 cpu_ns: 0,
                 owed_ns: 0,
+                first_cpu_ns: 0,
             };
             if self.tgkill {
                 match sys::thread_cpu_ns(tid) {
                     Some(ns) => {
                         tracked.cpu_ns = ns;
+                        tracked.first_cpu_ns = ns;
                         // Relaxed: a tally.
                         self.shared.threads.fetch_add(1, Ordering::Relaxed);
                     }
@@ -773,6 +824,25 @@ impl Watcher {
                 tracked.syscall = File::open(format!("/proc/self/task/{tid}/syscall")).ok();
             }
             threads.insert(tid, tracked);
+        }
+        // The CPU covered so far: closed threads' plus live ones' as of now.
+        // Relaxed: tallies; a snapshot reads them as of the last look.
+        let live: u64 = threads.values().map(Tracked::covered_ns).sum();
+        let closed = self.shared.covered_closed_ns.load(Ordering::Relaxed);
+        self.shared
+            .covered_ns
+            .store(closed + live, Ordering::Relaxed);
+    }
+
+    /// A thread is gone (or sampling stops): books the CPU it ran while sampled and closes its
+    /// event.
+    fn close(&self, t: &Tracked) {
+        // Relaxed: a tally (the watcher is its only writer).
+        self.shared
+            .covered_closed_ns
+            .fetch_add(t.covered_ns(), Ordering::Relaxed);
+        if let Some(fd) = t.fd {
+            sys::disable_and_close(fd);
         }
     }
 

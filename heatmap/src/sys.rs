@@ -180,6 +180,16 @@ pub(crate) fn route_signal(
 
 /// Disables and closes a perf event descriptor. After `close` returns, the kernel has synced
 /// the event's pending work, so it sends no further signal.
+/// The count of a perf event opened with no `read_format` (one u64): for `task-clock`, the ns
+/// its thread ran while it was enabled. Readable after the thread exited.
+pub(crate) fn read_count(fd: libc::c_int) -> Option<u64> {
+    let mut v = 0u64;
+    // SAFETY: `fd` is a perf event descriptor we own; `v` is a live, writable u64 of the size
+    // the kernel writes for read_format 0.
+    let n = unsafe { libc::read(fd, (&raw mut v).cast(), 8) };
+    (n == 8).then_some(v)
+}
+
 pub(crate) fn disable_and_close(fd: libc::c_int) {
     // SAFETY: `fd` is a perf event descriptor we own and close exactly once, here.
     unsafe {

@@ -78,7 +78,8 @@
 //!   default float parser may be one unit in the last place off on long inputs.
 //! - Error messages are our own words; positions are the same kind (line, byte column).
 //! - [`MAX_DEPTH`] levels of nesting are accepted; serde_json accepts one fewer.
-//! - No streaming, no `Value` API, no `json!` macro, no raw values.
+//! - Streaming out only ([`to_writer_pretty`]); no `Value` API, no `json!` macro, no raw
+//!   values.
 
 mod de;
 mod float;
@@ -103,6 +104,17 @@ pub fn to_string<T: ?Sized + serde::Serialize>(value: &T) -> Result<String, Erro
 /// `serde_json::to_string_pretty` does.
 pub fn to_string_pretty<T: ?Sized + serde::Serialize>(value: &T) -> Result<String, Error> {
     ser::write(value, true)
+}
+
+/// Writes `value` as indented JSON to `sink`, as `serde_json::to_writer_pretty` does: the
+/// same bytes as [`to_string_pretty`], passed on in pieces of about 64 KiB, so a large value
+/// never exists whole as text in memory. An error of the sink, or of the value's `Serialize`
+/// impl (as [`std::io::ErrorKind::Other`]), ends the write.
+pub fn to_writer_pretty<T: ?Sized + serde::Serialize>(
+    sink: &mut dyn std::io::Write,
+    value: &T,
+) -> std::io::Result<()> {
+    ser::write_to(value, true, sink)
 }
 
 /// Reads a `T` from JSON text (the whole text: trailing characters other than whitespace are

@@ -7,6 +7,7 @@ use serde::ser::{self, Serialize};
 pub(crate) fn write<T: ?Sized + Serialize>(value: &T, pretty: bool) -> Result<String, Error> {
     let mut w = Writer {
         out: String::with_capacity(128),
+        sink: None,
         pretty,
         depth: 0,
         has_element: false,
@@ -15,8 +16,48 @@ pub(crate) fn write<T: ?Sized + Serialize>(value: &T, pretty: bool) -> Result<St
     Ok(w.out)
 }
 
-struct Writer {
+/// Text held before it is passed on to a sink (see [`write_to`]).
+const CHUNK: usize = 64 * 1024;
+
+/// Writes `value` to `sink` in pieces of about [`CHUNK`] bytes, so a large value never exists
+/// whole as text in memory. The bytes are those [`write`] would return.
+pub(crate) fn write_to<T: ?Sized + Serialize>(
+    value: &T,
+    pretty: bool,
+    sink: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    let mut w = Writer {
+        out: String::with_capacity(CHUNK + 4096),
+        sink: Some(Sink {
+            to: sink,
+            error: None,
+        }),
+        pretty,
+        depth: 0,
+        has_element: false,
+    };
+    let r = value.serialize(&mut w);
+    if r.is_ok() {
+        w.flush();
+    }
+    // The sink's error first: a failed write is why later text was dropped.
+    match (w.sink.and_then(|s| s.error), r) {
+        (Some(e), _) => Err(e),
+        (None, Err(e)) => Err(std::io::Error::other(e)),
+        (None, Ok(())) => Ok(()),
+    }
+}
+
+/// Where a streaming write goes, and the first error writing there (later text is dropped).
+struct Sink<'s> {
+    to: &'s mut dyn std::io::Write,
+    error: Option<std::io::Error>,
+}
+
+struct Writer<'s> {
+    /// Text not yet passed on (all of it, without a sink).
     out: String,
+    sink: Option<Sink<'s>>,
     pretty: bool,
     /// Arrays and objects open around the current position (the indentation, when pretty).
     depth: usize,
@@ -26,7 +67,27 @@ struct Writer {
     has_element: bool,
 }
 
-impl Writer {
+impl Writer<'_> {
+    /// Passes the text so far on to the sink, if there is one.
+    fn flush(&mut self) {
+        if let Some(sink) = &mut self.sink {
+            if sink.error.is_none()
+                && let Err(e) = sink.to.write_all(self.out.as_bytes())
+            {
+                sink.error = Some(e);
+            }
+            self.out.clear();
+        }
+    }
+
+    /// After an element: passes a full chunk on.
+    fn element_done(&mut self) {
+        self.has_element = true;
+        if self.out.len() >= CHUNK {
+            self.flush();
+        }
+    }
+
     fn open(&mut self, bracket: char) {
         self.depth += 1;
         self.has_element = false;
@@ -115,16 +176,16 @@ pub(crate) fn write_string(out: &mut String, s: &str) {
     out.push('"');
 }
 
-impl<'a> ser::Serializer for &'a mut Writer {
+impl<'a, 's> ser::Serializer for &'a mut Writer<'s> {
     type Ok = ();
     type Error = Error;
-    type SerializeSeq = Compound<'a>;
-    type SerializeTuple = Compound<'a>;
-    type SerializeTupleStruct = Compound<'a>;
-    type SerializeTupleVariant = Compound<'a>;
-    type SerializeMap = Compound<'a>;
-    type SerializeStruct = Compound<'a>;
-    type SerializeStructVariant = Compound<'a>;
+    type SerializeSeq = Compound<'a, 's>;
+    type SerializeTuple = Compound<'a, 's>;
+    type SerializeTupleStruct = Compound<'a, 's>;
+    type SerializeTupleVariant = Compound<'a, 's>;
+    type SerializeMap = Compound<'a, 's>;
+    type SerializeStruct = Compound<'a, 's>;
+    type SerializeStructVariant = Compound<'a, 's>;
 
     fn serialize_bool(self, v: bool) -> Result<(), Error> {
         self.out.push_str(if v { "true" } else { "false" });
@@ -261,12 +322,12 @@ impl<'a> ser::Serializer for &'a mut Writer {
         Ok(())
     }
 
-    fn serialize_seq(self, _len: Option<usize>) -> Result<Compound<'a>, Error> {
+    fn serialize_seq(self, _len: Option<usize>) -> Result<Compound<'a, 's>, Error> {
         self.open('[');
         Ok(Compound::new(self, false))
     }
 
-    fn serialize_tuple(self, len: usize) -> Result<Compound<'a>, Error> {
+    fn serialize_tuple(self, len: usize) -> Result<Compound<'a, 's>, Error> {
         self.serialize_seq(Some(len))
     }
 
@@ -274,7 +335,7 @@ impl<'a> ser::Serializer for &'a mut Writer {
         self,
         _name: &'static str,
         len: usize,
-    ) -> Result<Compound<'a>, Error> {
+    ) -> Result<Compound<'a, 's>, Error> {
         self.serialize_seq(Some(len))
     }
 
@@ -284,18 +345,18 @@ impl<'a> ser::Serializer for &'a mut Writer {
         _index: u32,
         variant: &'static str,
         _len: usize,
-    ) -> Result<Compound<'a>, Error> {
+    ) -> Result<Compound<'a, 's>, Error> {
         self.open_variant(variant);
         self.open('[');
         Ok(Compound::new(self, true))
     }
 
-    fn serialize_map(self, _len: Option<usize>) -> Result<Compound<'a>, Error> {
+    fn serialize_map(self, _len: Option<usize>) -> Result<Compound<'a, 's>, Error> {
         self.open('{');
         Ok(Compound::new(self, false))
     }
 
-    fn serialize_struct(self, _name: &'static str, _len: usize) -> Result<Compound<'a>, Error> {
+    fn serialize_struct(self, _name: &'static str, _len: usize) -> Result<Compound<'a, 's>, Error> {
         self.serialize_map(None)
     }
 
@@ -305,7 +366,7 @@ impl<'a> ser::Serializer for &'a mut Writer {
         _index: u32,
         variant: &'static str,
         _len: usize,
-    ) -> Result<Compound<'a>, Error> {
+    ) -> Result<Compound<'a, 's>, Error> {
         self.open_variant(variant);
         self.open('{');
         Ok(Compound::new(self, true))
@@ -313,14 +374,14 @@ impl<'a> ser::Serializer for &'a mut Writer {
 }
 
 /// An open array or object (and, for a tuple or struct variant, the object around it).
-struct Compound<'a> {
-    w: &'a mut Writer,
+struct Compound<'a, 's> {
+    w: &'a mut Writer<'s>,
     first: bool,
     in_variant: bool,
 }
 
-impl<'a> Compound<'a> {
-    fn new(w: &'a mut Writer, in_variant: bool) -> Compound<'a> {
+impl<'a, 's> Compound<'a, 's> {
+    fn new(w: &'a mut Writer<'s>, in_variant: bool) -> Compound<'a, 's> {
         Compound {
             w,
             first: true,
@@ -332,7 +393,7 @@ impl<'a> Compound<'a> {
         self.w.before_element(self.first);
         self.first = false;
         value.serialize(&mut *self.w)?;
-        self.w.has_element = true;
+        self.w.element_done();
         Ok(())
     }
 
@@ -342,7 +403,7 @@ impl<'a> Compound<'a> {
         self.w.string(key);
         self.w.colon();
         value.serialize(&mut *self.w)?;
-        self.w.has_element = true;
+        self.w.element_done();
         Ok(())
     }
 
@@ -355,7 +416,7 @@ impl<'a> Compound<'a> {
     }
 }
 
-impl ser::SerializeSeq for Compound<'_> {
+impl ser::SerializeSeq for Compound<'_, '_> {
     type Ok = ();
     type Error = Error;
 
@@ -368,7 +429,7 @@ impl ser::SerializeSeq for Compound<'_> {
     }
 }
 
-impl ser::SerializeTuple for Compound<'_> {
+impl ser::SerializeTuple for Compound<'_, '_> {
     type Ok = ();
     type Error = Error;
 
@@ -381,7 +442,7 @@ impl ser::SerializeTuple for Compound<'_> {
     }
 }
 
-impl ser::SerializeTupleStruct for Compound<'_> {
+impl ser::SerializeTupleStruct for Compound<'_, '_> {
     type Ok = ();
     type Error = Error;
 
@@ -394,7 +455,7 @@ impl ser::SerializeTupleStruct for Compound<'_> {
     }
 }
 
-impl ser::SerializeTupleVariant for Compound<'_> {
+impl ser::SerializeTupleVariant for Compound<'_, '_> {
     type Ok = ();
     type Error = Error;
 
@@ -407,7 +468,7 @@ impl ser::SerializeTupleVariant for Compound<'_> {
     }
 }
 
-impl ser::SerializeMap for Compound<'_> {
+impl ser::SerializeMap for Compound<'_, '_> {
     type Ok = ();
     type Error = Error;
 
@@ -420,7 +481,7 @@ impl ser::SerializeMap for Compound<'_> {
     fn serialize_value<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), Error> {
         self.w.colon();
         value.serialize(&mut *self.w)?;
-        self.w.has_element = true;
+        self.w.element_done();
         Ok(())
     }
 
@@ -429,7 +490,7 @@ impl ser::SerializeMap for Compound<'_> {
     }
 }
 
-impl ser::SerializeStruct for Compound<'_> {
+impl ser::SerializeStruct for Compound<'_, '_> {
     type Ok = ();
     type Error = Error;
 
@@ -446,7 +507,7 @@ impl ser::SerializeStruct for Compound<'_> {
     }
 }
 
-impl ser::SerializeStructVariant for Compound<'_> {
+impl ser::SerializeStructVariant for Compound<'_, '_> {
     type Ok = ();
     type Error = Error;
 

@@ -1,7 +1,9 @@
 //! Our output against serde_json's, our parser against serde_json's, and the parser against
 //! random input.
 
-use crate::{Error, MAX_DEPTH, from_slice, from_str, to_string, to_string_pretty};
+use crate::{
+    Error, MAX_DEPTH, from_slice, from_str, to_string, to_string_pretty, to_writer_pretty,
+};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -33,6 +35,66 @@ fn same<T: ?Sized + Serialize>(v: &T) {
         to_string_pretty(v).unwrap(),
         serde_json::to_string_pretty(v).unwrap()
     );
+    let mut streamed = Vec::new();
+    to_writer_pretty(&mut streamed, v).unwrap();
+    assert_eq!(
+        String::from_utf8(streamed).unwrap(),
+        serde_json::to_string_pretty(v).unwrap()
+    );
+}
+
+/// A sink that keeps what it is given and the largest single write.
+#[derive(Default)]
+struct Pieces {
+    all: Vec<u8>,
+    largest: usize,
+    writes: usize,
+}
+
+impl std::io::Write for Pieces {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.all.extend_from_slice(b);
+        self.largest = self.largest.max(b.len());
+        self.writes += 1;
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_large_value_is_streamed_in_pieces_with_the_same_bytes() {
+    // ~1.9 MB of pretty JSON: rows of a report-like shape.
+    let rows: Vec<BTreeMap<String, u64>> = (0..20_000u64)
+        .map(|i| (0..4).map(|k| (format!("field{k}"), i * 7 + k)).collect())
+        .collect();
+    let whole = to_string_pretty(&rows).unwrap();
+    let mut p = Pieces::default();
+    to_writer_pretty(&mut p, &rows).unwrap();
+    assert_eq!(p.all, whole.as_bytes());
+    assert!(whole.len() > 1_000_000, "{}", whole.len());
+    // Never more than a chunk and one element held at once.
+    assert!(p.largest < 70 * 1024, "{}", p.largest);
+    assert!(p.writes >= whole.len() / (70 * 1024), "{}", p.writes);
+}
+
+#[test]
+fn a_failing_sink_ends_the_write_with_its_error() {
+    struct Full;
+    impl std::io::Write for Full {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            Err(std::io::Error::from_raw_os_error(libc_enospc()))
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    fn libc_enospc() -> i32 {
+        28 // ENOSPC on Linux
+    }
+    let e = to_writer_pretty(&mut Full, &vec![1u8; 10]).unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(28));
 }
 
 #[test]

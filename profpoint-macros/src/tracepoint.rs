@@ -5,8 +5,9 @@
 //! - `__tracepoint_sched_switch`: the `Tracepoint` static, in the linker-gathered slice;
 //! - `trace_sched_switch(prev, next)`: the inline site, a key test and a call;
 //! - `trace_sched_switch_enabled()`;
-//! - `register_trace_sched_switch(probe) -> ProbeHandle`, typed: a probe with other argument
-//!   types does not compile;
+//! - `register_trace_sched_switch(probe) -> Result<ProbeHandle, RegisterError>`, typed: a
+//!   probe with other argument types does not compile; an error when the system refuses to
+//!   switch the site on (the probe is then not registered);
 //! - `__tracepoint_hook_sched_switch`: the `#[cold] #[inline(never)]` hook that checks the
 //!   condition and calls the probes. Everything but the key test lives here.
 
@@ -187,7 +188,8 @@ pub(crate) fn expand(input: TokenStream) -> syn::Result<TokenStream> {
     let doc_site = format!("Fires tracepoint `{name}`: calls its probes when it is enabled.");
     let doc_enabled = format!("Whether tracepoint `{name}` is enabled (has probes or counts).");
     let doc_register = format!(
-        "Registers a probe on tracepoint `{name}`; it runs on every firing until the handle drops."
+        "Registers a probe on tracepoint `{name}`; it runs on every firing until the handle drops. \
+         An error (and no probe) when the system refuses to switch the site on."
     );
     Ok(quote! {
         #[doc(hidden)]
@@ -218,7 +220,7 @@ pub(crate) fn expand(input: TokenStream) -> syn::Result<TokenStream> {
         #[doc = #doc_register]
         #vis fn #register(
             probe: impl #private::core::ops::Fn(#(#types),*) + #private::core::marker::Send + #private::core::marker::Sync + 'static,
-        ) -> #krate::tracepoint::ProbeHandle {
+        ) -> #private::core::result::Result<#krate::tracepoint::ProbeHandle, #krate::tracepoint::RegisterError> {
             let probe: #probe_ty = #private::std::boxed::Box::new(probe);
             #stat.__register(#private::std::boxed::Box::new(probe))
         }
@@ -274,9 +276,9 @@ fn expand_off(
 
         #vis fn #register(
             probe: impl #private::core::ops::Fn(#(#types),*) + #private::core::marker::Send + #private::core::marker::Sync + 'static,
-        ) -> #krate::tracepoint::ProbeHandle {
+        ) -> #private::core::result::Result<#krate::tracepoint::ProbeHandle, #krate::tracepoint::RegisterError> {
             #private::core::mem::drop(probe);
-            #krate::tracepoint::ProbeHandle::__inert()
+            #private::core::result::Result::Ok(#krate::tracepoint::ProbeHandle::__inert())
         }
     }
 }

@@ -211,6 +211,18 @@ pub fn parse_budget(value: &str) -> Result<Option<f64>, EnvError> {
     }
 }
 
+/// Parses `PROFPOINT_MAX_SLOT_MB`: the cap on per-thread point slots, MiB (1 to 1,048,576).
+pub fn parse_max_slot_mb(value: &str) -> Result<u64, EnvError> {
+    match value.trim().parse::<u64>() {
+        Ok(mb) if (1..=1 << 20).contains(&mb) => Ok(mb),
+        _ => Err(EnvError {
+            var: "PROFPOINT_MAX_SLOT_MB",
+            value: value.to_string(),
+            expected: "a whole number of MiB from 1 to 1048576",
+        }),
+    }
+}
+
 /// Parses `PROFPOINT_CLOCK`: `true` means "use the monotonic clock".
 pub fn parse_clock(value: &str) -> Result<bool, EnvError> {
     match value.trim() {

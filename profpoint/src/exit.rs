@@ -54,10 +54,29 @@ static INIT_PID: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::ne
 /// it, and a report written there would vanish without an error).
 static STDOUT_CLOSED_AT_START: AtomicBool = AtomicBool::new(false);
 
+/// Where the at-exit report of this copy of profpoint goes for a file destination `path`:
+/// `copy` (a later copy's object name, see `crate::copies`) is appended first, so the copies
+/// in one process never share a file; then [`pid_path`].
+fn exit_path(
+    path: &std::path::Path,
+    copy: Option<&str>,
+    pid: u32,
+    forked: bool,
+) -> std::path::PathBuf {
+    match copy {
+        Some(name) => {
+            let mut p = path.as_os_str().to_owned();
+            p.push(format!(".{name}"));
+            pid_path(std::path::Path::new(&p), pid, forked)
+        }
+        None => pid_path(path, pid, forked),
+    }
+}
+
 /// Where the at-exit report of process `pid` goes for a file destination `path`: `{pid}` in
 /// the path becomes the process id; in a forked child (`forked`), a path without `{pid}` gets
 /// `.PID` appended, so parent and children each keep their own report.
-fn exit_path(path: &std::path::Path, pid: u32, forked: bool) -> std::path::PathBuf {
+fn pid_path(path: &std::path::Path, pid: u32, forked: bool) -> std::path::PathBuf {
     use std::os::unix::ffi::{OsStrExt, OsStringExt};
     // On bytes: a path that is not UTF-8 keeps its bytes.
     let bytes = path.as_os_str().as_bytes();
@@ -66,7 +85,7 @@ fn exit_path(path: &std::path::Path, pid: u32, forked: bool) -> std::path::PathB
         out.extend_from_slice(pid.to_string().as_bytes());
         out.extend_from_slice(&bytes[at + 5..]);
         // Later `{pid}`s too.
-        return exit_path(
+        return pid_path(
             std::path::Path::new(&std::ffi::OsString::from_vec(out)),
             pid,
             false,
@@ -110,6 +129,7 @@ extern "C" fn init() {
 fn init_inner() {
     // Relaxed: written once before main, read at exit by the same or a forked process.
     INIT_PID.store(std::process::id(), Ordering::Relaxed);
+    crate::copies::init();
     // Before Rust's runtime puts /dev/null on a closed fd 1 (it does so in `main`'s set-up).
     // SAFETY: F_GETFD on an fd number only reads its flags.
     let closed = unsafe { libc::fcntl(1, libc::F_GETFD) } == -1;
@@ -156,6 +176,12 @@ fn init_inner() {
         match env::parse_budget(&v) {
             Ok(b) => crate::budget::set(b),
             Err(e) => env::warn(&e, "2%"),
+        }
+    }
+    if let Some(v) = env::var("PROFPOINT_MAX_SLOT_MB") {
+        match env::parse_max_slot_mb(&v) {
+            Ok(mb) => crate::shard::set_max_slot_mb(mb),
+            Err(e) => env::warn(&e, &format!("{}", crate::shard::DEFAULT_MAX_SLOT_MB)),
         }
     }
     if let Some(v) = env::var("PROFPOINT_COMPENSATE") {
@@ -242,10 +268,20 @@ fn write_exit_report() {
     let pid = std::process::id();
     // Relaxed: see INIT_PID.
     let forked = pid != INIT_PID.load(Ordering::Relaxed);
+    let copy = crate::copies::path_suffix();
+    if let Some(name) = &copy
+        && dests.contains(&Destination::Stderr)
+    {
+        // Two tables on stderr: say whose this one is.
+        eprintln!(
+            "profpoint: the report of the profpoint copy in {name} (another copy in this \
+             process reports separately; its files get the suffix .{name})"
+        );
+    }
     let mut table_on_stderr = false;
     let mut failed = false;
     for d in &dests {
-        let d = &d.map_path(|p| exit_path(p, pid, forked));
+        let d = &d.map_path(|p| exit_path(p, copy.as_deref(), pid, forked));
         match write_to(&report, d) {
             Ok(()) => table_on_stderr |= *d == Destination::Stderr,
             // Nothing is left to tell.
@@ -312,12 +348,15 @@ pub(crate) fn write_to(report: &Report, d: &Destination) -> std::io::Result<()> 
             });
             fd1.write_all(&table)
         }
-        Destination::Json(p) => write_file(p, report.to_json().as_bytes()),
-        Destination::Csv(p) => write_file(p, report.to_csv().as_bytes()),
-        Destination::Table(p) => write_file(p, report.to_table().as_bytes()),
-        Destination::Prometheus(p) => write_file(p, report.to_prometheus().as_bytes()),
-        Destination::Svg(p) => write_file(p, report.to_svg().as_bytes()),
-        Destination::Pprof(p) => write_file(p, &report.to_pprof()),
+        // Streamed: a large report never exists whole as JSON text in memory.
+        Destination::Json(p) => write_file(p, &mut |f| report.write_json(f)),
+        Destination::Csv(p) => write_file(p, &mut |f| f.write_all(report.to_csv().as_bytes())),
+        Destination::Table(p) => write_file(p, &mut |f| crate::report::write_table(report, f)),
+        Destination::Prometheus(p) => {
+            write_file(p, &mut |f| f.write_all(report.to_prometheus().as_bytes()))
+        }
+        Destination::Svg(p) => write_file(p, &mut |f| f.write_all(report.to_svg().as_bytes())),
+        Destination::Pprof(p) => write_file(p, &mut |f| f.write_all(&report.to_pprof())),
     }
 }
 
@@ -329,16 +368,22 @@ static TMP_SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new
 /// `path` (a failed write removes it). A path that names something other than a regular file
 /// (`/dev/stdout`, `/dev/full`, a FIFO) is written in place; a symbolic link to a regular file
 /// has its target replaced, not the link.
-fn write_file(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
+fn write_file(
+    path: &std::path::Path,
+    fill: &mut dyn FnMut(&mut dyn std::io::Write) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let in_place = |fill: &mut dyn FnMut(&mut dyn std::io::Write) -> std::io::Result<()>| {
+        let mut f = std::fs::File::create(path)?;
+        fill(&mut f)
+    };
     let target = match std::fs::metadata(path) {
-        Ok(m) if !m.is_file() => return std::fs::write(path, bytes),
+        Ok(m) if !m.is_file() => return in_place(fill),
         Ok(_) if path.is_symlink() => std::fs::canonicalize(path)?,
         _ => path.to_path_buf(),
     };
     let Some(name) = target.file_name() else {
         // `..` or `/`: let the system say why it is not a file.
-        return std::fs::write(path, bytes);
+        return in_place(fill);
     };
     let mut tmp_name = std::ffi::OsString::from(".");
     tmp_name.push(name);
@@ -348,7 +393,7 @@ fn write_file(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
     let tmp = target.with_file_name(tmp_name);
     let written = (|| {
         let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
+        fill(&mut f)?;
         f.sync_all()?;
         drop(f);
         std::fs::rename(&tmp, &target)
@@ -367,17 +412,36 @@ mod tests {
     #[test]
     fn file_paths_name_the_process_when_asked_or_when_forked() {
         let p = Path::new("/tmp/run.json");
-        assert_eq!(exit_path(p, 42, false), Path::new("/tmp/run.json"));
-        assert_eq!(exit_path(p, 42, true), Path::new("/tmp/run.json.42"));
+        assert_eq!(pid_path(p, 42, false), Path::new("/tmp/run.json"));
+        assert_eq!(pid_path(p, 42, true), Path::new("/tmp/run.json.42"));
         let templ = Path::new("/tmp/run-{pid}.json");
-        assert_eq!(exit_path(templ, 42, false), Path::new("/tmp/run-42.json"));
-        assert_eq!(exit_path(templ, 43, true), Path::new("/tmp/run-43.json"));
+        assert_eq!(pid_path(templ, 42, false), Path::new("/tmp/run-42.json"));
+        assert_eq!(pid_path(templ, 43, true), Path::new("/tmp/run-43.json"));
         let two = Path::new("/tmp/{pid}/r-{pid}.json");
-        assert_eq!(exit_path(two, 7, true), Path::new("/tmp/7/r-7.json"));
+        assert_eq!(pid_path(two, 7, true), Path::new("/tmp/7/r-7.json"));
         // A path that is not UTF-8 keeps its bytes.
         use std::os::unix::ffi::OsStrExt;
         let raw = std::ffi::OsStr::from_bytes(b"/tmp/\xff-{pid}");
-        let got = exit_path(Path::new(raw), 9, false);
+        let got = pid_path(Path::new(raw), 9, false);
         assert_eq!(got.as_os_str().as_bytes(), b"/tmp/\xff-9");
+    }
+
+    #[test]
+    fn a_later_copy_names_its_files_after_its_object() {
+        let p = Path::new("/tmp/run.json");
+        assert_eq!(exit_path(p, None, 42, false), Path::new("/tmp/run.json"));
+        assert_eq!(
+            exit_path(p, Some("libplugin.so"), 42, false),
+            Path::new("/tmp/run.json.libplugin.so")
+        );
+        assert_eq!(
+            exit_path(p, Some("libplugin.so"), 42, true),
+            Path::new("/tmp/run.json.libplugin.so.42")
+        );
+        let templ = Path::new("/tmp/run-{pid}.json");
+        assert_eq!(
+            exit_path(templ, Some("libplugin.so"), 7, false),
+            Path::new("/tmp/run-7.json.libplugin.so")
+        );
     }
 }

@@ -53,6 +53,7 @@ extern crate self as profpoint;
 
 mod budget;
 mod clock;
+mod copies;
 #[cfg(feature = "criterion")]
 pub mod criterion;
 pub mod env;
@@ -80,7 +81,8 @@ pub use overhead::Overhead;
 pub use point::{AsyncGuard, Guard, Point, Token};
 pub use profpoint_macros::{main, profile_point, trace, tracepoint};
 pub use report::{
-    ClockReport, PointReport, Report, ReportOptions, RunInfo, SCHEMA, VERSION, write_table,
+    ClockReport, PointReport, Report, ReportOptions, RunInfo, SCHEMA, SlotMemory, VERSION,
+    write_table,
 };
 
 #[cfg(feature = "heatmap")]

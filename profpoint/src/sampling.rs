@@ -31,6 +31,15 @@ pub(crate) fn start_pmu_from_env() -> bool {
             *PMU.lock().unwrap_or_else(|e| e.into_inner()) = Some(s);
             true
         }
+        Err(heatmap::pmu::PmuError::SignalInUse(sig)) if let Some(other) = copy_handling(sig) => {
+            eprintln!(
+                "profpoint ({}): PROFPOINT_PMU: the per-function metrics are already sampled by \
+                 the profpoint copy in {other}, whose report has them; this copy's report has \
+                 no such section",
+                crate::copies::own_name()
+            );
+            true
+        }
         Err(e) => {
             eprintln!("profpoint: PROFPOINT_PMU: {e}");
             true
@@ -46,6 +55,17 @@ pub(crate) fn pmu_profile(stop: bool) -> Option<heatmap::pmu::PmuProfile> {
     }
     let sampler = PMU.lock().unwrap_or_else(|e| e.into_inner()).take()?;
     Some(sampler.stop())
+}
+
+/// The object of the other profpoint copy whose handler holds signal `sig`, if one does.
+fn copy_handling(sig: libc::c_int) -> Option<String> {
+    // SAFETY: `sigaction` is plain data, for which all-zero bytes are a valid value.
+    let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: a query only (null new action); `old` is a valid, writable sigaction.
+    if unsafe { libc::sigaction(sig, std::ptr::null(), &mut old) } != 0 {
+        return None;
+    }
+    crate::copies::other_copy_at(old.sa_sigaction)
 }
 
 /// Both sections of a report. At exit (`stop`) both samplers stop before either is
@@ -80,6 +100,18 @@ pub(crate) fn start_from_env() -> bool {
     // the watcher thread needs before it can scan, so waiting for it would deadlock the host.
     match start(config.wait_for_first_scan(false)) {
         Ok(()) => true,
+        Err(heatmap::StartError::SignalInUse { handler })
+            if let Some(other) = crate::copies::other_copy_at(handler) =>
+        {
+            // Not "another profiler": the host's (or another library's) own profpoint.
+            eprintln!(
+                "profpoint ({}): PROFPOINT_HEATMAP: the process is already sampled by the \
+                 profpoint copy in {other}, whose report has the heatmap; this copy's report \
+                 has no heatmap section",
+                crate::copies::own_name()
+            );
+            true
+        }
         Err(e) => {
             eprintln!("profpoint: PROFPOINT_HEATMAP: the sampler could not start: {e}");
             true

@@ -384,6 +384,10 @@ pub(crate) struct Shard {
     pub(crate) rcu_nest: AtomicU32,
     /// This thread's hits of each tracepoint, by tracepoint index.
     pub(crate) tp_hits: Box<[AtomicU64]>,
+    /// The slot that points first used on this thread after the process's slot memory reached
+    /// its cap share (null until then): their calls land here, not in a slot of their own,
+    /// and the report counts them as not recorded (see [`slot_memory`]).
+    overflow: AtomicPtr<Slot>,
 }
 
 impl Shard {
@@ -403,6 +407,7 @@ impl Shard {
             child_acc: AtomicU64::new(0),
             setup: AtomicU64::new(0),
             rng: AtomicU64::new(seed | 1),
+            overflow: AtomicPtr::new(std::ptr::null_mut()),
         }
     }
 
@@ -441,19 +446,60 @@ impl Shard {
             // SAFETY: see `slot`.
             return unsafe { &*p };
         }
-        let p = Box::into_raw(Slot::new_boxed());
+        let p = if reserve_slot_bytes() {
+            Box::into_raw(Slot::new_boxed())
+        } else {
+            // Over the cap: this point's calls on this thread share the overflow slot (the
+            // hot path finds it in the cell as any slot, so they cost what they did; reports
+            // skip it as a point and count its calls as not recorded).
+            self.overflow_slot()
+        };
         // Release: a reader that sees the pointer also sees the slot's initialised contents.
         cell.store(p, Ordering::Release);
-        // SAFETY: just created from a live Box and never freed.
+        // SAFETY: just created from a live Box (or the overflow slot), never freed.
         unsafe { &*p }
     }
 
-    /// The slot of point `index` for a reader on another thread.
+    /// The shard's overflow slot, made on first need (owner only; its bytes are beyond the
+    /// cap, once per shard).
+    #[cold]
+    fn overflow_slot(&self) -> *mut Slot {
+        // Relaxed: only the owning thread stores it.
+        let p = self.overflow.load(Ordering::Relaxed);
+        if !p.is_null() {
+            return p;
+        }
+        let p = Box::into_raw(Slot::new_boxed());
+        // Release: readers compare cells with it after acquiring a cell (see `slot_for_read`).
+        self.overflow.store(p, Ordering::Release);
+        p
+    }
+
+    /// The slot of point `index` for a reader on another thread (not the overflow slot,
+    /// which belongs to no point).
     pub(crate) fn slot_for_read(&self, index: usize) -> Option<&Slot> {
         // Acquire: pairs with the Release in `slot_or_new`.
         let p = self.slots.get(index)?.load(Ordering::Acquire);
+        // Acquire: the overflow pointer is stored before any cell holding it is published.
+        if !p.is_null() && p == self.overflow.load(Ordering::Acquire) {
+            return None;
+        }
         // SAFETY: see `slot`.
         unsafe { p.as_ref() }
+    }
+
+    /// Calls that landed in the overflow slot (each call bumps one of its counters once).
+    fn unrecorded_calls(&self) -> u64 {
+        // Acquire: pairs with the Release in `overflow_slot`.
+        // SAFETY: non-null overflow pointers come from `Box::into_raw` and are never freed.
+        match unsafe { self.overflow.load(Ordering::Acquire).as_ref() } {
+            Some(slot) => {
+                let mut c = Counts::default();
+                slot.read(&mut c);
+                c.nr()
+            }
+            None => 0,
+        }
     }
 
     /// The clock as this thread's points read it: raw ticks minus the thread's first-use work
@@ -621,6 +667,58 @@ pub(crate) fn release(shard: &'static Shard) {
         }
     }
     registry().free.push(shard);
+}
+
+/// The default cap on slot memory, process-wide (`PROFPOINT_MAX_SLOT_MB`): 512 MiB is ~47,000
+/// slots, e.g. 2,900 points used on each of 16 threads.
+pub(crate) const DEFAULT_MAX_SLOT_MB: u64 = 512;
+
+/// Bytes of slots allocated, every thread.
+static SLOT_BYTES: AtomicU64 = AtomicU64::new(0);
+/// The cap on `SLOT_BYTES`.
+static SLOT_CAP: AtomicU64 = AtomicU64::new(DEFAULT_MAX_SLOT_MB << 20);
+/// The cap was reached (the warning is printed once).
+static CAP_HIT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Sets the cap on slot memory, in MiB (from `PROFPOINT_MAX_SLOT_MB`, at start-up).
+pub(crate) fn set_max_slot_mb(mb: u64) {
+    // Relaxed: a limit read by each new slot; no data depends on it.
+    SLOT_CAP.store(mb.saturating_mul(1 << 20), Ordering::Relaxed);
+}
+
+/// Books one more slot against the cap; false (and, the first time, one line on stderr) when
+/// it would exceed it.
+fn reserve_slot_bytes() -> bool {
+    let size = std::mem::size_of::<Slot>() as u64;
+    // Relaxed (all three): a tally and a limit; a race may let two slots past the last
+    // whole one, never more than one per thread.
+    let cap = SLOT_CAP.load(Ordering::Relaxed);
+    if SLOT_BYTES.fetch_add(size, Ordering::Relaxed) + size <= cap {
+        return true;
+    }
+    SLOT_BYTES.fetch_sub(size, Ordering::Relaxed);
+    if !CAP_HIT.swap(true, Ordering::Relaxed) {
+        eprintln!(
+            "profpoint: per-thread point slots reached the {} MiB cap (PROFPOINT_MAX_SLOT_MB; \
+             {} slots of {size} bytes): calls of points first used on a thread from now on are \
+             counted but not recorded per point (the report says how many)",
+            cap >> 20,
+            cap / size
+        );
+    }
+    false
+}
+
+/// Slot memory now.
+pub(crate) fn slot_memory() -> crate::report::SlotMemory {
+    let shards = registry().all.clone();
+    crate::report::SlotMemory {
+        // Relaxed (three): tallies for a report.
+        bytes: SLOT_BYTES.load(Ordering::Relaxed),
+        cap_bytes: SLOT_CAP.load(Ordering::Relaxed),
+        cap_reached: CAP_HIT.load(Ordering::Relaxed),
+        unrecorded_calls: shards.iter().map(|s| s.unrecorded_calls()).sum(),
+    }
 }
 
 /// Sums the counts of point `index` over every shard.

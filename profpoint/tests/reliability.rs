@@ -108,7 +108,8 @@ fn a_signal_storm_with_thread_and_probe_churn_loses_nothing() {
     let s = seen.clone();
     let permanent = register_trace_storm_event(move |_| {
         s.fetch_add(1, Ordering::Relaxed);
-    });
+    })
+    .unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let live_tids = Arc::new(std::sync::Mutex::new(Vec::<libc::pid_t>::new()));
 
@@ -128,11 +129,13 @@ fn a_signal_storm_with_thread_and_probe_churn_loses_nothing() {
                 let c = churned_seen.clone();
                 let h = register_trace_storm_event(move |_| {
                     c.fetch_add(1, Ordering::Relaxed);
-                });
+                })
+                .unwrap();
                 let t = toggled_seen.clone();
                 let k = register_trace_storm_toggled(move |_| {
                     t.fetch_add(1, Ordering::Relaxed);
-                });
+                })
+                .unwrap();
                 std::thread::yield_now();
                 h.unregister();
                 k.unregister();

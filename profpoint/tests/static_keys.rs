@@ -244,7 +244,8 @@ fn an_enabled_site_preserves_every_live_register() {
             x.wrapping_add(v.iter().sum::<f64>() as u64),
             Ordering::Relaxed,
         );
-    });
+    })
+    .unwrap();
     let got: Vec<(u64, f64)> = (0..100)
         .map(|i| many_live_values(i, i as f64 * 0.37))
         .collect();

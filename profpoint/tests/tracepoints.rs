@@ -31,9 +31,11 @@ fn probes_run_in_registration_order_until_their_handle_drops() {
     trace_sched_switch(&Task { id: 0, prio: 0 }, &Task { id: 0, prio: 0 }); // no probe: nothing
     let (l1, l2) = (log.clone(), log.clone());
     let h1 =
-        register_trace_sched_switch(move |p, n| l1.lock().unwrap().push(("first", p.id, n.id)));
+        register_trace_sched_switch(move |p, n| l1.lock().unwrap().push(("first", p.id, n.id)))
+            .unwrap();
     let h2 =
-        register_trace_sched_switch(move |p, n| l2.lock().unwrap().push(("second", p.id, n.id)));
+        register_trace_sched_switch(move |p, n| l2.lock().unwrap().push(("second", p.id, n.id)))
+            .unwrap();
     assert!(trace_sched_switch_enabled());
     trace_sched_switch(&Task { id: 1, prio: 0 }, &Task { id: 2, prio: 0 });
     drop(h1);
@@ -55,7 +57,8 @@ fn the_condition_is_checked_only_when_enabled_and_gates_the_probes() {
     let s = seen.clone();
     let h = register_trace_wakeup(move |t| {
         s.fetch_add(t.id as u64, Ordering::Relaxed);
-    });
+    })
+    .unwrap();
     trace_wakeup(&Task { id: 10, prio: 1 });
     trace_wakeup(&Task { id: 100, prio: 0 }); // condition false: no probe, no hit
     drop(h);
@@ -80,7 +83,8 @@ fn the_macro_call_site_evaluates_arguments_only_when_enabled() {
     let g = got.clone();
     let h = register_trace_tick(move |n| {
         g.store(n, Ordering::Relaxed);
-    });
+    })
+    .unwrap();
     profpoint::trace!(tick(expensive()));
     assert_eq!(evaluated.load(Ordering::Relaxed), 1);
     assert_eq!(got.load(Ordering::Relaxed), 7);
@@ -120,7 +124,8 @@ fn a_probe_may_drop_its_own_handle_without_deadlock() {
         // Unregisters itself from inside its own call.
         let handle = s.lock().unwrap().take();
         drop(handle);
-    });
+    })
+    .unwrap();
     *slot.lock().unwrap() = Some(h);
     trace_tick(1);
     trace_tick(2);
@@ -157,7 +162,8 @@ fn captured_data_is_freed_only_when_no_call_can_be_running() {
         ic.store(true, Ordering::SeqCst);
         std::thread::sleep(Duration::from_millis(100));
         ic.store(false, Ordering::SeqCst);
-    });
+    })
+    .unwrap();
     let firing = std::thread::spawn(|| trace_tick(1));
     while !in_call.load(Ordering::SeqCst) {
         std::thread::yield_now();
@@ -182,7 +188,8 @@ fn probes_come_and_go_thousands_of_times_while_threads_fire() {
     let t = total.clone();
     let keeper = register_trace_sched_switch(move |_, _| {
         t.fetch_add(1, Ordering::Relaxed);
-    });
+    })
+    .unwrap();
     let violations = Arc::new(AtomicU64::new(0));
     let firers: Vec<_> = (0..2)
         .map(|_| {
@@ -206,7 +213,8 @@ fn probes_come_and_go_thousands_of_times_while_threads_fire() {
             if g.load(Ordering::SeqCst) {
                 v.fetch_add(1, Ordering::Relaxed);
             }
-        });
+        })
+        .unwrap();
         std::thread::yield_now();
         h.unregister();
         // From here on, no new call of that probe may start.
@@ -249,7 +257,8 @@ fn probes_on_two_threads_dropping_their_own_handles_at_once_do_not_deadlock() {
                     b.wait();
                     drop(s.lock().unwrap().take());
                 }
-            });
+            })
+            .unwrap();
             *slot.lock().unwrap() = Some(h);
         }
         let (tx, rx) = std::sync::mpsc::channel();
@@ -281,7 +290,8 @@ fn forked_children_change_probes_while_the_parent_fires() {
     let s = seen.clone();
     let permanent = register_trace_across_fork(move |_| {
         s.fetch_add(1, Ordering::Relaxed);
-    });
+    })
+    .unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let firer = {
         let stop = stop.clone();
@@ -309,7 +319,8 @@ fn forked_children_change_probes_while_the_parent_fires() {
             let m = mine.clone();
             let h = register_trace_across_fork(move |_| {
                 m.fetch_add(1, Ordering::Relaxed);
-            });
+            })
+            .unwrap();
             trace_across_fork(7);
             h.unregister();
             trace_across_fork(8);
@@ -368,8 +379,9 @@ fn a_fork_during_a_grace_period_that_waits_for_a_registering_probe_completes() {
                 // Takes the writers' lock from inside the read section.
                 drop(register_trace_fork_race(|_| {}));
             }
-        });
-        let other = register_trace_fork_race(|_| {});
+        })
+        .unwrap();
+        let other = register_trace_fork_race(|_| {}).unwrap();
         let c = std::thread::spawn(|| trace_fork_race(1));
         inside.wait();
         // B: a grace period that waits for C's read section.

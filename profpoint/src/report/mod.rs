@@ -60,6 +60,8 @@ pub struct Report {
     pub compensated: bool,
     /// profpoint's first-use work, which no interval includes.
     pub setup: overhead::Setup,
+    /// Memory of the per-thread point slots, its cap, and the calls the cap left unrecorded.
+    pub slots: SlotMemory,
     /// Nanoseconds from process start-up (profpoint's initialiser) to this report.
     pub wall_ns: u64,
     /// Every profile point, sorted by total time, longest first.
@@ -75,6 +77,19 @@ pub struct Report {
     /// Per-function hardware metrics (`PROFPOINT_PMU=1`), in the exit report.
     #[cfg(feature = "heatmap")]
     pub pmu: Option<heatmap::pmu::PmuReport>,
+}
+
+/// What the report says of slot memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct SlotMemory {
+    /// Bytes of per-point slots allocated, every thread (overflow slots not included).
+    pub bytes: u64,
+    /// The cap (`PROFPOINT_MAX_SLOT_MB`, default 512 MiB).
+    pub cap_bytes: u64,
+    /// Whether the cap was reached.
+    pub cap_reached: bool,
+    /// Calls made into points whose slot the cap refused: counted, in no point's row.
+    pub unrecorded_calls: u64,
 }
 
 /// Metadata of the measured run.
@@ -237,6 +252,12 @@ impl Report {
             overhead_subtracted: false,
             compensated: false,
             setup: overhead::Setup { ns: 0.0, calls: 0 },
+            slots: SlotMemory {
+                bytes: 0,
+                cap_bytes: 0,
+                cap_reached: false,
+                unrecorded_calls: 0,
+            },
             wall_ns: 0,
             points: Vec::new(),
             tracepoints: Vec::new(),
@@ -284,6 +305,7 @@ impl Report {
             overhead_subtracted: opts.subtract_overhead && sub_ticks > 0.0,
             compensated,
             setup: overhead::setup(&clock),
+            slots: crate::shard::slot_memory(),
             wall_ns,
             points,
             tracepoints: crate::tracepoint::infos(),
@@ -299,6 +321,12 @@ impl Report {
     pub fn to_json(&self) -> String {
         // Serialising plain data with string keys cannot fail.
         profpoint_json::to_string_pretty(self).expect("a report serialises to JSON")
+    }
+
+    /// Writes the JSON form ([`Report::to_json`]'s bytes) to `w` in pieces, without holding
+    /// the whole text in memory.
+    pub fn write_json(&self, w: &mut dyn std::io::Write) -> std::io::Result<()> {
+        profpoint_json::to_writer_pretty(w, self)
     }
 
     /// The points as CSV: a header row, then one row per point.
@@ -509,6 +537,7 @@ mod tests {
                 counting: false,
                 hits: next(s),
                 error: (round % 4 == 0).then(|| "W^X: \"mprotect\" failed".to_string()),
+                probe_panics: round as u64 % 3,
                 file: "x.rs",
                 line: 7,
             });

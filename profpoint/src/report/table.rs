@@ -50,6 +50,15 @@ pub fn write_table(report: &Report, w: &mut dyn Write) -> io::Result<()> {
         overhead,
         report.wall_ns as f64 / 1e9
     )?;
+    if report.slots.cap_reached {
+        writeln!(
+            w,
+            "slot memory reached its cap of {} MiB (PROFPOINT_MAX_SLOT_MB): {} calls of points \
+             first used on a thread after that are in no row below",
+            report.slots.cap_bytes >> 20,
+            report.slots.unrecorded_calls
+        )?;
+    }
     let rule = format!(
         "{:->7}  {:-<name_w$}  {:->15}  {:->15}  {:->12}  {:->10}  {:->10}  {:->10}  {:->12}  {:->6}",
         "", "", "", "", "", "", "", "", "", ""
@@ -214,13 +223,13 @@ fn write_budget(report: &Report, w: &mut dyn Write) -> io::Result<()> {
     Ok(())
 }
 
-/// The tracepoints section: every tracepoint that is enabled or was hit (all of them are in
-/// the JSON report).
+/// The tracepoints section: every tracepoint that is enabled, was hit or could not be switched
+/// (all of them are in the JSON report); each refusal is a line of its own under the table.
 fn write_tracepoints(report: &Report, w: &mut dyn Write) -> io::Result<()> {
     let shown: Vec<_> = report
         .tracepoints
         .iter()
-        .filter(|t| t.enabled || t.hits > 0)
+        .filter(|t| t.enabled || t.hits > 0 || t.error.is_some() || t.probe_panics > 0)
         .collect();
     if shown.is_empty() {
         return Ok(());
@@ -247,6 +256,18 @@ fn write_tracepoints(report: &Report, w: &mut dyn Write) -> io::Result<()> {
             t.probes,
             if t.counting { "yes" } else { "no" },
             t.hits
+        )?;
+    }
+    for t in report.tracepoints.iter().filter(|t| t.error.is_some()) {
+        let e = t.error.as_deref().unwrap_or_default();
+        writeln!(w, "tracepoint {} {}", escape(&t.name), escape(e))?;
+    }
+    for t in report.tracepoints.iter().filter(|t| t.probe_panics > 0) {
+        writeln!(
+            w,
+            "tracepoint {}: its probes panicked {} times (each caught; the program went on)",
+            escape(&t.name),
+            t.probe_panics
         )?;
     }
     Ok(())

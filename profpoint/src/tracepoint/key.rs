@@ -57,8 +57,9 @@ impl Key {
     }
 
     /// Switches the key of the tracepoint at address `owner` (the static its sites name).
-    /// Callers serialise switches under the tracepoint writers' lock. On error the key stays
-    /// off and the program keeps running.
+    /// Callers serialise switches under the tracepoint writers' lock. On error the key is
+    /// left as the sites are: off when switching on failed (its sites back to the nop), on
+    /// when switching off failed (a site still calls the hook); the program keeps running.
     pub fn set(&self, owner: usize, on: bool) -> Result<(), KeyError> {
         #[cfg(all(
             target_arch = "x86_64",
@@ -77,16 +78,25 @@ impl Key {
                 // Relaxed: see `is_enabled`.
                 self.on.store(true, Ordering::Relaxed);
                 if let Err(e) = super::patch::set(owner, true) {
-                    self.on.store(false, Ordering::Relaxed);
-                    // Sites already patched go back to the nop (best effort: the same
-                    // mechanism just failed, and the hook re-checks the probe list anyway).
-                    let _ = super::patch::set(owner, false);
-                    return Err(e);
+                    // Sites already patched go back to the nop. If that fails too, some sites
+                    // still jump to the hook: the key says so (stays on) and the error both.
+                    return match super::patch::set(owner, false) {
+                        Ok(()) => {
+                            self.on.store(false, Ordering::Relaxed);
+                            Err(e)
+                        }
+                        Err(back) => Err(KeyError(format!(
+                            "{e}; switching its patched sites back off failed too ({back}): \
+                             they still call the hook, which finds no probe"
+                        ))),
+                    };
                 }
             } else {
-                let r = super::patch::set(owner, false);
+                // The key goes off only once every site is the nop again: a site that could
+                // not be switched off still calls the hook, and the key (reports,
+                // `trace_*_enabled`) says so.
+                super::patch::set(owner, false)?;
                 self.on.store(false, Ordering::Relaxed);
-                r?;
             }
             Ok(())
         }

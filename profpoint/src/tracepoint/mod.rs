@@ -15,7 +15,8 @@
 //! let s = seen.clone();
 //! let handle = register_trace_sched_switch(move |_prev, next| {
 //!     s.fetch_add(next.id, std::sync::atomic::Ordering::Relaxed);
-//! });
+//! })
+//! .expect("the system lets profpoint switch the site on");
 //! trace_sched_switch(&Task { id: 1 }, &Task { id: 2 });
 //! drop(handle); // unregisters
 //! trace_sched_switch(&Task { id: 1 }, &Task { id: 3 });
@@ -133,7 +134,8 @@ pub struct Tracepoint {
     counting: AtomicBool,
     /// Dense index in `TRACEPOINTS`, `u32::MAX` until first use.
     index: AtomicU32,
-    /// The last error switching the key on (static keys can be refused by the system).
+    /// The last refused switch of the key, on or off (static keys can be refused by the
+    /// system), in words; cleared by a successful switch.
     error: Mutex<Option<String>>,
 }
 
@@ -208,13 +210,40 @@ pub struct TracepointInfo {
     pub counting: bool,
     /// Times the hook ran (the site executed while enabled, its condition true).
     pub hits: u64,
-    /// Why the key could not be switched on, if it could not.
+    /// Why the key could not be switched on (probes then not registered) or off (the site
+    /// then keeps calling the hook), if the system refused the last switch.
     pub error: Option<String>,
+    /// Times one of its probes (or its condition) panicked (each caught; the program went on).
+    pub probe_panics: u64,
     /// Where it is declared.
     pub file: &'static str,
     /// Line of the declaration.
     pub line: u32,
 }
+
+/// Why a probe could not be registered: the tracepoint's key had to be switched on and the
+/// system refused (static keys need to patch code: a W^X policy or a seccomp filter can forbid
+/// it). The probe was not registered and the program goes on; the tracepoint's report row
+/// carries the same reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegisterError {
+    /// The tracepoint's name.
+    pub tracepoint: &'static str,
+    /// What was refused and why, with the likely cause and the fix.
+    pub reason: String,
+}
+
+impl std::fmt::Display for RegisterError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "probe not registered: tracepoint {} {}",
+            self.tracepoint, self.reason
+        )
+    }
+}
+
+impl std::error::Error for RegisterError {}
 
 impl Tracepoint {
     const_fn_unless_loom! {
@@ -323,9 +352,15 @@ impl Tracepoint {
     }
 
     /// Registers a probe (already boxed as the tracepoint's `dyn Fn`). Used by the generated
-    /// `register_trace_*` functions, which fix the type.
+    /// `register_trace_*` functions, which fix the type. Fails when the tracepoint's key had
+    /// to be switched on and the system refused (static keys under W^X or seccomp): the probe
+    /// is then not registered, since it would never be called.
     #[doc(hidden)]
-    pub fn __register(&'static self, func: Box<dyn Any + Send + Sync>) -> ProbeHandle {
+    pub fn __register(
+        &'static self,
+        func: Box<dyn Any + Send + Sync>,
+    ) -> Result<ProbeHandle, RegisterError> {
+        filter_probe_panics();
         let probe = Arc::new(Probe {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             removed: AtomicBool::new(false),
@@ -335,18 +370,31 @@ impl Tracepoint {
         let id = probe.id;
         // Adding needs no grace period: nothing becomes unreachable but the old array, which
         // waits on the retired list for the next one.
-        self.update(false, |old| {
+        let r = self.update(false, |old| {
             old.iter().cloned().chain([probe.clone()]).collect()
         });
-        ProbeHandle {
-            tracepoint: Some(self),
-            id: Some(id),
+        match r {
+            Ok(()) => Ok(ProbeHandle {
+                tracepoint: Some(self),
+                id: Some(id),
+            }),
+            Err(reason) => {
+                // Never published: the probe (and what its closure owns) drops here, outside
+                // the writers' lock.
+                drop(probe);
+                Err(RegisterError {
+                    tracepoint: self.name,
+                    reason,
+                })
+            }
         }
     }
 
     fn unregister(&'static self, id: u64) {
         let mut found = false;
-        self.update(true, |old| {
+        // Removing a probe never fails: if its key cannot be switched off, the site still calls
+        // the hook, which no longer finds it (the error is printed and reported).
+        let _ = self.update(true, |old| {
             old.iter()
                 .filter(|p| {
                     if p.id == id {
@@ -365,37 +413,70 @@ impl Tracepoint {
         debug_assert!(found, "probe {id} was registered");
     }
 
-    /// Turns the built-in counting probe on or off.
+    /// Turns the built-in counting probe on or off. A key the system refuses to switch is one
+    /// line on stderr and the tracepoint's `error` in reports (see [`TracepointInfo::error`]).
     pub fn set_counting(&'static self, on: bool) {
         let _w = writers();
         // Relaxed: under the writers' lock; the key below is what sites read.
         self.counting.store(on, Ordering::Relaxed);
-        self.refresh_key();
+        let want = self.wanted();
+        if self.switch_key(want).is_err() && want {
+            // The counting probe cannot run: it is not on.
+            self.counting.store(false, Ordering::Relaxed);
+        }
     }
 
-    /// Sets the key from the probe count and the counting flag (writers' lock held).
-    fn refresh_key(&'static self) {
-        // Relaxed: both are only written under the writers' lock, which we hold.
-        let on = self.nprobes.load(Ordering::Relaxed) > 0 || self.counting.load(Ordering::Relaxed);
-        let r = self.key.set(self as *const Tracepoint as usize, on);
+    /// Whether the key should be on: probes or counting (writers' lock held).
+    fn wanted(&self) -> bool {
+        // Relaxed: both are only written under the writers' lock, which the caller holds.
+        self.nprobes.load(Ordering::Relaxed) > 0 || self.counting.load(Ordering::Relaxed)
+    }
+
+    /// Switches the key to `on` (writers' lock held). A failure is one line on stderr per
+    /// distinct failure, saying which way the switch failed, and is kept for reports: the
+    /// program keeps running. A success clears the kept error.
+    fn switch_key(&'static self, on: bool) -> Result<(), String> {
         let mut err = self.error.lock().unwrap_or_else(|e| e.into_inner());
+        if self.key.is_enabled() == on && err.is_none() {
+            return Ok(());
+        }
+        let r = self.key.set(self as *const Tracepoint as usize, on);
         match r {
-            Ok(()) => *err = None,
+            Ok(()) => {
+                *err = None;
+                Ok(())
+            }
             Err(e) => {
-                // One line per distinct failure; the program keeps running, the site stays off.
-                if err.as_deref() != Some(e.0.as_str()) {
-                    eprintln!("profpoint: tracepoint {} cannot be enabled: {e}", self.name);
+                let what = if on {
+                    format!("cannot be enabled (its probes would never run): {e}")
+                } else {
+                    format!(
+                        "cannot be switched off (its site keeps calling the hook, which calls \
+                         no removed probe): {e}"
+                    )
+                };
+                if err.as_deref() != Some(what.as_str()) {
+                    eprintln!("profpoint: tracepoint {} {what}", self.name);
                 }
-                *err = Some(e.0);
+                *err = Some(what.clone());
+                Err(what)
             }
         }
     }
 
     /// Publishes `f(current list)` as the new list, waits a grace period, frees the old one.
+    /// When the new list needs the key on and the system refuses to switch it, nothing is
+    /// published and the reason is returned. A refusal to switch the key off is returned too,
+    /// after the (shorter) list was published.
     ///
     /// The writers' lock is not held during the grace period: a probe running on another
     /// thread may itself register or unregister, and must not wait for us while we wait for it.
-    fn update(&'static self, wait: bool, f: impl FnOnce(&[Arc<Probe>]) -> Vec<Arc<Probe>>) {
+    fn update(
+        &'static self,
+        wait: bool,
+        f: impl FnOnce(&[Arc<Probe>]) -> Vec<Arc<Probe>>,
+    ) -> Result<(), String> {
+        let mut result = Ok(());
         {
             let mut w = writers();
             let old = self.probes.load(Ordering::Acquire);
@@ -403,6 +484,18 @@ impl Tracepoint {
             let current: &[Arc<Probe>] = unsafe { old.as_ref() }.map_or(&[], |b| &b[..]);
             let next = f(current);
             let n = next.len() as u32;
+            // Relaxed: under the writers' lock.
+            let counting = self.counting.load(Ordering::Relaxed);
+            if n > 0 || counting {
+                // Switched on before the list is published: a refusal publishes nothing.
+                if let Err(e) = self.switch_key(true) {
+                    drop(w);
+                    // Dropped outside the lock: a closure may own handles whose drop
+                    // unregisters.
+                    drop(next);
+                    return Err(e);
+                }
+            }
             let new = if next.is_empty() {
                 std::ptr::null_mut()
             } else {
@@ -412,7 +505,9 @@ impl Tracepoint {
             self.probes.store(new, Ordering::Release);
             // Relaxed: under the writers' lock.
             self.nprobes.store(n, Ordering::Relaxed);
-            self.refresh_key();
+            if n == 0 && !counting {
+                result = self.switch_key(false);
+            }
             if !old.is_null() {
                 // SeqCst fence: the unpublication above (a Release store) must be ordered
                 // before the epoch read, or a concurrent grace period could end before a
@@ -424,6 +519,7 @@ impl Tracepoint {
         if wait {
             reclaim();
         }
+        result
     }
 
     /// What the report says of this tracepoint.
@@ -446,6 +542,7 @@ impl Tracepoint {
             counting: self.counting.load(Ordering::Relaxed),
             hits,
             error: self.error.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+            probe_panics: panics_of(self.name),
             file: self.file,
             line: self.line,
         }
@@ -528,17 +625,78 @@ fn reclaim() {
     }
 }
 
-/// Reports a probe (or a tracepoint condition) that panicked: one line on stderr per
-/// tracepoint, the first time.
+/// Panics of probes (and conditions) so far, by tracepoint name.
+static PANICS: Mutex<Vec<(&'static str, u64)>> = Mutex::new(Vec::new());
+
+/// How many probe panics are printed in full (message and, with `RUST_BACKTRACE`, backtrace)
+/// by the program's panic hook; later ones are one line each.
+const FULL_PANICS: u64 = 3;
+
+/// Probe panics so far, every tracepoint (read by the panic filter).
+static PANICS_ALL: AtomicU64 = AtomicU64::new(0);
+
+/// Reports a probe (or a tracepoint condition) that panicked: the first few are printed in full
+/// by the panic hook, with one line of ours the first time; after them, one line per panic
+/// (the hook's message and backtrace are left out, see [`filter_probe_panics`]); reports
+/// count them per tracepoint.
 #[doc(hidden)]
 #[cold]
 pub fn probe_panicked(name: &'static str) {
-    static SEEN: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
-    let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
-    if !seen.contains(&name) {
-        seen.push(name);
+    let mut seen = PANICS.lock().unwrap_or_else(|e| e.into_inner());
+    let n = match seen.iter_mut().find(|(t, _)| *t == name) {
+        Some((_, n)) => {
+            *n += 1;
+            *n
+        }
+        None => {
+            seen.push((name, 1));
+            1
+        }
+    };
+    drop(seen);
+    // Relaxed: read by the filter, which only compares it with a constant.
+    let all = PANICS_ALL.load(Ordering::Relaxed);
+    if n == 1 {
         eprintln!("profpoint: a probe of tracepoint {name} panicked; the program goes on");
+    } else if all > FULL_PANICS {
+        eprintln!(
+            "profpoint: a probe of tracepoint {name} panicked again ({n} times so far; the \
+             first {FULL_PANICS} panics of probes were printed in full)"
+        );
     }
+}
+
+/// Panics of the probes of tracepoint `name` so far.
+fn panics_of(name: &str) -> u64 {
+    let seen = PANICS.lock().unwrap_or_else(|e| e.into_inner());
+    seen.iter().find(|(t, _)| *t == name).map_or(0, |&(_, n)| n)
+}
+
+/// Wraps the program's panic hook, once, when the first probe is registered: a panic inside a
+/// probe (a tracepoint read section on this thread) after the first [`FULL_PANICS`] skips the
+/// hook (its message, and its backtrace under `RUST_BACKTRACE`: 46 lines each, 400 panicking
+/// calls printed 18,400 lines); [`probe_panicked`] prints one line instead. Every other panic
+/// goes to the program's hook as before; a hook the program sets later replaces this one.
+fn filter_probe_panics() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    // `set_hook` panics on a panicking thread; a probe registered during unwinding keeps the
+    // program's hook as it is.
+    if std::thread::panicking() {
+        return;
+    }
+    ONCE.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if rcu::in_read_section() {
+                // Relaxed: a tally.
+                let n = PANICS_ALL.fetch_add(1, Ordering::Relaxed) + 1;
+                if n > FULL_PANICS {
+                    return;
+                }
+            }
+            previous(info)
+        }));
+    });
 }
 
 /// Every tracepoint compiled into the program.

@@ -21,8 +21,9 @@
 //! patching runs under one process-wide lock: two keys whose sites share a page cannot lose
 //! each other's update (a known failure of patching without it). A site that straddles a page
 //! boundary is patched by swapping both pages in one `mremap`. Where W^X is enforced
-//! (`MemoryDenyWriteExecute`, `PR_SET_MDWE`), `mprotect` refuses and enabling returns an error
-//! naming the cause and the `tracepoint-atomic` feature.
+//! (`MemoryDenyWriteExecute`, `PR_SET_MDWE`), `mprotect` refuses (EACCES); where a seccomp
+//! filter denies `mremap` or `mprotect` (EPERM), they fail: either way the error names the
+//! cause (W^X or seccomp) and the `tracepoint-atomic` feature.
 //!
 //! # The call from the site
 //! An ordinary call in the site's enabled block would make the compiler treat every
@@ -269,26 +270,19 @@ fn patch(site: usize, bytes: &[u8; 5]) -> Result<(), KeyError> {
         )
     };
     if scratch == libc::MAP_FAILED {
+        let err = std::io::Error::last_os_error();
         return Err(KeyError(format!(
-            "mmap of {} for patching failed: {}",
+            "mmap of {} for patching failed: {err}{}",
             m.path,
-            std::io::Error::last_os_error()
+            denial_hint("mmap", &err, seccomp_filtered())
         )));
     }
     let fail = |what: &str, err: std::io::Error| {
         // SAFETY: `scratch` is our mapping of `len` bytes, unused by anything else.
         unsafe { libc::munmap(scratch, len) };
-        let hint = if err.raw_os_error() == Some(libc::EACCES)
-            || err.raw_os_error() == Some(libc::EPERM)
-        {
-            " (the system forbids making written memory executable: a W^X policy such as \
-             systemd's MemoryDenyWriteExecute or prctl PR_SET_MDWE, or SELinux execmod). \
-             Build profpoint with the `tracepoint-atomic` feature to use the portable backend"
-        } else {
-            ""
-        };
         KeyError(format!(
-            "{what} failed while patching a tracepoint: {err}{hint}"
+            "{what} failed while patching a tracepoint: {err}{}",
+            denial_hint(what, &err, seccomp_filtered())
         ))
     };
     // SAFETY: `lo..lo+len` is mapped readable (it is our executable mapping, checked above),
@@ -320,6 +314,39 @@ fn patch(site: usize, bytes: &[u8; 5]) -> Result<(), KeyError> {
         return Err(fail("mremap", std::io::Error::last_os_error()));
     }
     Ok(())
+}
+
+/// Whether this process runs under a seccomp filter (`Seccomp: 2` in `/proc/self/status`).
+fn seccomp_filtered() -> bool {
+    std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
+        s.lines()
+            .any(|l| l.strip_prefix("Seccomp:").is_some_and(|v| v.trim() == "2"))
+    })
+}
+
+/// What a refused patching call most likely means, for the error: W^X policies refuse with
+/// EACCES (`PR_SET_MDWE`, systemd's `MemoryDenyWriteExecute`, SELinux `execmod`: the kernel's
+/// `mprotect` returns EACCES for them); a seccomp filter's refusal is the errno it chose,
+/// EPERM for container and sandbox profiles. Empty for other errors.
+fn denial_hint(syscall: &str, err: &std::io::Error, seccomp: bool) -> String {
+    const FIX: &str = "build profpoint with the `tracepoint-atomic` feature to use the portable \
+                       backend, which patches no code";
+    match err.raw_os_error() {
+        Some(libc::EPERM) if seccomp => format!(
+            " (EPERM: this process runs under a seccomp filter (/proc/self/status: Seccomp 2), \
+             which denies {syscall}; a container's or sandbox's system-call policy. Allow \
+             {syscall} in the filter, or {FIX})"
+        ),
+        Some(libc::EPERM) => format!(
+            " (EPERM: {syscall} is denied by a system-call filter or security module; allow it, \
+             or {FIX})"
+        ),
+        Some(libc::EACCES) => format!(
+            " (EACCES: the system forbids making written memory executable: a W^X policy such \
+             as systemd's MemoryDenyWriteExecute or prctl PR_SET_MDWE, or SELinux execmod; {FIX})"
+        ),
+        _ => String::new(),
+    }
 }
 
 /// The enabled block of a site calls this with the arguments' tuple and the tracepoint's thunk.
@@ -554,6 +581,24 @@ mod tests {
             assert_eq!(std::ptr::read_volatile(site as *const u8), 0x0f);
             profpoint_straddle_test_fn();
         }
+    }
+
+    #[test]
+    fn a_refusal_names_its_likely_cause() {
+        let eperm = std::io::Error::from_raw_os_error(libc::EPERM);
+        let eacces = std::io::Error::from_raw_os_error(libc::EACCES);
+        let h = denial_hint("mremap", &eperm, true);
+        assert!(h.contains("seccomp") && h.contains("EPERM"), "{h}");
+        assert!(h.contains("mremap") && !h.contains("W^X"), "{h}");
+        let h = denial_hint("mremap", &eperm, false);
+        assert!(h.contains("EPERM") && !h.contains("W^X"), "{h}");
+        let h = denial_hint("mprotect(PROT_READ|PROT_EXEC)", &eacces, true);
+        assert!(
+            h.contains("W^X") && h.contains("MemoryDenyWriteExecute"),
+            "{h}"
+        );
+        let einval = std::io::Error::from_raw_os_error(libc::EINVAL);
+        assert_eq!(denial_hint("mremap", &einval, true), "");
     }
 
     #[test]

@@ -17,14 +17,14 @@ mod sub {
 fn main() {
     let h = register_trace_sched_switch(|p, n| {
         let _ = p.id + n.id;
-    });
+    }).unwrap();
     trace_sched_switch(&Task { id: 1 }, &Task { id: 2 });
     h.unregister();
     trace_counted(1, true);
     let _ = trace_counted_enabled();
     profpoint::trace!(sub::nested(3));
     profpoint::trace!(counted(2 + 2, false));
-    let h = sub::register_trace_nested(|x| assert!(x < 10));
+    let h = sub::register_trace_nested(|x| assert!(x < 10)).unwrap();
     sub::trace_nested(4);
     h.forget();
 }
