@@ -380,7 +380,7 @@ impl Point {
         if !shard.tsc {
             flags |= T_MONO;
         }
-        let slot = shard.slot_or_new(index);
+        let slot = shard.slot_or_new(index, self.kind == Kind::Hidden);
         let spent = clock::now().saturating_sub(began);
         // The shard's clock is the process clock (`shard.tsc` is a copy of its choice).
         shard::add_setup(shard, spent);

@@ -436,9 +436,11 @@ impl Shard {
     }
 
     /// The slot of point `index`, allocating it on first use (cold path, owner only).
+    /// `own`: one of profpoint's own hidden points (the overhead calibrations), which must
+    /// measure real slots and are outside the cap (two points, on the threads that measure).
     #[cold]
     #[inline(never)]
-    pub(crate) fn slot_or_new(&self, index: u32) -> &Slot {
+    pub(crate) fn slot_or_new(&self, index: u32, own: bool) -> &Slot {
         let cell = &self.slots[index as usize];
         // Relaxed: only the owning thread stores into its shard's cells.
         let p = cell.load(Ordering::Relaxed);
@@ -446,7 +448,7 @@ impl Shard {
             // SAFETY: see `slot`.
             return unsafe { &*p };
         }
-        let p = if reserve_slot_bytes() {
+        let p = if own || reserve_slot_bytes() {
             Box::into_raw(Slot::new_boxed())
         } else {
             // Over the cap: this point's calls on this thread share the overflow slot (the
