@@ -226,11 +226,13 @@ pub(crate) fn demangle(name: &str) -> String {
 }
 
 /// A read-only private mapping of a whole file.
+#[cfg(unix)]
 struct Mapped {
     ptr: *mut libc::c_void,
     len: usize,
 }
 
+#[cfg(unix)]
 impl Mapped {
     fn open(path: &str) -> std::io::Result<Mapped> {
         use std::os::fd::AsRawFd;
@@ -269,10 +271,27 @@ impl Mapped {
     }
 }
 
+#[cfg(unix)]
 impl Drop for Mapped {
     fn drop(&mut self) {
         // SAFETY: unmapping exactly the mapping made in `open`, once.
         unsafe { libc::munmap(self.ptr, self.len) };
+    }
+}
+
+/// A whole file read into memory (no `mmap` in the libc crate for Windows; files symbolised
+/// there come from dumps made elsewhere, rarely).
+#[cfg(not(unix))]
+struct Mapped(Vec<u8>);
+
+#[cfg(not(unix))]
+impl Mapped {
+    fn open(path: &str) -> std::io::Result<Mapped> {
+        std::fs::read(path).map(Mapped)
+    }
+
+    fn bytes(&self) -> &[u8] {
+        &self.0
     }
 }
 

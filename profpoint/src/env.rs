@@ -196,7 +196,8 @@ pub fn parse_bool(var: &'static str, value: &str) -> Result<bool, EnvError> {
 /// Parses `PROFPOINT_CLOCK`: `true` means "use the monotonic clock".
 pub fn parse_clock(value: &str) -> Result<bool, EnvError> {
     match value.trim() {
-        "tsc" => Ok(false),
+        // `cntvct`: aarch64's raw counter, what `tsc` chooses there too.
+        "tsc" | "cntvct" => Ok(false),
         "monotonic" => Ok(true),
         _ => Err(EnvError {
             var: "PROFPOINT_CLOCK",
