@@ -375,7 +375,8 @@ impl Table {
     }
 }
 
-#[cfg(test)]
+// The tests read this process's own objects (`discover`, Linux only).
+#[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
 

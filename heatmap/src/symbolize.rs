@@ -438,7 +438,8 @@ fn collect<'d: 'f, 'f>(it: impl Iterator<Item = object::Symbol<'d, 'f>>) -> Vec<
         .collect()
 }
 
-#[cfg(test)]
+// The tests read this process's own objects (`discover`, Linux only).
+#[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
     use crate::buckets;
