@@ -122,7 +122,7 @@ proptest! {
 // === the heatmap command ===
 
 fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_heatmap"))
+    common::target_command(env!("CARGO_BIN_EXE_heatmap"))
 }
 
 fn dump_file() -> std::path::PathBuf {

@@ -11,7 +11,6 @@
 
 mod common;
 
-use std::process::Command;
 use std::time::Duration;
 
 use common::*;
@@ -122,7 +121,7 @@ fn child_with_perf_denied() {
 
 #[test]
 fn auto_falls_back_when_perf_is_denied() {
-    let out = Command::new(std::env::current_exe().unwrap())
+    let out = common::target_command(std::env::current_exe().unwrap())
         .args([
             "--exact",
             "child_with_perf_denied",

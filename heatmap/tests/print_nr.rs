@@ -7,7 +7,6 @@
 
 mod common;
 
-use std::process::Command;
 use std::time::Duration;
 
 use common::*;
@@ -29,7 +28,7 @@ fn child_prints_the_table() {
 
 #[test]
 fn print_goes_to_stderr() {
-    let out = Command::new(std::env::current_exe().unwrap())
+    let out = common::target_command(std::env::current_exe().unwrap())
         .args([
             "--exact",
             "child_prints_the_table",

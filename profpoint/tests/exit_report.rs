@@ -4,7 +4,7 @@
 
 mod common;
 
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::Duration;
 
 #[profpoint::profile_point]
@@ -17,7 +17,7 @@ fn work_fast() {}
 
 /// Runs the child test `name` with extra environment variables.
 fn run_child(name: &str, env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    let mut cmd = common::runner::target_command(std::env::current_exe().unwrap());
     cmd.env("PROFPOINT_TEST_CHILD", name)
         .env_remove("PROFPOINT_REPORT");
     for (k, v) in env {
@@ -510,7 +510,7 @@ fn non_utf8_environment_values_get_one_clear_line() {
         if cfg!(not(feature = "heatmap")) && (var.contains("HEATMAP") || var.contains("PMU")) {
             continue;
         }
-        let mut cmd = Command::new(std::env::current_exe().unwrap());
+        let mut cmd = common::runner::target_command(std::env::current_exe().unwrap());
         cmd.env("PROFPOINT_TEST_CHILD", "child_silent")
             .env_remove("PROFPOINT_REPORT")
             .env(var, bad);
@@ -589,7 +589,7 @@ fn reports_are_replaced_whole_while_being_read() {
         .map(|i| format!("{i}{}", "x".repeat(120_000)))
         .collect();
     let spawn = || {
-        Command::new(std::env::current_exe().unwrap())
+        common::runner::target_command(std::env::current_exe().unwrap())
             .args(&big)
             .env("PROFPOINT_TEST_CHILD", "child_writes_reports")
             .env("PROFPOINT_TEST_PATH", &path)
@@ -655,7 +655,7 @@ fn relative_report_paths_name_the_starting_folder() {
     let (start, moved) = (dir.join("start"), dir.join("moved"));
     std::fs::create_dir_all(&start).unwrap();
     std::fs::create_dir_all(&moved).unwrap();
-    let o = Command::new(std::env::current_exe().unwrap())
+    let o = common::runner::target_command(std::env::current_exe().unwrap())
         .current_dir(&start)
         .env("PROFPOINT_TEST_CHILD", "child_moves")
         .env("PROFPOINT_TEST_PATH", &moved)
@@ -674,7 +674,7 @@ fn relative_report_paths_name_the_starting_folder() {
     // Created there (and in the other folder too), it is used.
     std::fs::create_dir_all(start.join("out")).unwrap();
     std::fs::create_dir_all(moved.join("out")).unwrap();
-    let o = Command::new(std::env::current_exe().unwrap())
+    let o = common::runner::target_command(std::env::current_exe().unwrap())
         .current_dir(&start)
         .env("PROFPOINT_TEST_CHILD", "child_moves")
         .env("PROFPOINT_TEST_PATH", &moved)
@@ -741,7 +741,7 @@ fn an_unwritable_report_is_one_line_and_the_table_goes_to_stderr() {
         ),
     ];
     for (spec, shown, why, special) in cases {
-        let mut cmd = Command::new(std::env::current_exe().unwrap());
+        let mut cmd = common::runner::target_command(std::env::current_exe().unwrap());
         let scenario = match special {
             Some(2) => "child_closes_stdout",
             _ => "child_opted_in_then_process_exit",
