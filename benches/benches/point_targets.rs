@@ -8,312 +8,330 @@
 //! Nanosecond figures are the minimum over rounds (the least disturbed round: this is a
 //! shared 2-vCPU VM); instruction counts come from the PMU (`perf_event_open`) and are exact.
 
-use std::hint::black_box;
-use std::time::Instant;
-
+#[cfg(target_os = "linux")]
 #[path = "common.rs"]
 mod common;
-use common::*;
 
-const ROUNDS: usize = 15;
-const CALLS: u64 = 200_000;
+#[cfg(target_os = "linux")]
+mod linux {
+    use std::hint::black_box;
+    use std::time::Instant;
 
-/// Minimum over rounds of the per-call wall time of `f(CALLS)`.
-fn ns_per_call(mut f: impl FnMut(u64)) -> f64 {
-    f(CALLS / 10); // warm up: first-call paths, caches, branch predictors
-    (0..ROUNDS)
-        .map(|_| {
-            let t = Instant::now();
-            f(CALLS);
-            t.elapsed().as_nanos() as f64 / CALLS as f64
-        })
-        .fold(f64::MAX, f64::min)
-}
+    use super::common;
+    use common::*;
 
-/// Minimum over rounds of the per-call process CPU time (background threads included).
-fn cpu_ns_per_call(mut f: impl FnMut(u64)) -> f64 {
-    f(CALLS / 10);
-    (0..ROUNDS / 2)
-        .map(|_| process_cpu_of(|| f(CALLS)).as_nanos() as f64 / CALLS as f64)
-        .fold(f64::MAX, f64::min)
-}
+    const ROUNDS: usize = 15;
+    const CALLS: u64 = 200_000;
 
-fn loop_of(work: fn(u64) -> u64) -> impl FnMut(u64) {
-    move |n| {
-        for i in 0..n {
-            black_box(work(i));
-        }
-    }
-}
-
-/// Per-thread time per call when `n` threads call `pp_on` at once (min over rounds).
-fn per_thread_ns(n: usize) -> f64 {
-    (0..ROUNDS / 2)
-        .map(|_| per_thread(n, CALLS).as_nanos() as f64 / CALLS as f64)
-        .fold(f64::MAX, f64::min)
-}
-
-fn arg_after(flag: &str) -> Option<String> {
-    let mut it = std::env::args();
-    it.find(|a| a == flag)?;
-    it.next()
-}
-
-/// The loop callgrind counts (`--toggle-collect=*point_targets::run*`): every variant runs
-/// through it, so their differences are the points' own instructions.
-#[inline(never)]
-fn run(work: fn(u64) -> u64, n: u64) {
-    for i in 0..n {
-        black_box(work(black_box(i)));
-    }
-}
-
-/// A named variant of the measured function.
-type Variant = (&'static str, fn(u64) -> u64);
-
-const COUNTED: [Variant; 4] = [
-    ("bare", bare),
-    ("off", pp_off),
-    ("on", pp_on),
-    ("sampled", pp_sampled),
-];
-
-/// Instructions per call of each counted variant (bare, off, on, sampled), by callgrind in a
-/// child process of this binary.
-fn callgrind_counts() -> Result<[f64; 4], String> {
-    let mut out = [0.0; 4];
-    for (slot, (name, _)) in out.iter_mut().zip(COUNTED) {
-        let total = profpoint_benches::callgrind_instructions(
-            "*point_targets::run*",
-            &["--count-loop", name],
-        )?;
-        *slot = total as f64 / CALLS as f64;
-    }
-    Ok(out)
-}
-
-/// A child with a little work (~10 ns): compensation's error per child is what matters, and
-/// it is reported beside the figure.
-#[inline(always)]
-fn comp_work(x: u64) -> u64 {
-    let mut h = x;
-    for _ in 0..8 {
-        h = black_box(h.wrapping_mul(0x0000_0100_0000_01b3) ^ (h >> 29));
-    }
-    h
-}
-
-#[profpoint::profile_point]
-#[inline(never)]
-fn comp_leaf(x: u64) -> u64 {
-    comp_work(x)
-}
-
-#[inline(never)]
-fn comp_bare_leaf(x: u64) -> u64 {
-    comp_work(x)
-}
-
-#[profpoint::profile_point]
-#[inline(never)]
-fn comp_parent_raw() -> u64 {
-    (0..200).map(comp_leaf).sum()
-}
-
-#[profpoint::profile_point]
-#[inline(never)]
-fn comp_parent() -> u64 {
-    (0..200).map(comp_leaf).sum()
-}
-
-#[profpoint::profile_point]
-#[inline(never)]
-fn comp_parent_bare() -> u64 {
-    (0..200).map(comp_bare_leaf).sum()
-}
-
-/// Median parent times (ns): uncompensated, compensated, and with un-annotated children.
-fn compensation_medians() -> (u64, u64, u64) {
-    for _ in 0..2_001 {
-        black_box(comp_parent_raw());
-        black_box(comp_parent_bare());
-    }
-    profpoint::compensate(true);
-    for _ in 0..2_001 {
-        black_box(comp_parent());
-    }
-    profpoint::compensate(false);
-    let points = profpoint::snapshot().points;
-    let p50 = |name: &str| {
-        points
-            .iter()
-            .find(|p| p.name.ends_with(name))
-            .map_or(0, |p| p.p50_ns)
-    };
-    (
-        p50("::comp_parent_raw"),
-        p50("::comp_parent"),
-        p50("::comp_parent_bare"),
-    )
-}
-
-fn main() {
-    // `cargo bench` passes `--bench`; `cargo test --benches` runs this as a smoke test.
-    let quick = !std::env::args().any(|a| a == "--bench");
-    // fastrace's most favourable set-up first (no reporter set yet: spans are not handed over).
-    let fr_bare_cpu = if quick {
-        0.0
-    } else {
-        cpu_ns_per_call(fastrace_calls)
-    };
-    let _guard = setup();
-    let mut check = profpoint_benches::Targets::default();
-
-    if let Some(name) = arg_after("--count-loop") {
-        // Child mode for the valgrind fallback: run one loop, counted by callgrind.
-        let (_, work) = COUNTED
-            .into_iter()
-            .find(|(n, _)| *n == name)
-            .unwrap_or_else(|| panic!("no loop named {name:?}"));
-        run(work, CALLS);
-        return;
-    }
-
-    println!("== instructions per call (user space, perf_event_open; else valgrind)");
-    let counted = match profpoint_benches::Instructions::open() {
-        Ok(ctr) => {
-            let per_call = |work: fn(u64) -> u64| {
-                let mut f = loop_of(work);
-                f(1_000);
-                (0..5).map(|_| ctr.count(|| f(CALLS))).min().unwrap() as f64 / CALLS as f64
-            };
-            Ok([
-                per_call(bare),
-                per_call(pp_off),
-                per_call(pp_on),
-                per_call(pp_sampled),
-            ])
-        }
-        Err(e) => callgrind_counts()
-            .inspect(|_| {
-                println!("      ({e}; counted with valgrind --tool=callgrind instead)");
+    /// Minimum over rounds of the per-call wall time of `f(CALLS)`.
+    fn ns_per_call(mut f: impl FnMut(u64)) -> f64 {
+        f(CALLS / 10); // warm up: first-call paths, caches, branch predictors
+        (0..ROUNDS)
+            .map(|_| {
+                let t = Instant::now();
+                f(CALLS);
+                t.elapsed().as_nanos() as f64 / CALLS as f64
             })
-            .map_err(|v| format!("{e}; and {v}")),
-    };
-    match counted {
-        Ok([bare_i, off_i, on_i, sampled_i]) => {
-            println!(
-                "      bare fn {bare_i:.2}, off {off_i:.2}, on {on_i:.2}, sampled 1/16 {sampled_i:.2}"
-            );
-            // Known miss, by choice: the body stays in the function (issue 10), so the off path
-            // is a compare and a branch (3 instructions) plus, in a leaf function like this
-            // one, the stack frame the enabled path's call needs (5): recorded 8.
-            check.known_miss(
-                "off point: extra instructions over the bare fn (a leaf)",
-                off_i - bare_i,
-                3.0,
-                8.0,
-                "instr",
-            );
-        }
-        Err(why) => println!("SKIP  instruction counts: {why}"),
+            .fold(f64::MAX, f64::min)
     }
-    if quick {
-        println!("(quick mode: timing targets are measured only under `cargo bench`)");
+
+    /// Minimum over rounds of the per-call process CPU time (background threads included).
+    fn cpu_ns_per_call(mut f: impl FnMut(u64)) -> f64 {
+        f(CALLS / 10);
+        (0..ROUNDS / 2)
+            .map(|_| process_cpu_of(|| f(CALLS)).as_nanos() as f64 / CALLS as f64)
+            .fold(f64::MAX, f64::min)
+    }
+
+    fn loop_of(work: fn(u64) -> u64) -> impl FnMut(u64) {
+        move |n| {
+            for i in 0..n {
+                black_box(work(i));
+            }
+        }
+    }
+
+    /// Per-thread time per call when `n` threads call `pp_on` at once (min over rounds).
+    fn per_thread_ns(n: usize) -> f64 {
+        (0..ROUNDS / 2)
+            .map(|_| per_thread(n, CALLS).as_nanos() as f64 / CALLS as f64)
+            .fold(f64::MAX, f64::min)
+    }
+
+    fn arg_after(flag: &str) -> Option<String> {
+        let mut it = std::env::args();
+        it.find(|a| a == flag)?;
+        it.next()
+    }
+
+    /// The loop callgrind counts (`--toggle-collect=*point_targets::run*`): every variant runs
+    /// through it, so their differences are the points' own instructions.
+    #[inline(never)]
+    fn run(work: fn(u64) -> u64, n: u64) {
+        for i in 0..n {
+            black_box(work(black_box(i)));
+        }
+    }
+
+    /// A named variant of the measured function.
+    type Variant = (&'static str, fn(u64) -> u64);
+
+    const COUNTED: [Variant; 4] = [
+        ("bare", bare),
+        ("off", pp_off),
+        ("on", pp_on),
+        ("sampled", pp_sampled),
+    ];
+
+    /// Instructions per call of each counted variant (bare, off, on, sampled), by callgrind in a
+    /// child process of this binary.
+    fn callgrind_counts() -> Result<[f64; 4], String> {
+        let mut out = [0.0; 4];
+        for (slot, (name, _)) in out.iter_mut().zip(COUNTED) {
+            let total = profpoint_benches::callgrind_instructions(
+                "*point_targets::run*",
+                &["--count-loop", name],
+            )?;
+            *slot = total as f64 / CALLS as f64;
+        }
+        Ok(out)
+    }
+
+    /// A child with a little work (~10 ns): compensation's error per child is what matters, and
+    /// it is reported beside the figure.
+    #[inline(always)]
+    fn comp_work(x: u64) -> u64 {
+        let mut h = x;
+        for _ in 0..8 {
+            h = black_box(h.wrapping_mul(0x0000_0100_0000_01b3) ^ (h >> 29));
+        }
+        h
+    }
+
+    #[profpoint::profile_point]
+    #[inline(never)]
+    fn comp_leaf(x: u64) -> u64 {
+        comp_work(x)
+    }
+
+    #[inline(never)]
+    fn comp_bare_leaf(x: u64) -> u64 {
+        comp_work(x)
+    }
+
+    #[profpoint::profile_point]
+    #[inline(never)]
+    fn comp_parent_raw() -> u64 {
+        (0..200).map(comp_leaf).sum()
+    }
+
+    #[profpoint::profile_point]
+    #[inline(never)]
+    fn comp_parent() -> u64 {
+        (0..200).map(comp_leaf).sum()
+    }
+
+    #[profpoint::profile_point]
+    #[inline(never)]
+    fn comp_parent_bare() -> u64 {
+        (0..200).map(comp_bare_leaf).sum()
+    }
+
+    /// Median parent times (ns): uncompensated, compensated, and with un-annotated children.
+    fn compensation_medians() -> (u64, u64, u64) {
+        for _ in 0..2_001 {
+            black_box(comp_parent_raw());
+            black_box(comp_parent_bare());
+        }
+        profpoint::compensate(true);
+        for _ in 0..2_001 {
+            black_box(comp_parent());
+        }
+        profpoint::compensate(false);
+        let points = profpoint::snapshot().points;
+        let p50 = |name: &str| {
+            points
+                .iter()
+                .find(|p| p.name.ends_with(name))
+                .map_or(0, |p| p.p50_ns)
+        };
+        (
+            p50("::comp_parent_raw"),
+            p50("::comp_parent"),
+            p50("::comp_parent_bare"),
+        )
+    }
+
+    pub(super) fn main() {
+        // `cargo bench` passes `--bench`; `cargo test --benches` runs this as a smoke test.
+        let quick = !std::env::args().any(|a| a == "--bench");
+        // fastrace's most favourable set-up first (no reporter set yet: spans are not handed over).
+        let fr_bare_cpu = if quick {
+            0.0
+        } else {
+            cpu_ns_per_call(fastrace_calls)
+        };
+        let _guard = setup();
+        let mut check = profpoint_benches::Targets::default();
+
+        if let Some(name) = arg_after("--count-loop") {
+            // Child mode for the valgrind fallback: run one loop, counted by callgrind.
+            let (_, work) = COUNTED
+                .into_iter()
+                .find(|(n, _)| *n == name)
+                .unwrap_or_else(|| panic!("no loop named {name:?}"));
+            run(work, CALLS);
+            return;
+        }
+
+        println!("== instructions per call (user space, perf_event_open; else valgrind)");
+        let counted = match profpoint_benches::Instructions::open() {
+            Ok(ctr) => {
+                let per_call = |work: fn(u64) -> u64| {
+                    let mut f = loop_of(work);
+                    f(1_000);
+                    (0..5).map(|_| ctr.count(|| f(CALLS))).min().unwrap() as f64 / CALLS as f64
+                };
+                Ok([
+                    per_call(bare),
+                    per_call(pp_off),
+                    per_call(pp_on),
+                    per_call(pp_sampled),
+                ])
+            }
+            Err(e) => callgrind_counts()
+                .inspect(|_| {
+                    println!("      ({e}; counted with valgrind --tool=callgrind instead)");
+                })
+                .map_err(|v| format!("{e}; and {v}")),
+        };
+        match counted {
+            Ok([bare_i, off_i, on_i, sampled_i]) => {
+                println!(
+                    "      bare fn {bare_i:.2}, off {off_i:.2}, on {on_i:.2}, sampled 1/16 {sampled_i:.2}"
+                );
+                // Known miss, by choice: the body stays in the function (issue 10), so the off path
+                // is a compare and a branch (3 instructions) plus, in a leaf function like this
+                // one, the stack frame the enabled path's call needs (5): recorded 8.
+                check.known_miss(
+                    "off point: extra instructions over the bare fn (a leaf)",
+                    off_i - bare_i,
+                    3.0,
+                    8.0,
+                    "instr",
+                );
+            }
+            Err(why) => println!("SKIP  instruction counts: {why}"),
+        }
+        if quick {
+            println!("(quick mode: timing targets are measured only under `cargo bench`)");
+            check.finish();
+            return;
+        }
+
+        println!("== nanoseconds per call (wall, min of {ROUNDS} rounds of {CALLS})");
+        let bare_ns = ns_per_call(loop_of(bare));
+        let tsc_pair = ns_per_call(|n| {
+            for _ in 0..n {
+                let t0 = profpoint_benches::rdtsc();
+                black_box(profpoint_benches::rdtsc().wrapping_sub(t0));
+            }
+        });
+        let tsc_one = ns_per_call(|n| {
+            for _ in 0..n {
+                black_box(profpoint_benches::rdtsc());
+            }
+        });
+        let on_ns = ns_per_call(loop_of(pp_on));
+        let sampled_ns = ns_per_call(loop_of(pp_sampled));
+        let off_ns = ns_per_call(loop_of(pp_off));
+        let counted_ns = ns_per_call(loop_of(pp_counted));
+        println!(
+            "      bare fn {bare_ns:.2}, tsc pair {tsc_pair:.2}, one tsc {tsc_one:.2}, on {on_ns:.2}, sampled 1/16 {sampled_ns:.2}, counted only {counted_ns:.2}, off {off_ns:.2}"
+        );
+        // Known miss: recorded 5.4-6.3 ns (BENCHMARKS.md).
+        check.known_miss(
+            "enabled point over bare fn, minus a bare TSC pair",
+            (on_ns - bare_ns) - tsc_pair,
+            3.0,
+            6.3,
+            "ns",
+        );
+        // Issue 11's target for a call counted and not timed: one out-of-line call that finds
+        // the thread's slot and bumps a counter inside its seqlock.
+        // Known miss: recorded 2.3 ns (under load; BENCHMARKS.md).
+        check.known_miss(
+            "counted-only point over bare fn",
+            counted_ns - bare_ns,
+            2.0,
+            2.3,
+            "ns",
+        );
+        check.target(
+            "sampled point (1/16) over bare fn, vs one TSC read",
+            sampled_ns - bare_ns,
+            tsc_one,
+            "ns",
+        );
+
+        println!(
+            "== process CPU per call, all threads (min of {} rounds)",
+            ROUNDS / 2
+        );
+        let on_cpu = cpu_ns_per_call(loop_of(pp_on));
+        let fr_cpu = cpu_ns_per_call(fastrace_calls);
+        let hp_cpu = cpu_ns_per_call(loop_of(hp_work));
+        println!(
+            "      profpoint {on_cpu:.2}, fastrace LocalSpan {fr_cpu:.2} (with a reporter; {fr_bare_cpu:.2} without), hotpath measure {hp_cpu:.2}"
+        );
+        // Known miss since 2026-11-24: fastrace without a reporter measured 24.6 ns here (47.2 ns
+        // when the target was set); the build before issue 10 missed it alike in the same run.
+        check.known_miss(
+            "profpoint / fastrace LocalSpan (its cheaper set-up)",
+            on_cpu / fr_cpu.min(fr_bare_cpu),
+            0.75,
+            1.12,
+            "x",
+        );
+        check.target("profpoint / hotpath #[measure]", on_cpu / hp_cpu, 0.60, "x");
+
+        println!("== overhead compensation: a parent of 200 annotated children (issue 11)");
+        let (raw, comp, bare) = compensation_medians();
+        println!(
+            "      parent p50: uncompensated {raw} ns, compensated {comp} ns, with the children bare {bare} ns \
+             (error per child {:+.2} ns)",
+            (comp as f64 - bare as f64) / 200.0
+        );
+        // What compensation removes per child, against what the child's instrumentation really
+        // costs there (uncompensated minus bare): within 10% (for children this small the residue
+        // is a large share of the parent; for children of ~100 ns it is a few percent).
+        let cost = (raw as f64 - bare as f64) / 200.0;
+        let error = (comp as f64 - bare as f64) / 200.0;
+        check.target(
+            "compensation's error per child, share of a child's instrumentation",
+            (error / cost).abs() * 100.0,
+            10.0,
+            "%",
+        );
+
+        println!("== two threads on the same point (per-thread ns per call)");
+        let one = per_thread_ns(1);
+        let two = per_thread_ns(2);
+        println!("      one thread {one:.2}, two threads {two:.2}");
+        check.target("two threads / one thread, per thread", two / one, 1.15, "x");
+
         check.finish();
-        return;
     }
+}
 
-    println!("== nanoseconds per call (wall, min of {ROUNDS} rounds of {CALLS})");
-    let bare_ns = ns_per_call(loop_of(bare));
-    let tsc_pair = ns_per_call(|n| {
-        for _ in 0..n {
-            let t0 = profpoint_benches::rdtsc();
-            black_box(profpoint_benches::rdtsc().wrapping_sub(t0));
-        }
-    });
-    let tsc_one = ns_per_call(|n| {
-        for _ in 0..n {
-            black_box(profpoint_benches::rdtsc());
-        }
-    });
-    let on_ns = ns_per_call(loop_of(pp_on));
-    let sampled_ns = ns_per_call(loop_of(pp_sampled));
-    let off_ns = ns_per_call(loop_of(pp_off));
-    let counted_ns = ns_per_call(loop_of(pp_counted));
+#[cfg(target_os = "linux")]
+fn main() {
+    linux::main();
+}
+
+#[cfg(not(target_os = "linux"))]
+fn main() {
     println!(
-        "      bare fn {bare_ns:.2}, tsc pair {tsc_pair:.2}, one tsc {tsc_one:.2}, on {on_ns:.2}, sampled 1/16 {sampled_ns:.2}, counted only {counted_ns:.2}, off {off_ns:.2}"
+        "SKIPPED point_targets: profpoint's benches measure its Linux build (perf counters, callgrind, Linux peers)"
     );
-    // Known miss: recorded 5.4-6.3 ns (BENCHMARKS.md).
-    check.known_miss(
-        "enabled point over bare fn, minus a bare TSC pair",
-        (on_ns - bare_ns) - tsc_pair,
-        3.0,
-        6.3,
-        "ns",
-    );
-    // Issue 11's target for a call counted and not timed: one out-of-line call that finds
-    // the thread's slot and bumps a counter inside its seqlock.
-    // Known miss: recorded 2.3 ns (under load; BENCHMARKS.md).
-    check.known_miss(
-        "counted-only point over bare fn",
-        counted_ns - bare_ns,
-        2.0,
-        2.3,
-        "ns",
-    );
-    check.target(
-        "sampled point (1/16) over bare fn, vs one TSC read",
-        sampled_ns - bare_ns,
-        tsc_one,
-        "ns",
-    );
-
-    println!(
-        "== process CPU per call, all threads (min of {} rounds)",
-        ROUNDS / 2
-    );
-    let on_cpu = cpu_ns_per_call(loop_of(pp_on));
-    let fr_cpu = cpu_ns_per_call(fastrace_calls);
-    let hp_cpu = cpu_ns_per_call(loop_of(hp_work));
-    println!(
-        "      profpoint {on_cpu:.2}, fastrace LocalSpan {fr_cpu:.2} (with a reporter; {fr_bare_cpu:.2} without), hotpath measure {hp_cpu:.2}"
-    );
-    // Known miss since 2026-11-24: fastrace without a reporter measured 24.6 ns here (47.2 ns
-    // when the target was set); the build before issue 10 missed it alike in the same run.
-    check.known_miss(
-        "profpoint / fastrace LocalSpan (its cheaper set-up)",
-        on_cpu / fr_cpu.min(fr_bare_cpu),
-        0.75,
-        1.12,
-        "x",
-    );
-    check.target("profpoint / hotpath #[measure]", on_cpu / hp_cpu, 0.60, "x");
-
-    println!("== overhead compensation: a parent of 200 annotated children (issue 11)");
-    let (raw, comp, bare) = compensation_medians();
-    println!(
-        "      parent p50: uncompensated {raw} ns, compensated {comp} ns, with the children bare {bare} ns \
-         (error per child {:+.2} ns)",
-        (comp as f64 - bare as f64) / 200.0
-    );
-    // What compensation removes per child, against what the child's instrumentation really
-    // costs there (uncompensated minus bare): within 10% (for children this small the residue
-    // is a large share of the parent; for children of ~100 ns it is a few percent).
-    let cost = (raw as f64 - bare as f64) / 200.0;
-    let error = (comp as f64 - bare as f64) / 200.0;
-    check.target(
-        "compensation's error per child, share of a child's instrumentation",
-        (error / cost).abs() * 100.0,
-        10.0,
-        "%",
-    );
-
-    println!("== two threads on the same point (per-thread ns per call)");
-    let one = per_thread_ns(1);
-    let two = per_thread_ns(2);
-    println!("      one thread {one:.2}, two threads {two:.2}");
-    check.target("two threads / one thread, per thread", two / one, 1.15, "x");
-
-    check.finish();
 }

@@ -2,6 +2,8 @@
 //! a background thread pay for it) and a hardware instruction counter for the current thread.
 
 #![allow(missing_docs)]
+// Linux only, like the benches that use it (see Cargo.toml).
+#![cfg(target_os = "linux")]
 
 use std::time::Duration;
 

@@ -9,81 +9,104 @@
 //!
 //! Run: `cargo bench -p heatmap --bench heatmap_overhead`.
 
-use std::hint::black_box;
-use std::time::Duration;
-
-use criterion::{Criterion, criterion_group, criterion_main};
-
+#[cfg(target_os = "linux")]
 #[path = "shared/workload.rs"]
 mod workload;
-use workload::workload;
 
-fn sampler(hz: u32) -> Option<heatmap::Sampler> {
-    match heatmap::start(
-        heatmap::Config::new()
-            .hz(hz)
-            .source(heatmap::Source::PerfTaskClock),
-    ) {
-        Ok(s) => Some(s),
-        Err(e) => {
-            eprintln!("SKIPPED overhead at {hz} Hz: {e}");
-            None
+#[cfg(target_os = "linux")]
+mod linux {
+    use std::hint::black_box;
+    use std::time::Duration;
+
+    use criterion::{Criterion, criterion_group};
+
+    use super::workload;
+    use workload::workload;
+
+    fn sampler(hz: u32) -> Option<heatmap::Sampler> {
+        match heatmap::start(
+            heatmap::Config::new()
+                .hz(hz)
+                .source(heatmap::Source::PerfTaskClock),
+        ) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                eprintln!("SKIPPED overhead at {hz} Hz: {e}");
+                None
+            }
         }
     }
-}
 
-fn overhead(c: &mut Criterion) {
-    let buf: Vec<u8> = (0..65536u32).map(|i| (i * 2_654_435_761) as u8).collect();
-    let mut g = c.benchmark_group("overhead");
-    g.sample_size(60).measurement_time(Duration::from_secs(8));
-    g.bench_function("no_sampling", |b| b.iter(|| workload(black_box(&buf))));
-    for hz in [1000u32, 10_000] {
-        let Some(s) = sampler(hz) else { continue };
-        g.bench_function(format!("perf_task_clock_{hz}hz"), |b| {
-            b.iter(|| workload(black_box(&buf)))
-        });
+    fn overhead(c: &mut Criterion) {
+        let buf: Vec<u8> = (0..65536u32).map(|i| (i * 2_654_435_761) as u8).collect();
+        let mut g = c.benchmark_group("overhead");
+        g.sample_size(60).measurement_time(Duration::from_secs(8));
+        g.bench_function("no_sampling", |b| b.iter(|| workload(black_box(&buf))));
+        for hz in [1000u32, 10_000] {
+            let Some(s) = sampler(hz) else { continue };
+            g.bench_function(format!("perf_task_clock_{hz}hz"), |b| {
+                b.iter(|| workload(black_box(&buf)))
+            });
+            let p = s.stop();
+            eprintln!(
+                "heatmap at {hz} Hz: {} samples, achieved {:.0} Hz per user-CPU second ({:.0} per user+sys CPU second), {:.2} s user CPU, {:.2} s sys CPU, warnings {:?}",
+                p.total_samples(),
+                p.achieved_hz().unwrap_or(0.0),
+                p.achieved_hz_per_cpu_second().unwrap_or(0.0),
+                p.user_cpu_seconds(),
+                p.sys_cpu_seconds(),
+                p.warnings()
+            );
+            heatmap::print_profile_heatmap_nr(&p, 5);
+        }
+        g.finish();
+    }
+
+    fn report(c: &mut Criterion) {
+        let buf: Vec<u8> = (0..65536u32).map(|i| (i * 2_654_435_761) as u8).collect();
+        let s = heatmap::start(heatmap::Config::new().hz(1000)).expect("start sampling");
+        // A second of work spread over the workload and criterion's own code.
+        let t = std::time::Instant::now();
+        while t.elapsed() < Duration::from_secs(1) {
+            black_box(workload(black_box(&buf)));
+        }
         let p = s.stop();
+        let text: u64 = p.segments().iter().map(|s| s.end - s.start).sum();
         eprintln!(
-            "heatmap at {hz} Hz: {} samples, achieved {:.0} Hz per user-CPU second ({:.0} per user+sys CPU second), {:.2} s user CPU, {:.2} s sys CPU, warnings {:?}",
+            "report bench: {} samples over {} objects, {} bytes of executable segments, {} non-zero buckets",
             p.total_samples(),
-            p.achieved_hz().unwrap_or(0.0),
-            p.achieved_hz_per_cpu_second().unwrap_or(0.0),
-            p.user_cpu_seconds(),
-            p.sys_cpu_seconds(),
-            p.warnings()
+            p.objects().len(),
+            text,
+            p.buckets().count()
         );
-        heatmap::print_profile_heatmap_nr(&p, 5);
+        let opts = heatmap::ReportOptions::default();
+        c.bench_function("report/top20", |b| {
+            b.iter(|| {
+                let r = p.report(&opts);
+                let mut out = Vec::with_capacity(4096);
+                r.write_table(&mut out).unwrap();
+                out
+            })
+        });
     }
-    g.finish();
+
+    criterion_group!(benches, overhead, report);
+    pub(super) fn main() {
+        benches();
+        criterion::Criterion::default()
+            .configure_from_args()
+            .final_summary();
+    }
 }
 
-fn report(c: &mut Criterion) {
-    let buf: Vec<u8> = (0..65536u32).map(|i| (i * 2_654_435_761) as u8).collect();
-    let s = heatmap::start(heatmap::Config::new().hz(1000)).expect("start sampling");
-    // A second of work spread over the workload and criterion's own code.
-    let t = std::time::Instant::now();
-    while t.elapsed() < Duration::from_secs(1) {
-        black_box(workload(black_box(&buf)));
-    }
-    let p = s.stop();
-    let text: u64 = p.segments().iter().map(|s| s.end - s.start).sum();
-    eprintln!(
-        "report bench: {} samples over {} objects, {} bytes of executable segments, {} non-zero buckets",
-        p.total_samples(),
-        p.objects().len(),
-        text,
-        p.buckets().count()
+#[cfg(target_os = "linux")]
+fn main() {
+    linux::main();
+}
+
+#[cfg(not(target_os = "linux"))]
+fn main() {
+    println!(
+        "SKIPPED heatmap_overhead: the heatmap and per-function metrics samplers run on Linux only"
     );
-    let opts = heatmap::ReportOptions::default();
-    c.bench_function("report/top20", |b| {
-        b.iter(|| {
-            let r = p.report(&opts);
-            let mut out = Vec::with_capacity(4096);
-            r.write_table(&mut out).unwrap();
-            out
-        })
-    });
 }
-
-criterion_group!(benches, overhead, report);
-criterion_main!(benches);

@@ -50,7 +50,9 @@
 //! within one scan interval of its `dlopen`; samples before that count as "other". A library
 //! unloaded and another loaded at the same address: the newer chunk is searched first.
 
+#[cfg(target_os = "linux")]
 use std::ffi::CStr;
+#[cfg(target_os = "linux")]
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// What kind of file an executable segment comes from.
@@ -89,7 +91,16 @@ pub(crate) struct SegmentRange {
     pub(crate) end: u64,
 }
 
+/// Lists the executable segments of the process: none on systems other than Linux (no
+/// `dl_iterate_phdr` there). Only this process's own samples need it, and there are none: the
+/// samplers do not start there (their errors say so).
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn discover() -> (Vec<ObjectFile>, Vec<SegmentRange>) {
+    (Vec::new(), Vec::new())
+}
+
 /// Lists every executable `PT_LOAD` segment of every object in the process.
+#[cfg(target_os = "linux")]
 pub(crate) fn discover() -> (Vec<ObjectFile>, Vec<SegmentRange>) {
     struct Acc {
         objects: Vec<ObjectFile>,
@@ -179,6 +190,7 @@ pub(crate) fn discover() -> (Vec<ObjectFile>, Vec<SegmentRange>) {
 }
 
 /// Finds the `NT_GNU_BUILD_ID` descriptor in a block of ELF notes.
+#[cfg(target_os = "linux")]
 pub(crate) fn find_build_id(mut notes: &[u8]) -> Option<Vec<u8>> {
     const NT_GNU_BUILD_ID: u32 = 3;
     let u32_at = |b: &[u8], i: usize| -> Option<u32> {
@@ -202,6 +214,7 @@ pub(crate) fn find_build_id(mut notes: &[u8]) -> Option<Vec<u8>> {
 }
 
 /// The run-time lookup structure of one segment inside a [`Table`].
+#[cfg(target_os = "linux")]
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Slot {
     /// Segment start rounded down to the bucket size: bucket `i` covers
@@ -219,6 +232,7 @@ pub(crate) struct Slot {
 
 /// Preallocated counters for the executable segments of some objects (one chunk), shared
 /// with the signal handler through a [`TableSet`].
+#[cfg(target_os = "linux")]
 #[derive(Debug)]
 pub(crate) struct Table {
     /// log2 of the bucket size in bytes.
@@ -234,6 +248,7 @@ pub(crate) struct Table {
 }
 
 /// What the handler counts into: every chunk so far and the shared "other".
+#[cfg(target_os = "linux")]
 #[derive(Debug)]
 pub(crate) struct TableSet {
     /// Oldest first; searched newest first.
@@ -242,6 +257,7 @@ pub(crate) struct TableSet {
     pub(crate) other: std::sync::Arc<AtomicU64>,
 }
 
+#[cfg(target_os = "linux")]
 impl TableSet {
     /// Counts one sample at `pc`. Async-signal-safe: see [`Table::try_hit`]; iterating the
     /// chunk slice allocates nothing.
@@ -259,6 +275,7 @@ impl TableSet {
 
 /// How many objects the dynamic loader has added and removed so far (`dlpi_adds`,
 /// `dlpi_subs`): a cheap test for "something was `dlopen`ed or `dlclose`d".
+#[cfg(target_os = "linux")]
 pub(crate) fn loader_generation() -> (u64, u64) {
     unsafe extern "C" fn first(
         info: *mut libc::dl_phdr_info,
@@ -290,6 +307,7 @@ pub(crate) fn loader_generation() -> (u64, u64) {
     out
 }
 
+#[cfg(target_os = "linux")]
 impl Table {
     /// Allocates zeroed counters for `segments` (sorted by start, indexing `objects`) at
     /// `1 << shift` bytes each.
@@ -357,7 +375,8 @@ impl Table {
     }
 }
 
-#[cfg(test)]
+// The tests read this process's own objects (`discover`, Linux only).
+#[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
 

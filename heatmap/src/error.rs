@@ -61,6 +61,10 @@ pub enum StartError {
     Setitimer(std::io::Error),
     /// The watcher thread could not be spawned (resource limits).
     Spawn(std::io::Error),
+    /// The sampler needs Linux (per-thread perf clocks and `SIGPROF`, `dl_iterate_phdr`,
+    /// `/proc`); this build is for another system. Reports and dumps made on Linux can still be
+    /// read here ([`Profile::read_dump`](crate::Profile::read_dump)).
+    Unsupported,
 }
 
 impl fmt::Display for StartError {
@@ -99,6 +103,11 @@ impl fmt::Display for StartError {
             ),
             StartError::Setitimer(e) => write!(f, "setitimer(ITIMER_PROF) failed: {e}"),
             StartError::Spawn(e) => write!(f, "could not spawn the heatmap watcher thread: {e}"),
+            StartError::Unsupported => write!(
+                f,
+                "the heatmap is not available on this platform ({}): it needs Linux",
+                std::env::consts::OS
+            ),
         }
     }
 }

@@ -64,9 +64,16 @@ mod error;
 pub mod pmu;
 mod profile;
 mod report;
+// The live sampler is Linux's; elsewhere the same API says it is not available.
+#[cfg(target_os = "linux")]
 mod sampler;
+#[cfg(not(target_os = "linux"))]
+#[path = "unsupported.rs"]
+mod sampler;
+#[cfg(target_os = "linux")]
 mod signal;
 mod symbolize;
+#[cfg(target_os = "linux")]
 mod sys;
 
 pub use buckets::{ObjectFile, ObjectKind};

@@ -295,6 +295,12 @@ mod tests {
         assert!(other >= 20_000_000, "{other} ns");
         done_tx.send(()).unwrap();
         h.join().unwrap();
+        // On Linux the clock is gone when `join` returns; qemu-user wakes the joiner before its
+        // host thread has exited, so give the thread up to a second to be gone.
+        let t = std::time::Instant::now();
+        while thread_cpu_ns(tid).is_some() && t.elapsed() < std::time::Duration::from_secs(1) {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
         assert_eq!(thread_cpu_ns(tid), None, "an exited thread has no clock");
     }
 

@@ -4,6 +4,9 @@
 //! warnings name it. Each test loads a different library, so the order of tests in one
 //! process does not matter.
 
+// Linux only: the samplers it tests run on Linux only (elsewhere they say so; see pmu.rs and unsupported.rs).
+#![cfg(target_os = "linux")]
+
 mod common;
 
 use std::ffi::CString;

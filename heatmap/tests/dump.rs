@@ -2,6 +2,9 @@
 //! truncation, every single-bit flip and arbitrary bytes give a `DumpError`, never a panic;
 //! the `heatmap` command reports from a dump and names bad arguments and bad files.
 
+// Linux only: the samplers it tests run on Linux only (elsewhere they say so; see pmu.rs and unsupported.rs).
+#![cfg(target_os = "linux")]
+
 mod common;
 
 use std::process::Command;
@@ -119,7 +122,7 @@ proptest! {
 // === the heatmap command ===
 
 fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_heatmap"))
+    common::target_command(env!("CARGO_BIN_EXE_heatmap"))
 }
 
 fn dump_file() -> std::path::PathBuf {

@@ -6,6 +6,9 @@
 //! (joining a thread that the child never had returns at once there); the guard keeps us from
 //! relying on that undefined behaviour.
 
+// Linux only: the samplers it tests run on Linux only (elsewhere they say so; see pmu.rs and unsupported.rs).
+#![cfg(target_os = "linux")]
+
 mod common;
 
 use std::time::{Duration, Instant};

@@ -12,6 +12,9 @@
 //! Each test runs in its own process under nextest; the sampler is one per process, so the tests
 //! here also take a lock.
 
+// Linux only: the samplers it tests run on Linux only (elsewhere they say so; see pmu.rs and unsupported.rs).
+#![cfg(target_os = "linux")]
+
 use heatmap::pmu::{self, Counters, Event, PmuConfig};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};

@@ -2,9 +2,11 @@
 //! child process (this test binary re-run on one test) samples, prints the top 3, and the
 //! parent reads the child's stderr.
 
+// Linux only: the samplers it tests run on Linux only (elsewhere they say so; see pmu.rs and unsupported.rs).
+#![cfg(target_os = "linux")]
+
 mod common;
 
-use std::process::Command;
 use std::time::Duration;
 
 use common::*;
@@ -26,7 +28,7 @@ fn child_prints_the_table() {
 
 #[test]
 fn print_goes_to_stderr() {
-    let out = Command::new(std::env::current_exe().unwrap())
+    let out = common::target_command(std::env::current_exe().unwrap())
         .args([
             "--exact",
             "child_prints_the_table",

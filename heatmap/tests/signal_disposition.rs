@@ -3,6 +3,9 @@
 //! after stop does not kill a program whose disposition was `SIG_DFL`, and a restartable
 //! system call interrupted by our handler restarts.
 
+// Linux only: the samplers it tests run on Linux only (elsewhere they say so; see pmu.rs and unsupported.rs).
+#![cfg(target_os = "linux")]
+
 mod common;
 
 use std::sync::atomic::{AtomicU64, Ordering};

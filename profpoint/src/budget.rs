@@ -480,8 +480,22 @@ fn state() -> MutexGuard<'static, Controller> {
     STATE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// CPU time of a clock (`CLOCK_PROCESS_CPUTIME_ID`, `CLOCK_THREAD_CPUTIME_ID`), ns.
-fn cpu_ns(clock_id: libc::clockid_t) -> u64 {
+/// Which CPU time [`cpu_ns`] reads.
+#[derive(Debug, Clone, Copy)]
+enum Cpu {
+    /// The whole process's (every thread's).
+    Process,
+    /// The calling thread's.
+    Thread,
+}
+
+/// CPU time, ns (`CLOCK_PROCESS_CPUTIME_ID`, `CLOCK_THREAD_CPUTIME_ID`).
+#[cfg(unix)]
+fn cpu_ns(which: Cpu) -> u64 {
+    let clock_id = match which {
+        Cpu::Process => libc::CLOCK_PROCESS_CPUTIME_ID,
+        Cpu::Thread => libc::CLOCK_THREAD_CPUTIME_ID,
+    };
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
@@ -491,6 +505,16 @@ fn cpu_ns(clock_id: libc::clockid_t) -> u64 {
         return 0;
     }
     (ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Without a CPU clock in `libc` (Windows): the process's CPU time is taken as its wall time,
+/// one busy core (the budget is then a share of wall time), and the thread's is not known.
+#[cfg(not(unix))]
+fn cpu_ns(which: Cpu) -> u64 {
+    match which {
+        Cpu::Process => clock::monotonic_ns(),
+        Cpu::Thread => 0,
+    }
 }
 
 /// The controller thread.
@@ -508,13 +532,13 @@ fn run() {
     let mut interval = FIRST_INTERVAL;
     loop {
         std::thread::sleep(interval);
-        let began = cpu_ns(libc::CLOCK_THREAD_CPUTIME_ID);
+        let began = cpu_ns(Cpu::Thread);
         // Relaxed: see `set`.
         let ppm = PPM.load(Ordering::Relaxed);
         let calls = {
             let mut c = state();
             let calls = c.round(Some(ppm), &costs);
-            c.controller_ns += cpu_ns(libc::CLOCK_THREAD_CPUTIME_ID).saturating_sub(began);
+            c.controller_ns += cpu_ns(Cpu::Thread).saturating_sub(began);
             calls
         };
         // Relaxed: a tally.
@@ -533,7 +557,7 @@ impl Controller {
     fn round(&mut self, ppm: Option<u32>, costs: &ModeCosts) -> u64 {
         let points = point::all();
         let now = clock::now();
-        let cpu = cpu_ns(libc::CLOCK_PROCESS_CPUTIME_ID);
+        let cpu = cpu_ns(Cpu::Process);
         let dt = now.saturating_sub(self.last_tick).max(1);
         let dcpu = cpu.saturating_sub(self.last_cpu_ns);
         self.last_tick = now;
@@ -886,12 +910,14 @@ pub(crate) fn report(clk: &clock::ClockInfo) -> BudgetReport {
     }
 }
 
+#[cfg(unix)]
 thread_local! {
     /// The controller's lock, held by the forking thread across a `fork` (see `crate::fork`).
     static FORK_HELD: std::cell::RefCell<Option<MutexGuard<'static, Controller>>> =
         const { std::cell::RefCell::new(None) };
 }
 
+#[cfg(unix)]
 /// Takes the controller's lock before a `fork`, so the child never inherits it held by the
 /// controller thread (which the child does not have).
 pub(crate) fn fork_hold() {
@@ -900,6 +926,7 @@ pub(crate) fn fork_hold() {
     drop(g);
 }
 
+#[cfg(unix)]
 /// Releases it after a `fork`. In the child the controller is not running: it restarts with
 /// the child's first new thread that calls a point.
 pub(crate) fn fork_release(child: bool) {

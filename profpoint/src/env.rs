@@ -226,7 +226,8 @@ pub fn parse_max_slot_mb(value: &str) -> Result<u64, EnvError> {
 /// Parses `PROFPOINT_CLOCK`: `true` means "use the monotonic clock".
 pub fn parse_clock(value: &str) -> Result<bool, EnvError> {
     match value.trim() {
-        "tsc" => Ok(false),
+        // `cntvct`: aarch64's raw counter, what `tsc` chooses there too.
+        "tsc" | "cntvct" => Ok(false),
         "monotonic" => Ok(true),
         _ => Err(EnvError {
             var: "PROFPOINT_CLOCK",

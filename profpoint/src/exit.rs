@@ -77,19 +77,9 @@ fn exit_path(
 /// the path becomes the process id; in a forked child (`forked`), a path without `{pid}` gets
 /// `.PID` appended, so parent and children each keep their own report.
 fn pid_path(path: &std::path::Path, pid: u32, forked: bool) -> std::path::PathBuf {
-    use std::os::unix::ffi::{OsStrExt, OsStringExt};
-    // On bytes: a path that is not UTF-8 keeps its bytes.
-    let bytes = path.as_os_str().as_bytes();
-    if let Some(at) = bytes.windows(5).position(|w| w == b"{pid}") {
-        let mut out = bytes[..at].to_vec();
-        out.extend_from_slice(pid.to_string().as_bytes());
-        out.extend_from_slice(&bytes[at + 5..]);
+    if let Some(p) = replace_pid(path.as_os_str(), pid) {
         // Later `{pid}`s too.
-        return pid_path(
-            std::path::Path::new(&std::ffi::OsString::from_vec(out)),
-            pid,
-            false,
-        );
+        return pid_path(std::path::Path::new(&p), pid, false);
     }
     if forked {
         let mut p = path.as_os_str().to_owned();
@@ -97,6 +87,32 @@ fn pid_path(path: &std::path::Path, pid: u32, forked: bool) -> std::path::PathBu
         return p.into();
     }
     path.to_path_buf()
+}
+
+/// `s` with its first `{pid}` replaced by `pid`, or `None` when it has none. On the system's
+/// own units (bytes on Unix, UTF-16 on Windows): a path that is not Unicode keeps them.
+#[cfg(unix)]
+fn replace_pid(s: &std::ffi::OsStr, pid: u32) -> Option<std::ffi::OsString> {
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    let bytes = s.as_bytes();
+    let at = bytes.windows(5).position(|w| w == b"{pid}")?;
+    let mut out = bytes[..at].to_vec();
+    out.extend_from_slice(pid.to_string().as_bytes());
+    out.extend_from_slice(&bytes[at + 5..]);
+    Some(std::ffi::OsString::from_vec(out))
+}
+
+/// See the Unix version.
+#[cfg(windows)]
+fn replace_pid(s: &std::ffi::OsStr, pid: u32) -> Option<std::ffi::OsString> {
+    use std::os::windows::ffi::{OsStrExt, OsStringExt};
+    let units: Vec<u16> = s.encode_wide().collect();
+    let pat: Vec<u16> = "{pid}".encode_utf16().collect();
+    let at = units.windows(5).position(|w| w == pat)?;
+    let mut out = units[..at].to_vec();
+    out.extend(pid.to_string().encode_utf16());
+    out.extend_from_slice(&units[at + 5..]);
+    Some(std::ffi::OsString::from_wide(&out))
 }
 
 /// `path` made absolute against the current working directory (unchanged when it already is,
@@ -115,9 +131,20 @@ fn plan() -> std::sync::MutexGuard<'static, ExitPlan> {
 // arguments (the extra argc/argv/envp the loader passes are ignored by the C ABI).
 //
 // Not under the `off` feature: nothing roots the runtime then, so the linker leaves it out.
+// The section is the platform's list of initialisers: `.init_array` on ELF systems,
+// `__DATA,__mod_init_func` on macOS (called with the same C convention), `.CRT$XCU` on Windows
+// (the C runtime calls its entries before `main`, as C++ static constructors).
 #[cfg(not(feature = "off"))]
 #[used]
-#[unsafe(link_section = ".init_array")]
+#[cfg_attr(
+    not(any(target_vendor = "apple", windows)),
+    unsafe(link_section = ".init_array")
+)]
+#[cfg_attr(
+    target_vendor = "apple",
+    unsafe(link_section = "__DATA,__mod_init_func")
+)]
+#[cfg_attr(windows, unsafe(link_section = ".CRT$XCU"))]
 static INIT: extern "C" fn() = init;
 
 #[cfg_attr(feature = "off", allow(dead_code))]
@@ -131,9 +158,12 @@ fn init_inner() {
     INIT_PID.store(std::process::id(), Ordering::Relaxed);
     crate::copies::init();
     // Before Rust's runtime puts /dev/null on a closed fd 1 (it does so in `main`'s set-up).
-    // SAFETY: F_GETFD on an fd number only reads its flags.
-    let closed = unsafe { libc::fcntl(1, libc::F_GETFD) } == -1;
-    STDOUT_CLOSED_AT_START.store(closed, Ordering::Relaxed);
+    #[cfg(unix)]
+    {
+        // SAFETY: F_GETFD on an fd number only reads its flags.
+        let closed = unsafe { libc::fcntl(1, libc::F_GETFD) } == -1;
+        STDOUT_CLOSED_AT_START.store(closed, Ordering::Relaxed);
+    }
     crate::fork::init();
     crate::clock::init();
     if let Some(v) = env::var("PROFPOINT_DISABLE") {
@@ -341,12 +371,22 @@ pub(crate) fn write_to(report: &Report, d: &Destination) -> std::io::Result<()> 
             // `std::io::stdout()` treats a closed fd 1 as a sink, and the report would vanish.
             let mut o = std::io::stdout().lock();
             o.flush()?;
-            // SAFETY: fd 1 is only borrowed (ManuallyDrop: never closed here); a closed fd
-            // makes the write fail with EBADF, which is what we want to know.
-            let mut fd1 = std::mem::ManuallyDrop::new(unsafe {
-                <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(1)
-            });
-            fd1.write_all(&table)
+            #[cfg(unix)]
+            {
+                // SAFETY: fd 1 is only borrowed (ManuallyDrop: never closed here); a closed fd
+                // makes the write fail with EBADF, which is what we want to know.
+                let mut fd1 = std::mem::ManuallyDrop::new(unsafe {
+                    <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(1)
+                });
+                fd1.write_all(&table)
+            }
+            // Windows: std reports a missing standard output handle as a sink too; the
+            // table goes through std.
+            #[cfg(not(unix))]
+            {
+                o.write_all(&table)?;
+                o.flush()
+            }
         }
         // Streamed: a large report never exists whole as JSON text in memory.
         Destination::Json(p) => write_file(p, &mut |f| report.write_json(f)),
@@ -419,6 +459,12 @@ mod tests {
         assert_eq!(pid_path(templ, 43, true), Path::new("/tmp/run-43.json"));
         let two = Path::new("/tmp/{pid}/r-{pid}.json");
         assert_eq!(pid_path(two, 7, true), Path::new("/tmp/7/r-7.json"));
+        #[cfg(unix)]
+        not_utf8_keeps_its_bytes();
+    }
+
+    #[cfg(unix)]
+    fn not_utf8_keeps_its_bytes() {
         // A path that is not UTF-8 keeps its bytes.
         use std::os::unix::ffi::OsStrExt;
         let raw = std::ffi::OsStr::from_bytes(b"/tmp/\xff-{pid}");

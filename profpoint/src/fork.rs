@@ -20,10 +20,17 @@
 //! releases it anyway, since that thread was not copied. The handlers cannot panic: their
 //! thread-locals are reached with `try_with`.
 
+#[cfg(unix)]
 use crate::shard;
+#[cfg(unix)]
 use crate::tracepoint;
 
+/// Windows has no `fork`: nothing to register.
+#[cfg(not(unix))]
+pub(crate) fn init() {}
+
 /// Registers the handlers (once, from the initialiser before `main`).
+#[cfg(unix)]
 pub(crate) fn init() {
     // SAFETY: three `extern "C" fn()` that live for the whole program; pthread_atfork only
     // records them.
@@ -36,18 +43,21 @@ pub(crate) fn init() {
     }
 }
 
+#[cfg(unix)]
 extern "C" fn prepare() {
     tracepoint::fork_hold(tracepoint::in_read_section());
     crate::budget::fork_hold();
     shard::fork_hold();
 }
 
+#[cfg(unix)]
 extern "C" fn parent() {
     shard::fork_release(false);
     crate::budget::fork_release(false);
     tracepoint::fork_release(false);
 }
 
+#[cfg(unix)]
 extern "C" fn child() {
     shard::fork_release(true);
     crate::budget::fork_release(true);

@@ -57,7 +57,15 @@ pub(crate) fn pmu_profile(stop: bool) -> Option<heatmap::pmu::PmuProfile> {
     Some(sampler.stop())
 }
 
+/// The object of the other profpoint copy whose handler holds signal `sig`, if one does
+/// (signals exist on Unix only).
+#[cfg(not(unix))]
+fn copy_handling(_sig: libc::c_int) -> Option<String> {
+    None
+}
+
 /// The object of the other profpoint copy whose handler holds signal `sig`, if one does.
+#[cfg(unix)]
 fn copy_handling(sig: libc::c_int) -> Option<String> {
     // SAFETY: `sigaction` is plain data, for which all-zero bytes are a valid value.
     let mut old: libc::sigaction = unsafe { std::mem::zeroed() };

@@ -551,12 +551,14 @@ fn registry() -> std::sync::MutexGuard<'static, Registry> {
     REGISTRY.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+#[cfg(unix)]
 thread_local! {
     /// The registry lock, held by the forking thread across a `fork` (see `crate::fork`).
     static FORK_HELD: std::cell::RefCell<Option<std::sync::MutexGuard<'static, Registry>>> =
         const { std::cell::RefCell::new(None) };
 }
 
+#[cfg(unix)]
 /// Takes the registry lock before a `fork` (its holders only push and pop: always waited
 /// for). A thread past its thread-local destructors forks without it.
 pub(crate) fn fork_hold() {
@@ -565,6 +567,7 @@ pub(crate) fn fork_hold() {
     drop(g);
 }
 
+#[cfg(unix)]
 /// Releases the registry lock after a `fork`. In the child (`child`), first closes the
 /// tracepoint read sections of every shard but this thread's: their threads were not copied.
 pub(crate) fn fork_release(child: bool) {

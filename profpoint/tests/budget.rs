@@ -343,6 +343,7 @@ fn without_a_budget_throttled_points_are_timed_fully_again() {
     assert_eq!(after.timed - before.timed, 1000);
 }
 
+#[cfg(unix)]
 #[test]
 fn a_forked_child_restarts_the_controller_only_with_a_new_thread() {
     profpoint::set_budget(Some(0.01));

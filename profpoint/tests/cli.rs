@@ -1,9 +1,9 @@
 //! The `profpoint` command on real and hand-made reports.
 
-use std::process::Command;
+mod common;
 
 fn profpoint(args: &[&str]) -> (i32, String, String) {
-    let o = Command::new(env!("CARGO_BIN_EXE_profpoint"))
+    let o = common::runner::target_command(env!("CARGO_BIN_EXE_profpoint"))
         .args(args)
         .output()
         .unwrap();

@@ -17,6 +17,9 @@
 //! exact (the program's own results are untouched), and the storm really happened.
 //!
 //! It needs the samplers (feature `heatmap`, on by default).
+
+// Linux only: the storm is made of Linux signals (tgkill, SIGUSR1/2) and the Linux samplers.
+#![cfg(target_os = "linux")]
 #![cfg(feature = "heatmap")]
 
 use std::sync::Arc;

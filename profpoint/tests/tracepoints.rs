@@ -284,6 +284,7 @@ profpoint::tracepoint!(fn across_fork(n: u64));
 /// leaves the child a copy of that open section, from a thread the child does not have. The
 /// child must still be able to change probes (which waits for a grace period) and to exit
 /// (dropping handles does the same): no child may hang.
+#[cfg(unix)]
 #[test]
 fn forked_children_change_probes_while_the_parent_fires() {
     let seen = Arc::new(AtomicU64::new(0));
@@ -357,6 +358,7 @@ profpoint::tracepoint!(fn fork_race(n: u64));
 /// a probe (thread C) that is about to register a probe itself. The fork must wait for the
 /// grace period before taking the writers' lock, or C (waiting for that lock) never lets B
 /// finish and all three hang. Run in a child process with an alarm, so a hang is a failure.
+#[cfg(unix)]
 #[test]
 fn a_fork_during_a_grace_period_that_waits_for_a_registering_probe_completes() {
     // SAFETY: the child runs the scenario and leaves with _exit; the alarm turns a deadlock

@@ -113,7 +113,7 @@ pub struct RunInfo {
 /// The clock, as calibrated for this report.
 #[derive(Debug, Clone, Serialize)]
 pub struct ClockReport {
-    /// `"tsc"` or `"monotonic"`.
+    /// `"tsc"` (x86_64), `"cntvct"` (aarch64's virtual counter) or `"monotonic"`.
     pub source: &'static str,
     /// Tick frequency in GHz (1.0 for the monotonic clock, whose ticks are nanoseconds).
     pub ghz: f64,

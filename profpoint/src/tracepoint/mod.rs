@@ -150,12 +150,14 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 /// period past that epoch.
 struct Retired(Vec<(usize, u64)>);
 
+#[cfg(unix)]
 thread_local! {
     /// The writers' lock, held by the forking thread across a `fork` (see `crate::fork`).
     static FORK_HELD: std::cell::RefCell<Option<MutexGuard<'static, Retired>>> =
         const { std::cell::RefCell::new(None) };
 }
 
+#[cfg(unix)]
 /// Takes the grace-period and the writers' locks, in that order, before a `fork`. The
 /// grace-period lock first: its holder waits for read sections, in which probes may take the
 /// writers' lock, so a thread holding the writers' lock must never wait for it. Inside a read
@@ -171,6 +173,7 @@ pub(crate) fn fork_hold(in_read: bool) {
     }
 }
 
+#[cfg(unix)]
 /// Keeps the writers' guard in this thread's slot, or gives it back if the slot is gone.
 fn stash(g: MutexGuard<'static, Retired>) -> Result<(), MutexGuard<'static, Retired>> {
     let mut g = Some(g);
@@ -180,6 +183,7 @@ fn stash(g: MutexGuard<'static, Retired>) -> Result<(), MutexGuard<'static, Reti
     }
 }
 
+#[cfg(unix)]
 /// Releases what [`fork_hold`] took, in reverse order (`child`: in the forked child).
 pub(crate) fn fork_release(child: bool) {
     let held = FORK_HELD.try_with(|h| h.borrow_mut().take()).ok().flatten();
@@ -187,6 +191,7 @@ pub(crate) fn fork_release(child: bool) {
     rcu::fork_release(child);
 }
 
+#[cfg(unix)]
 /// Whether the calling thread is inside a tracepoint read section (a probe is running).
 pub(crate) fn in_read_section() -> bool {
     rcu::in_read_section()

@@ -17,7 +17,12 @@
 //!   barrier and the writer runs `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`, which makes
 //!   every running thread of the process execute a full barrier: a reader that loaded the old
 //!   pointer has, by then, made its epoch store visible. Where `membarrier` is unavailable
-//!   (old kernels, seccomp), readers fall back to a `SeqCst` fence.
+//!   (old kernels, seccomp, and every system other than Linux: macOS and Windows), readers
+//!   fall back to a `SeqCst` fence, paired with the writer's own `SeqCst` fence after its
+//!   epoch bump: either the reader's epoch store is seen by the writer's scan, or the reader's
+//!   later pointer load sees the new array (the store-buffering case `SeqCst` fences forbid).
+//!   Windows' `FlushProcessWriteBuffers` would play `membarrier`'s part there; it would need a
+//!   Windows bindings dependency for a few cycles per probe call, so it is not used.
 //! - A writer inside a read section (a probe that unregisters itself or another probe) does
 //!   not wait at all: two such writers on two threads would wait for each other forever.
 //!   What it retires is freed by a later grace period taken outside any section.
@@ -33,10 +38,9 @@ use crate::shard::{self, Lease, Shard};
 // the model-checking build (the `loom_tests` below).
 use crate::sync::atomic::{AtomicBool, AtomicU64, Ordering, fence};
 use crate::sync::sync_static;
-use std::cell::Cell;
-use std::sync::OnceLock;
 
 /// Constants of `include/uapi/linux/membarrier.h`, missing from the libc crate.
+#[cfg(target_os = "linux")]
 mod sys {
     pub(super) const MEMBARRIER_CMD_QUERY: libc::c_int = 0;
     pub(super) const MEMBARRIER_CMD_PRIVATE_EXPEDITED: libc::c_int = 1 << 3;
@@ -99,12 +103,14 @@ fn back_off(spins: &mut u32) {
     }
 }
 
+#[cfg(unix)]
 thread_local! {
     /// Whether this thread took the grace-period lock for a `fork` (`const`, no destructor:
     /// usable even while the thread's other thread-locals are being torn down).
-    static FORK_HELD: Cell<bool> = const { Cell::new(false) };
+    static FORK_HELD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
+#[cfg(unix)]
 /// Takes the grace-period lock before a `fork`; only tries when `block` is false (the forking
 /// thread is inside a read section, which the holder may be waiting for).
 pub(crate) fn fork_hold(block: bool) {
@@ -115,6 +121,7 @@ pub(crate) fn fork_hold(block: bool) {
     let _ = FORK_HELD.try_with(|h| h.set(held));
 }
 
+#[cfg(unix)]
 /// Releases the grace-period lock after a `fork`. In the child (`child`) it is released even
 /// when another thread held it at the fork: that thread was not copied.
 pub(crate) fn fork_release(child: bool) {
@@ -125,9 +132,18 @@ pub(crate) fn fork_release(child: bool) {
     }
 }
 
-/// Registers this process for `membarrier` (once); returns whether it can be used.
+/// Registers this process for `membarrier` (once); returns whether it can be used. Other
+/// systems than Linux have no `membarrier`: `false`, and readers fence themselves (see
+/// `heavy_barrier`).
+#[cfg(not(target_os = "linux"))]
 pub(crate) fn init() -> bool {
-    static DONE: OnceLock<bool> = OnceLock::new();
+    false
+}
+
+/// Registers this process for `membarrier` (once); returns whether it can be used.
+#[cfg(target_os = "linux")]
+pub(crate) fn init() -> bool {
+    static DONE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *DONE.get_or_init(|| {
         // SAFETY: membarrier takes (cmd, flags, cpu_id) integers and touches no memory of ours.
         let mask = unsafe { libc::syscall(libc::SYS_membarrier, sys::MEMBARRIER_CMD_QUERY, 0, 0) };
@@ -161,6 +177,7 @@ fn heavy_barrier() {
 #[cfg(not(loom))]
 fn heavy_barrier() {
     // Relaxed: written once in `init`, before any writer runs (writers call `init` first).
+    #[cfg(target_os = "linux")]
     if MEMBARRIER.load(Ordering::Relaxed) {
         // SAFETY: see `init`.
         let r = unsafe {
@@ -310,6 +327,7 @@ fn grace_period<'a>(others: impl IntoIterator<Item = &'a Shard>) -> u64 {
 mod tests {
     use super::*;
 
+    #[cfg(target_os = "linux")]
     #[test]
     fn membarrier_constants_match_the_kernel_header() {
         assert_eq!(sys::MEMBARRIER_CMD_QUERY, 0);

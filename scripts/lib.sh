@@ -1,0 +1,38 @@
+# Shared by the scripts (sourced, not run).
+
+# ensure_debs PKG...: installs the Debian packages that are missing, with apt-get (as root, or
+# through `sudo -n`). Prints what it installs; returns 1 with the reason on stderr when it
+# cannot (no apt-get, no root, no network), so that the caller can say SKIPPED and why.
+ensure_debs() {
+    local missing=() p
+    for p in "$@"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+    done
+    ((${#missing[@]})) || return 0
+    if ! command -v apt-get >/dev/null; then
+        echo "no apt-get to install ${missing[*]}" >&2
+        return 1
+    fi
+    local sudo=()
+    if [[ $(id -u) != 0 ]]; then
+        if ! sudo -n true 2>/dev/null; then
+            echo "not root and no password-less sudo to install ${missing[*]}" >&2
+            return 1
+        fi
+        sudo=(sudo -n)
+    fi
+    echo "installing ${missing[*]} with apt-get" >&2
+    "${sudo[@]}" apt-get update -qq >&2 || { echo "apt-get update failed" >&2; return 1; }
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+        "${missing[@]}" >&2 || { echo "apt-get install ${missing[*]} failed" >&2; return 1; }
+}
+
+# ensure_target TRIPLE: the target's standard library, with rustup when it is missing.
+ensure_target() {
+    rustup target list --installed 2>/dev/null | grep -qx "$1" && return 0
+    if ! command -v rustup >/dev/null; then
+        echo "no rustup to add $1" >&2
+        return 1
+    fi
+    rustup target add "$1" >&2 || { echo "rustup target add $1 failed" >&2; return 1; }
+}
