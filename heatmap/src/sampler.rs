@@ -144,6 +144,12 @@ fn interval(it: &libc::itimerval) -> Interval {
 /// How often the watcher checks, at least, that the `SIGPROF` handler is still ours.
 const DISPOSITION_CHECK: Duration = Duration::from_millis(5);
 
+/// How soon the watcher looks for new threads again after a look that found threads started
+/// or ended (the scan interval otherwise): short-lived threads are then found within about a
+/// millisecond while they keep coming, at a cost only while they do (figures in
+/// heatmap/NOTES.md, `tests/short_threads.rs`).
+const CHURN_SCAN: Duration = Duration::from_millis(1);
+
 /// A running sampler. [`stop`](Sampler::stop) it to get the [`Profile`]; dropping it stops
 /// sampling too (and discards the counts).
 #[derive(Debug)]
@@ -298,6 +304,7 @@ fn start_claimed(config: Config) -> Result<Sampler, StartError> {
         generation: buckets::loader_generation(),
         started,
         itimer: inner.itimer,
+        covered_at: started,
     };
     let spawned = std::thread::Builder::new()
         .name("heatmap-watcher".to_owned())
@@ -591,6 +598,8 @@ struct Watcher {
     started: Instant,
     /// The `setitimer` source: the interval of our timer.
     itimer: Option<Interval>,
+    /// When `Shared::covered_ns` was last brought up to date with the live threads.
+    covered_at: Instant,
 }
 
 /// What the watcher holds per thread.
@@ -682,8 +691,15 @@ impl Watcher {
                 }
             }
             if now >= next_scan {
-                self.scan(me, &mut threads);
-                next_scan = now + self.scan_interval;
+                // While threads come and go, look again soon: a short-lived thread is sampled
+                // only once found. A stable set of threads goes back to the scan interval.
+                let churn = self.scan(me, &mut threads);
+                next_scan = now
+                    + if churn {
+                        CHURN_SCAN.min(self.scan_interval)
+                    } else {
+                        self.scan_interval
+                    };
             }
         };
         for (_, t) in threads.drain() {
@@ -753,7 +769,8 @@ impl Watcher {
     }
 
     /// Lists `/proc/self/task`: opens events for new threads, closes those of exited ones.
-    fn scan(&mut self, me: libc::pid_t, threads: &mut HashMap<libc::pid_t, Tracked>) {
+    /// Returns whether any thread started or ended since the last look.
+    fn scan(&mut self, me: libc::pid_t, threads: &mut HashMap<libc::pid_t, Tracked>) -> bool {
         self.new_libraries();
         let dir = match std::fs::read_dir("/proc/self/task") {
             Ok(dir) => dir,
@@ -766,7 +783,7 @@ impl Watcher {
                 first.get_or_insert_with(|| {
                     format!("cannot list /proc/self/task ({e}): threads were not given perf events")
                 });
-                return;
+                return false;
             }
         };
         let mut alive: Vec<libc::pid_t> = dir
@@ -774,6 +791,7 @@ impl Watcher {
             .filter(|&tid| tid != me)
             .collect();
         alive.sort_unstable();
+        let before = threads.len();
         threads.retain(|tid, t| {
             let keep = alive.binary_search(tid).is_ok();
             if !keep {
@@ -781,10 +799,12 @@ impl Watcher {
             }
             keep
         });
+        let mut churn = threads.len() != before;
         for tid in alive {
             if threads.contains_key(&tid) {
                 continue;
             }
+            churn = true;
             let mut tracked = Tracked {
                 fd: None,
                 syscall: None,
@@ -825,13 +845,18 @@ impl Watcher {
             }
             threads.insert(tid, tracked);
         }
-        // The CPU covered so far: closed threads' plus live ones' as of now.
-        // Relaxed: tallies; a snapshot reads them as of the last look.
-        let live: u64 = threads.values().map(Tracked::covered_ns).sum();
-        let closed = self.shared.covered_closed_ns.load(Ordering::Relaxed);
-        self.shared
-            .covered_ns
-            .store(closed + live, Ordering::Relaxed);
+        // The CPU covered so far, for snapshots: closed threads' plus live ones' (a read per
+        // live thread, so at most once per scan interval, not at every churn look).
+        if self.covered_at.elapsed() >= self.scan_interval {
+            self.covered_at = Instant::now();
+            let live: u64 = threads.values().map(Tracked::covered_ns).sum();
+            // Relaxed: tallies; a snapshot reads them as of the last update.
+            let closed = self.shared.covered_closed_ns.load(Ordering::Relaxed);
+            self.shared
+                .covered_ns
+                .store(closed + live, Ordering::Relaxed);
+        }
+        churn
     }
 
     /// A thread is gone (or sampling stops): books the CPU it ran while sampled and closes its

@@ -44,9 +44,10 @@ fn check(name: &str, s: heatmap::Sampler) {
     let unseen_at_least = THREADS.saturating_sub(p.threads());
     println!(
         "{name}: {} threads armed of {THREADS} spawned (+ main), {unarmed:.3} s unsampled CPU of \
-         {cpu:.3} s, threads ran {:.3} s; warnings {:?}",
+         {cpu:.3} s, threads ran {:.3} s, watcher {:.1} ms CPU; warnings {:?}",
         p.threads(),
         threads_cpu.as_secs_f64(),
+        p.watcher_cpu_seconds() * 1e3,
         p.warnings()
     );
     assert!(

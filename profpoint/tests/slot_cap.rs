@@ -1069,17 +1069,20 @@ fn slot_memory_is_capped_and_every_call_is_accounted_for() {
         })
         .map(|p| p["nr"].as_u64().unwrap())
         .collect();
-    assert_eq!(ours.len(), 200);
+    assert_eq!(ours.len(), 200, "{v}");
     // A point is recorded whole (its slot came before the cap) or not at all.
-    assert!(ours.iter().all(|&n| n == 0 || n == 3), "{ours:?}");
+    assert!(ours.iter().all(|&n| n == 0 || n == 3), "{ours:?} {slots}");
     let recorded: u64 = ours.iter().sum();
     let with_slot = ours.iter().filter(|&&n| n == 3).count();
-    assert!(with_slot <= (1 << 20) / 11_392, "{with_slot} slots");
-    assert!(with_slot > 0 && unrecorded > 0, "{with_slot} {unrecorded}");
+    assert!(with_slot <= (1 << 20) / 11_392, "{with_slot} slots {slots}");
+    assert!(
+        with_slot > 0 && unrecorded > 0,
+        "{with_slot} {unrecorded} {err}"
+    );
     assert_eq!(
         recorded + unrecorded,
         600,
-        "recorded {recorded} + unrecorded {unrecorded}"
+        "recorded {recorded} + unrecorded {unrecorded}: {ours:?} {slots}"
     );
     std::fs::remove_dir_all(&dir).ok();
 }
