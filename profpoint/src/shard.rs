@@ -678,10 +678,12 @@ pub(crate) fn release(shard: &'static Shard) {
 /// slots, e.g. 2,900 points used on each of 16 threads.
 pub(crate) const DEFAULT_MAX_SLOT_MB: u64 = 512;
 
-/// Bytes of slots allocated, every thread.
-static SLOT_BYTES: AtomicU64 = AtomicU64::new(0);
+/// Bytes of slots allocated, every thread. (std's atomics, not `crate::sync`'s: a tally and a
+/// limit no loom model is about, and a `static` needs a const constructor, which loom's lack.)
+static SLOT_BYTES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 /// The cap on `SLOT_BYTES`.
-static SLOT_CAP: AtomicU64 = AtomicU64::new(DEFAULT_MAX_SLOT_MB << 20);
+static SLOT_CAP: std::sync::atomic::AtomicU64 =
+    std::sync::atomic::AtomicU64::new(DEFAULT_MAX_SLOT_MB << 20);
 /// The cap was reached (the warning is printed once).
 static CAP_HIT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
