@@ -9,6 +9,8 @@
 //! libtest-mimic) re-runs itself with `PROFPOINT_TEST_CHILD=<scenario>`. The filter applies
 //! to the thread that installs it (no TSYNC), which is the thread that registers the probes.
 
+mod common;
+
 #[cfg(target_os = "linux")]
 #[path = "sandbox/linux.rs"]
 mod linux;

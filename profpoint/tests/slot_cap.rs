@@ -4,7 +4,7 @@
 //! for: recorded in its point's row (all 3 calls) or counted as not recorded, exactly 600.
 //! The cap is read at start-up, so the scenario runs in a child (this test binary again).
 
-use std::process::Command;
+mod common;
 
 mod points {
     profpoint::define_profile_point!(P000);
@@ -1021,7 +1021,7 @@ fn slot_memory_is_capped_and_every_call_is_accounted_for() {
     let dir = std::env::temp_dir().join(format!("profpoint-slot-cap-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let json = dir.join("r.json");
-    let o = Command::new(std::env::current_exe().unwrap())
+    let o = common::runner::target_command(std::env::current_exe().unwrap())
         .args([
             "--exact",
             "slot_memory_is_capped_and_every_call_is_accounted_for",
