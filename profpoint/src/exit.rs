@@ -9,7 +9,9 @@
 //! - The handler prints the report if the program opted in ([`crate::report_at_exit`] or
 //!   `#[profpoint::main]`) or `PROFPOINT_REPORT` asked for it. `atexit` handlers run on return
 //!   from `main` and on `std::process::exit`; not on `abort`, a fatal signal or a
-//!   `panic = "abort"` panic.
+//!   `panic = "abort"` panic. SIGINT, SIGTERM and SIGHUP are handled by `crate::signals`,
+//!   which writes this report from a thread of its own; `DONE` lets exactly one of them
+//!   write it.
 //! - glibc runs the main thread's thread-local destructors before `atexit` handlers, so the
 //!   main thread's shard is already back on the free list when the report is read: its counts
 //!   are still there (shards keep their counts). Other threads may still be running; the
@@ -43,8 +45,39 @@ static PLAN: Mutex<ExitPlan> = Mutex::new(ExitPlan {
     subtract_overhead: false,
 });
 
-/// Whether the report was already written (the handler runs once).
-static DONE: AtomicBool = AtomicBool::new(false);
+/// Whether the at-exit report was written, or is being written, and by which process:
+/// 0 before; otherwise the process id shifted left by one, with bit 0 set once it is written.
+/// A forked child sees its parent's id and writes its own report.
+static DONE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Whether a signal's report is armed (`PROFPOINT_SIGNALS`, default on).
+static SIGNALS_WANTED: AtomicBool = AtomicBool::new(true);
+
+/// Claims the at-exit report for this process: true for the one caller that writes it. A
+/// caller that finds it being written by another thread of this process waits until it is
+/// written (the program's exit must not end the process halfway through the report of a
+/// signal, nor a signal's thread through the report of the exit), then gets false.
+fn claim_report() -> bool {
+    let me = u64::from(std::process::id()) << 1;
+    loop {
+        // Acquire/AcqRel: the claim orders the writer's work before the "written" bit.
+        let cur = DONE.load(Ordering::Acquire);
+        if cur & !1 != me {
+            // Nobody, or the process this one was forked from.
+            if DONE
+                .compare_exchange(cur, me, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
+                return true;
+            }
+            continue;
+        }
+        if cur & 1 == 1 {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
 
 /// The process that ran the initialiser: a `fork`ed child that exits normally runs the at-exit
 /// report too, and must not overwrite its parent's files.
@@ -220,6 +253,12 @@ fn init_inner() {
             Err(e) => env::warn(&e, "0 (no compensation)"),
         }
     }
+    if let Some(v) = env::var("PROFPOINT_SIGNALS") {
+        match env::parse_bool("PROFPOINT_SIGNALS", &v) {
+            Ok(on) => SIGNALS_WANTED.store(on, Ordering::Relaxed),
+            Err(e) => env::warn(&e, "1 (a report on SIGINT, SIGTERM and SIGHUP)"),
+        }
+    }
     let mut p = plan();
     if let Some(v) = env::var("PROFPOINT_SUBTRACT_OVERHEAD") {
         match env::parse_bool("PROFPOINT_SUBTRACT_OVERHEAD", &v) {
@@ -250,6 +289,7 @@ fn init_inner() {
     drop(p);
     if armed {
         crate::overhead::measure();
+        arm_signals();
     }
     // SAFETY: `at_exit` is an `extern "C" fn()` that lives for the whole program.
     if unsafe { libc::atexit(at_exit) } != 0 {
@@ -262,18 +302,36 @@ fn init_inner() {
 pub(crate) fn opt_in() {
     plan().opted_in = true;
     crate::overhead::measure();
+    arm_signals();
+}
+
+/// The report on SIGINT, SIGTERM and SIGHUP (`crate::signals`), unless `PROFPOINT_SIGNALS=0`.
+fn arm_signals() {
+    // Relaxed: set by the initialiser, before.
+    if SIGNALS_WANTED.load(Ordering::Relaxed) {
+        crate::signals::arm();
+    }
 }
 
 extern "C" fn at_exit() {
     // A panic must not unwind into libc's exit path.
     let _ = std::panic::catch_unwind(write_exit_report);
+    // A signal that arrived while it was written ends the process now.
+    crate::signals::after_exit_report();
 }
 
-fn write_exit_report() {
-    // AcqRel: only the first caller writes (exit could be called from two threads at once).
-    if DONE.swap(true, Ordering::AcqRel) {
+/// Writes the at-exit report now, once per process (see [`crate::write_exit_report`]).
+pub(crate) fn write_exit_report() {
+    if !claim_report() {
         return;
     }
+    // A panic must not leave the report claimed and unwritten: waiters would wait forever.
+    let _ = std::panic::catch_unwind(write_claimed);
+    // Release: `claim_report`'s waiters read the bit with Acquire.
+    DONE.fetch_or(1, Ordering::Release);
+}
+
+fn write_claimed() {
     let (dests, subtract) = {
         let p = plan();
         let dests = match (&p.from_env, p.opted_in) {

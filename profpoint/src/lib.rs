@@ -68,6 +68,7 @@ mod report;
 #[cfg(feature = "heatmap")]
 mod sampling;
 mod shard;
+mod signals;
 mod sync;
 pub mod tracepoint;
 
@@ -223,6 +224,22 @@ pub fn write_profile_points(w: &mut dyn std::io::Write) -> std::io::Result<()> {
 pub fn report_at_exit() {
     #[cfg(not(feature = "off"))]
     exit::opt_in();
+}
+
+/// Writes the at-exit report now (every destination of `PROFPOINT_REPORT`, or the table on
+/// stderr when the program opted in), once per process: the at-exit handler and later calls
+/// then write nothing; a call while another thread writes it waits until it is written.
+/// Nothing when no report was asked for.
+///
+/// For a program that ends itself other than by returning from `main` or calling
+/// `std::process::exit` (which write the report anyway): its own `SIGINT` or `SIGTERM`
+/// handler that re-raises the signal or calls `_exit`, a supervisor hook before `abort`.
+/// Without a handler of the program's own, profpoint writes the report on `SIGINT`,
+/// `SIGTERM` and `SIGHUP` itself (Unix; `PROFPOINT_SIGNALS=0` turns that off).
+#[cfg_attr(feature = "off", inline(always))]
+pub fn write_exit_report() {
+    #[cfg(not(feature = "off"))]
+    exit::write_exit_report();
 }
 
 /// Starts the `heatmap` sampler under profpoint: every report (snapshots, the exit report)

@@ -408,6 +408,7 @@ fn bad_environment_values_get_one_clear_line_and_the_default() {
             ("PROFPOINT_SAMPLE", "often"),
             ("PROFPOINT_SUBTRACT_OVERHEAD", "maybe"),
             ("PROFPOINT_BUDGET", "lots"),
+            ("PROFPOINT_SIGNALS", "yes please"),
         ],
     );
     assert!(o.status.success());
@@ -429,6 +430,11 @@ fn bad_environment_values_get_one_clear_line_and_the_default() {
     assert!(
         e.lines().any(|l| l
             == "profpoint: PROFPOINT_BUDGET=\"lots\": expected a percentage of CPU time above 0 and at most 100 (e.g. 2%), or off; using 2%"),
+        "{e}"
+    );
+    assert!(
+        e.lines().any(|l| l
+            == "profpoint: PROFPOINT_SIGNALS=\"yes please\": expected 0 or 1; using 1 (a report on SIGINT, SIGTERM and SIGHUP)"),
         "{e}"
     );
     // The default for a bad PROFPOINT_REPORT is stderr: the table is there.

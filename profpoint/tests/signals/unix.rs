@@ -1,0 +1,502 @@
+//! The signal tests themselves (Unix); `tests/signals.rs` runs them.
+
+use std::io::{BufRead, BufReader, Read};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::process::{Child, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+#[profpoint::profile_point]
+#[inline(never)]
+fn step(x: u64) -> u64 {
+    std::hint::black_box(x.wrapping_mul(31).wrapping_add(7))
+}
+
+/// Allocations made by each thread (a const-initialised thread-local: reading it allocates
+/// nothing, so it can count inside a signal handler's caller).
+mod counting {
+    use std::alloc::{GlobalAlloc, Layout, System};
+    use std::cell::Cell;
+
+    thread_local! {
+        pub(crate) static ALLOCS: Cell<u64> = const { Cell::new(0) };
+    }
+
+    pub(crate) struct Counting;
+
+    // SAFETY: forwards to the system allocator unchanged; only counts.
+    unsafe impl GlobalAlloc for Counting {
+        unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+            let _ = ALLOCS.try_with(|c| c.set(c.get() + 1));
+            // SAFETY: the caller's contract, passed on.
+            unsafe { System.alloc(l) }
+        }
+        unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+            // SAFETY: the caller's contract, passed on.
+            unsafe { System.dealloc(p, l) }
+        }
+    }
+
+    pub(crate) fn now() -> u64 {
+        ALLOCS.try_with(|c| c.get()).unwrap_or(0)
+    }
+}
+
+#[global_allocator]
+static ALLOC: counting::Counting = counting::Counting;
+
+fn temp(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("profpoint-signals-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+const SIGNALS: [(libc::c_int, &str); 3] = [
+    (libc::SIGINT, "SIGINT"),
+    (libc::SIGTERM, "SIGTERM"),
+    (libc::SIGHUP, "SIGHUP"),
+];
+
+/// Starts child `scenario` with `PROFPOINT_REPORT=report` (and `env`), stdout and stderr piped;
+/// `ignore_hup` starts it with SIGHUP ignored, as `nohup` does.
+fn spawn(scenario: &str, report: &str, env: &[(&str, &str)], ignore_hup: bool) -> Child {
+    let mut cmd = crate::common::runner::target_command(std::env::current_exe().unwrap());
+    cmd.env("PROFPOINT_TEST_CHILD", scenario)
+        .env("PROFPOINT_REPORT", report)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    if ignore_hup {
+        // SAFETY: between fork and exec only async-signal-safe calls: signal(2). An ignored
+        // disposition survives exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::signal(libc::SIGHUP, libc::SIG_IGN);
+                Ok(())
+            });
+        }
+    }
+    cmd.spawn().unwrap()
+}
+
+/// Reads the child's stdout until a line starting with `want`, and returns it (fails after
+/// 60 s or at end of output).
+fn wait_line(out: &mut impl BufRead, want: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut line = String::new();
+    loop {
+        line.clear();
+        assert!(out.read_line(&mut line).unwrap() > 0, "no {want:?} line");
+        if line.starts_with(want) {
+            return line;
+        }
+        assert!(Instant::now() < deadline, "no {want:?} line in 60 s");
+    }
+}
+
+fn kill(child: &Child, s: libc::c_int) {
+    // SAFETY: kill(2) with the child's pid (still ours: not yet waited for).
+    assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, s) }, 0);
+}
+
+fn finish(mut child: Child) -> (std::process::ExitStatus, String, String) {
+    let mut err = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        e.read_to_string(&mut err).unwrap();
+    }
+    let mut out = String::new();
+    if let Some(mut o) = child.stdout.take() {
+        o.read_to_string(&mut out).unwrap();
+    }
+    (child.wait().unwrap(), out, err)
+}
+
+fn json(path: &std::path::Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("no report at {}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap()
+}
+
+fn calls_of(v: &serde_json::Value, name: &str) -> u64 {
+    v["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"].as_str().unwrap().ends_with(name))
+        .unwrap_or_else(|| panic!("no point {name}"))["nr"]
+        .as_u64()
+        .unwrap()
+}
+
+/// The children.
+fn child(scenario: &str) {
+    match scenario {
+        // Calls `step` until a signal ends it; two more threads allocate all the while.
+        "loop" => {
+            for _ in 0..2 {
+                std::thread::spawn(|| {
+                    loop {
+                        std::hint::black_box(vec![0u8; 64]);
+                    }
+                });
+            }
+            let mut x = 0;
+            for i in 0..u64::MAX {
+                x = step(x);
+                if i == 10_000 {
+                    println!("ready");
+                }
+            }
+        }
+        // Its own SIGTERM handler (installed in main, after profpoint's initialiser): it
+        // stands, and the program ends as it chooses: return from main, report at exit.
+        "own_handler" => {
+            static STOP: AtomicBool = AtomicBool::new(false);
+            extern "C" fn on_term(_: libc::c_int) {
+                STOP.store(true, Ordering::Relaxed);
+            }
+            // SAFETY: installs an async-signal-safe handler (one atomic store).
+            unsafe {
+                libc::signal(
+                    libc::SIGTERM,
+                    on_term as extern "C" fn(libc::c_int) as libc::sighandler_t,
+                )
+            };
+            let mut x = 0;
+            let mut n = 0u64;
+            while !STOP.load(Ordering::Relaxed) {
+                x = step(x);
+                n += 1;
+                if n == 10_000 {
+                    println!("ready");
+                }
+            }
+            println!("own handler ran after {n} calls");
+            std::process::exit(3);
+        }
+        // The handler allocates nothing: a signal raised on this thread runs it before
+        // `raise` returns; the allocations counted around it.
+        "no_alloc" => {
+            let _ = step(1);
+            let before = counting::now();
+            // SAFETY: raise on the calling thread.
+            unsafe { libc::raise(libc::SIGTERM) };
+            let after = counting::now();
+            println!("allocations in the handler: {}", after - before);
+            // The signals thread writes the report and ends the process.
+            loop {
+                std::thread::sleep(Duration::from_secs(1));
+            }
+        }
+        // Exits normally; its exit report blocks on a FIFO until the test reads it.
+        "exit_into_fifo" => {
+            let mut x = 0;
+            for _ in 0..1_000 {
+                x = step(x);
+            }
+            println!("exiting");
+            std::process::exit(0);
+        }
+        // A forked child of a process with the handlers: no signals thread there, so a
+        // signal ends it at once (it must not hang).
+        "forked" => {
+            let _ = step(1);
+            // SAFETY: fork; the child only sleeps in a loop (no lock, no allocation).
+            let pid = unsafe { libc::fork() };
+            if pid == 0 {
+                loop {
+                    // SAFETY: pause(2) waits for a signal.
+                    unsafe { libc::pause() };
+                }
+            }
+            std::thread::sleep(Duration::from_millis(50));
+            let start = Instant::now();
+            // SAFETY: kill and waitpid on our own child.
+            let status = unsafe {
+                libc::kill(pid, libc::SIGTERM);
+                let mut status = 0;
+                libc::waitpid(pid, &mut status, 0);
+                status
+            };
+            println!(
+                "forked child: signalled={} signal={} in {:?}",
+                libc::WIFSIGNALED(status),
+                libc::WTERMSIG(status),
+                start.elapsed()
+            );
+        }
+        other => panic!("unknown child scenario {other:?}"),
+    }
+}
+
+/// Each signal: the report is written (JSON and the table on stderr), and the process ends by
+/// that signal.
+fn each_signal_writes_the_report_and_ends_the_process_by_it() {
+    for (s, name) in SIGNALS {
+        let path = temp(&format!("{name}.json"));
+        let mut c = spawn(
+            "loop",
+            &format!("json:{},stderr", path.display()),
+            &[],
+            false,
+        );
+        let mut out = BufReader::new(c.stdout.take().unwrap());
+        wait_line(&mut out, "ready");
+        kill(&c, s);
+        let (status, _, err) = finish(c);
+        assert_eq!(status.signal(), Some(s), "{name}: {status:?}\n{err}");
+        let v = json(&path);
+        assert!(calls_of(&v, "::step") > 10_000, "{name}");
+        assert!(err.contains("signals::unix::step"), "{name}: {err}");
+        std::fs::remove_file(&path).ok();
+    }
+}
+
+/// `PROFPOINT_SIGNALS=0`: the signal ends the process as before, no report.
+fn profpoint_signals_0_leaves_the_signals_alone() {
+    let path = temp("off.json");
+    let mut c = spawn(
+        "loop",
+        &format!("json:{}", path.display()),
+        &[("PROFPOINT_SIGNALS", "0")],
+        false,
+    );
+    let mut out = BufReader::new(c.stdout.take().unwrap());
+    wait_line(&mut out, "ready");
+    kill(&c, libc::SIGINT);
+    let (status, _, err) = finish(c);
+    assert_eq!(status.signal(), Some(libc::SIGINT), "{err}");
+    assert!(!path.exists(), "a report was written");
+}
+
+/// A program's own handler stands: it runs, and the program's own ending (exit 3) writes the
+/// report at exit.
+fn the_programs_own_handler_stands() {
+    let path = temp("own.json");
+    let mut c = spawn(
+        "own_handler",
+        &format!("json:{}", path.display()),
+        &[],
+        false,
+    );
+    let mut out = BufReader::new(c.stdout.take().unwrap());
+    wait_line(&mut out, "ready");
+    kill(&c, libc::SIGTERM);
+    let ran = wait_line(&mut out, "own handler ran");
+    let (status, _, err) = finish(c);
+    assert_eq!(status.code(), Some(3), "{status:?}\n{err}");
+    let calls: u64 = ran.split_whitespace().nth(4).unwrap().parse().unwrap();
+    assert_eq!(calls_of(&json(&path), "::step"), calls);
+    std::fs::remove_file(&path).ok();
+}
+
+/// A signal the program was started with ignored (`nohup`) stays ignored; a later SIGTERM
+/// still gets the report.
+fn an_ignored_signal_stays_ignored() {
+    let path = temp("nohup.json");
+    let mut c = spawn("loop", &format!("json:{}", path.display()), &[], true);
+    let mut out = BufReader::new(c.stdout.take().unwrap());
+    wait_line(&mut out, "ready");
+    kill(&c, libc::SIGHUP);
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(
+        c.try_wait().unwrap().is_none(),
+        "SIGHUP ended a nohup'd process"
+    );
+    assert!(!path.exists(), "SIGHUP wrote a report");
+    kill(&c, libc::SIGTERM);
+    let (status, _, err) = finish(c);
+    assert_eq!(status.signal(), Some(libc::SIGTERM), "{err}");
+    assert!(calls_of(&json(&path), "::step") > 10_000);
+    std::fs::remove_file(&path).ok();
+}
+
+/// The handler allocates nothing (counted on the thread it ran on).
+fn the_handler_allocates_nothing() {
+    let path = temp("alloc.json");
+    let c = spawn("no_alloc", &format!("json:{}", path.display()), &[], false);
+    let (status, out, err) = finish(c);
+    assert!(
+        out.contains("allocations in the handler: 0"),
+        "{out}\n{err}"
+    );
+    assert_eq!(status.signal(), Some(libc::SIGTERM), "{err}");
+    assert_eq!(calls_of(&json(&path), "::step"), 1);
+    std::fs::remove_file(&path).ok();
+}
+
+/// Makes a FIFO at `path`.
+fn fifo(path: &std::path::Path) {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid C string; mkfifo only reads it.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+}
+
+/// A second signal while the first one's report is being written (here: blocked opening a
+/// FIFO nobody reads) ends the process at once, by the second signal, with one line.
+fn a_second_signal_during_the_report_ends_the_process_at_once() {
+    let path = temp("second.fifo");
+    fifo(&path);
+    let mut c = spawn(
+        "loop",
+        &format!("stderr,table:{}", path.display()),
+        &[],
+        false,
+    );
+    let mut out = BufReader::new(c.stdout.take().unwrap());
+    wait_line(&mut out, "ready");
+    kill(&c, libc::SIGTERM);
+    // The table on stderr is written first: once it is there, the report is under way (and
+    // stuck at the FIFO).
+    let mut err = BufReader::new(c.stderr.take().unwrap());
+    wait_line(&mut err, "Profile Points");
+    kill(&c, libc::SIGINT);
+    let mut rest = String::new();
+    err.read_to_string(&mut rest).unwrap();
+    let status = c.wait().unwrap();
+    assert_eq!(status.signal(), Some(libc::SIGINT), "{status:?}\n{rest}");
+    assert_eq!(
+        rest.matches("profpoint: a second signal while the report was being written: ending now")
+            .count(),
+        1,
+        "{rest}"
+    );
+    std::fs::remove_file(&path).ok();
+}
+
+/// A signal while the program's own exit writes the report (blocked on a FIFO): the report is
+/// finished, whole, then the process ends by the signal.
+fn a_signal_during_the_exit_report_lets_it_finish() {
+    if !cfg!(target_os = "linux") {
+        println!(
+            "SKIPPED a_signal_during_the_exit_report_lets_it_finish: it watches the signals thread in /proc (Linux)"
+        );
+        return;
+    }
+    let path = temp("exit.fifo");
+    fifo(&path);
+    let mut c = spawn(
+        "exit_into_fifo",
+        &format!("json:{}", path.display()),
+        &[],
+        false,
+    );
+    let mut out = BufReader::new(c.stdout.take().unwrap());
+    wait_line(&mut out, "exiting");
+    // The thread names itself once it runs: wait for that.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let before = loop {
+        if let Some(n) = signals_thread_switches(c.id()) {
+            break n;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no profpoint-signals thread in 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    kill(&c, libc::SIGTERM);
+    // The signal was handled once the `profpoint-signals` thread, woken by the handler, waits
+    // for the exit report: it sleeps 1 ms at a time, so its voluntary context switches climb
+    // (while it blocked in `read` they did not move).
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while signals_thread_switches(c.id()).unwrap() < before + 3 {
+        assert!(
+            Instant::now() < deadline,
+            "the signal was not handled in 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // Now read the report: the writer gets on.
+    let text = std::fs::read_to_string(&path).unwrap();
+    let (status, _, err) = finish(c);
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(calls_of(&v, "::step"), 1_000);
+    assert_eq!(status.signal(), Some(libc::SIGTERM), "{status:?}\n{err}");
+    std::fs::remove_file(&path).ok();
+}
+
+/// Voluntary context switches of the `profpoint-signals` thread of process `pid` (`None`
+/// before it has named itself).
+fn signals_thread_switches(pid: u32) -> Option<u64> {
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
+        let dir = task.unwrap().path();
+        let comm = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
+        if comm.trim_end() != "profpoint-signa" {
+            continue;
+        }
+        let status = std::fs::read_to_string(dir.join("status")).unwrap();
+        return status
+            .lines()
+            .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+            .map(|n| n.trim().parse().unwrap());
+    }
+    None
+}
+
+/// A forked child (no signals thread) ends by SIGTERM at once, as without profpoint.
+fn a_forked_child_ends_by_the_signal_at_once() {
+    let path = temp("fork.json");
+    let c = spawn("forked", &format!("json:{}", path.display()), &[], false);
+    let (status, out, err) = finish(c);
+    assert!(status.success(), "{status:?}\n{out}\n{err}");
+    assert!(
+        out.contains(&format!(
+            "forked child: signalled=true signal={}",
+            libc::SIGTERM
+        )),
+        "{out}"
+    );
+    std::fs::remove_file(&path).ok();
+}
+
+pub(crate) fn main() {
+    if let Ok(scenario) = std::env::var("PROFPOINT_TEST_CHILD") {
+        child(&scenario);
+        return;
+    }
+    let args = libtest_mimic::Arguments::from_args();
+    let t = |name: &'static str, f: fn()| {
+        libtest_mimic::Trial::test(name, move || {
+            f();
+            Ok(())
+        })
+    };
+    let tests = vec![
+        t(
+            "each_signal_writes_the_report_and_ends_the_process_by_it",
+            each_signal_writes_the_report_and_ends_the_process_by_it,
+        ),
+        t(
+            "profpoint_signals_0_leaves_the_signals_alone",
+            profpoint_signals_0_leaves_the_signals_alone,
+        ),
+        t(
+            "the_programs_own_handler_stands",
+            the_programs_own_handler_stands,
+        ),
+        t(
+            "an_ignored_signal_stays_ignored",
+            an_ignored_signal_stays_ignored,
+        ),
+        t(
+            "the_handler_allocates_nothing",
+            the_handler_allocates_nothing,
+        ),
+        t(
+            "a_second_signal_during_the_report_ends_the_process_at_once",
+            a_second_signal_during_the_report_ends_the_process_at_once,
+        ),
+        t(
+            "a_signal_during_the_exit_report_lets_it_finish",
+            a_signal_during_the_exit_report_lets_it_finish,
+        ),
+        t(
+            "a_forked_child_ends_by_the_signal_at_once",
+            a_forked_child_ends_by_the_signal_at_once,
+        ),
+    ];
+    libtest_mimic::run(&args, tests).exit();
+}
