@@ -131,10 +131,13 @@ pub(crate) fn ensure_started(new_thread: bool) {
     {
         return;
     }
-    let spawned = std::thread::Builder::new()
-        .name("profpoint-budget".into())
-        .stack_size(128 * 1024)
-        .spawn(run);
+    // Blocking every asynchronous signal: a signal for the program goes to its own threads.
+    let spawned = crate::signals::spawn_quiet(
+        std::thread::Builder::new()
+            .name("profpoint-budget".into())
+            .stack_size(128 * 1024),
+        run,
+    );
     if let Err(e) = spawned {
         eprintln!(
             "profpoint: the overhead budget's thread could not start ({e}): points are timed on every call"

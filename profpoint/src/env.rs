@@ -10,6 +10,8 @@
 //! | `PROFPOINT_ENABLE` | comma-separated globs to turn on (applied after `PROFPOINT_DISABLE`) | all on |
 //! | `PROFPOINT_SAMPLE` | `N` (every point) or comma-separated `GLOB=N`: time one call in about N | every call timed |
 //! | `PROFPOINT_BUDGET` | the share of CPU time the points' instrumentation may cost: `2%` (a percentage), or `off`; hot points are then timed on one call in N, counted only, or switched off (see `profpoint::set_budget`) | `2%` |
+//! | `PROFPOINT_REPORT_EVERY` | a duration (`500ms`, `10s`, `5m`, `1h`): also write every destination of `PROFPOINT_REPORT` at that interval, with the interval's deltas; `{seq}` in a PATH becomes the report's sequence number | unset: at exit only |
+//! | `PROFPOINT_SIGNALS` | `0` or `1`: write the report when SIGINT, SIGTERM or SIGHUP ends the process (Unix) | `1` |
 //! | `PROFPOINT_SUBTRACT_OVERHEAD` | `0` or `1` | `0` |
 //! | `PROFPOINT_TRACE` | comma-separated globs of tracepoint names whose counting probe to turn on | none |
 //! | `PROFPOINT_HEATMAP`, `PROFPOINT_HZ`, `PROFPOINT_SHIFT`, `PROFPOINT_HEATMAP_SOURCE` | start the heatmap sampler (see the `heatmap` crate; source `auto`, `perf`, `setitimer` or `tgkill`) | off |
@@ -211,6 +213,34 @@ pub fn parse_budget(value: &str) -> Result<Option<f64>, EnvError> {
     }
 }
 
+/// Parses `PROFPOINT_REPORT_EVERY`: a duration with its unit, `500ms`, `10s`, `5m` or `1h`
+/// (fractions allowed: `1.5s`), from 10 ms to 30 days.
+pub fn parse_every(value: &str) -> Result<std::time::Duration, EnvError> {
+    let bad = || EnvError {
+        var: "PROFPOINT_REPORT_EVERY",
+        value: value.to_string(),
+        expected: "a duration with its unit from 10ms to 30 days (e.g. 500ms, 10s, 5m, 1h)",
+    };
+    let v = value.trim();
+    let (num, unit) = match v.find(|c: char| c.is_ascii_alphabetic()) {
+        Some(at) => v.split_at(at),
+        None => return Err(bad()),
+    };
+    let scale = match unit.trim() {
+        "ms" => 1e-3,
+        "s" => 1.0,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        _ => return Err(bad()),
+    };
+    match num.trim().parse::<f64>() {
+        Ok(n) if n.is_finite() && (0.01..=30.0 * 86_400.0).contains(&(n * scale)) => {
+            Ok(std::time::Duration::from_secs_f64(n * scale))
+        }
+        _ => Err(bad()),
+    }
+}
+
 /// Parses `PROFPOINT_MAX_SLOT_MB`: the cap on per-thread point slots, MiB (1 to 1,048,576).
 pub fn parse_max_slot_mb(value: &str) -> Result<u64, EnvError> {
     match value.trim().parse::<u64>() {
@@ -302,6 +332,23 @@ mod tests {
         for bad in ["", "-1%", "101", "two", "2%%", "nan"] {
             let e = parse_budget(bad).unwrap_err();
             assert_eq!(e.var, "PROFPOINT_BUDGET");
+            assert_eq!(e.value, bad);
+        }
+    }
+
+    #[test]
+    fn every_values() {
+        use std::time::Duration;
+        assert_eq!(parse_every("60s").unwrap(), Duration::from_secs(60));
+        assert_eq!(parse_every(" 500ms ").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_every("1.5s").unwrap(), Duration::from_millis(1500));
+        assert_eq!(parse_every("5m").unwrap(), Duration::from_secs(300));
+        assert_eq!(parse_every("1h").unwrap(), Duration::from_secs(3600));
+        for bad in [
+            "", "60", "5ms", "0s", "-1s", "1d", "s", "nan s", "31h0", "800h",
+        ] {
+            let e = parse_every(bad).unwrap_err();
+            assert_eq!(e.var, "PROFPOINT_REPORT_EVERY");
             assert_eq!(e.value, bad);
         }
     }

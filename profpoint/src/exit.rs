@@ -50,6 +50,11 @@ static PLAN: Mutex<ExitPlan> = Mutex::new(ExitPlan {
 /// A forked child sees its parent's id and writes its own report.
 static DONE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
+/// Set by `crate::signals` before it writes a signal's report: the report then neither
+/// flushes stdout nor takes std's stdout or stderr lock (a program thread may hold one for
+/// good, and the report would wait forever); it writes to fd 1 and fd 2 directly.
+pub(crate) static SIGNAL_PATH: AtomicBool = AtomicBool::new(false);
+
 /// Whether a signal's report is armed (`PROFPOINT_SIGNALS`, default on).
 static SIGNALS_WANTED: AtomicBool = AtomicBool::new(true);
 
@@ -110,9 +115,8 @@ fn exit_path(
 /// the path becomes the process id; in a forked child (`forked`), a path without `{pid}` gets
 /// `.PID` appended, so parent and children each keep their own report.
 fn pid_path(path: &std::path::Path, pid: u32, forked: bool) -> std::path::PathBuf {
-    if let Some(p) = replace_pid(path.as_os_str(), pid) {
-        // Later `{pid}`s too.
-        return pid_path(std::path::Path::new(&p), pid, false);
+    if let Some(p) = replace_token(path.as_os_str(), "{pid}", u64::from(pid)) {
+        return p.into();
     }
     if forked {
         let mut p = path.as_os_str().to_owned();
@@ -122,29 +126,41 @@ fn pid_path(path: &std::path::Path, pid: u32, forked: bool) -> std::path::PathBu
     path.to_path_buf()
 }
 
-/// `s` with its first `{pid}` replaced by `pid`, or `None` when it has none. On the system's
-/// own units (bytes on Unix, UTF-16 on Windows): a path that is not Unicode keeps them.
+/// `s` with every `token` (`{pid}`, `{seq}`) replaced by `value`, or `None` when it has none.
+/// On the system's own units (bytes on Unix, UTF-16 on Windows): a path that is not Unicode
+/// keeps them.
 #[cfg(unix)]
-fn replace_pid(s: &std::ffi::OsStr, pid: u32) -> Option<std::ffi::OsString> {
+fn replace_token(s: &std::ffi::OsStr, token: &str, value: u64) -> Option<std::ffi::OsString> {
     use std::os::unix::ffi::{OsStrExt, OsStringExt};
     let bytes = s.as_bytes();
-    let at = bytes.windows(5).position(|w| w == b"{pid}")?;
-    let mut out = bytes[..at].to_vec();
-    out.extend_from_slice(pid.to_string().as_bytes());
-    out.extend_from_slice(&bytes[at + 5..]);
+    let pat = token.as_bytes();
+    bytes.windows(pat.len()).position(|w| w == pat)?;
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut rest = bytes;
+    while let Some(at) = rest.windows(pat.len()).position(|w| w == pat) {
+        out.extend_from_slice(&rest[..at]);
+        out.extend_from_slice(value.to_string().as_bytes());
+        rest = &rest[at + pat.len()..];
+    }
+    out.extend_from_slice(rest);
     Some(std::ffi::OsString::from_vec(out))
 }
 
 /// See the Unix version.
 #[cfg(windows)]
-fn replace_pid(s: &std::ffi::OsStr, pid: u32) -> Option<std::ffi::OsString> {
+fn replace_token(s: &std::ffi::OsStr, token: &str, value: u64) -> Option<std::ffi::OsString> {
     use std::os::windows::ffi::{OsStrExt, OsStringExt};
     let units: Vec<u16> = s.encode_wide().collect();
-    let pat: Vec<u16> = "{pid}".encode_utf16().collect();
-    let at = units.windows(5).position(|w| w == pat)?;
-    let mut out = units[..at].to_vec();
-    out.extend(pid.to_string().encode_utf16());
-    out.extend_from_slice(&units[at + 5..]);
+    let pat: Vec<u16> = token.encode_utf16().collect();
+    units.windows(pat.len()).position(|w| w == pat)?;
+    let mut out = Vec::with_capacity(units.len());
+    let mut rest = units.as_slice();
+    while let Some(at) = rest.windows(pat.len()).position(|w| w == pat) {
+        out.extend_from_slice(&rest[..at]);
+        out.extend(value.to_string().encode_utf16());
+        rest = &rest[at + pat.len()..];
+    }
+    out.extend_from_slice(rest);
     Some(std::ffi::OsString::from_wide(&out))
 }
 
@@ -253,6 +269,12 @@ fn init_inner() {
             Err(e) => env::warn(&e, "0 (no compensation)"),
         }
     }
+    if let Some(v) = env::var("PROFPOINT_REPORT_EVERY") {
+        match env::parse_every(&v) {
+            Ok(every) => crate::periodic::set_every(every),
+            Err(e) => env::warn(&e, "a report at exit only"),
+        }
+    }
     if let Some(v) = env::var("PROFPOINT_SIGNALS") {
         match env::parse_bool("PROFPOINT_SIGNALS", &v) {
             Ok(on) => SIGNALS_WANTED.store(on, Ordering::Relaxed),
@@ -289,7 +311,7 @@ fn init_inner() {
     drop(p);
     if armed {
         crate::overhead::measure();
-        arm_signals();
+        arm_extras();
     }
     // SAFETY: `at_exit` is an `extern "C" fn()` that lives for the whole program.
     if unsafe { libc::atexit(at_exit) } != 0 {
@@ -302,11 +324,14 @@ fn init_inner() {
 pub(crate) fn opt_in() {
     plan().opted_in = true;
     crate::overhead::measure();
-    arm_signals();
+    arm_extras();
 }
 
-/// The report on SIGINT, SIGTERM and SIGHUP (`crate::signals`), unless `PROFPOINT_SIGNALS=0`.
-fn arm_signals() {
+/// What comes with an armed report: the periodic reports when `PROFPOINT_REPORT_EVERY` asks
+/// (`crate::periodic`), and the report on SIGINT, SIGTERM and SIGHUP (`crate::signals`), unless
+/// `PROFPOINT_SIGNALS=0`.
+fn arm_extras() {
+    crate::periodic::start();
     // Relaxed: set by the initialiser, before.
     if SIGNALS_WANTED.load(Ordering::Relaxed) {
         crate::signals::arm();
@@ -331,31 +356,59 @@ pub(crate) fn write_exit_report() {
     DONE.fetch_or(1, Ordering::Release);
 }
 
-fn write_claimed() {
-    let (dests, subtract) = {
-        let p = plan();
-        let dests = match (&p.from_env, p.opted_in) {
-            (Some(d), _) => d.clone(),
-            (None, true) => vec![Destination::Stderr],
-            (None, false) => return,
-        };
-        (dests, p.subtract_overhead)
+/// The destinations of the exit report and whether to subtract the overhead; `None` when no
+/// report was asked for.
+pub(crate) fn planned() -> Option<(Vec<Destination>, bool)> {
+    let p = plan();
+    let dests = match (&p.from_env, p.opted_in) {
+        (Some(d), _) => d.clone(),
+        (None, true) => vec![Destination::Stderr],
+        (None, false) => return None,
     };
-    if dests.is_empty() {
-        return;
-    }
-    let report = Report::collect(&ReportOptions {
-        subtract_overhead: subtract,
-        final_report: true,
-    });
-    // The program's own output comes first: flush what it left in stdout's buffer.
-    {
-        use std::io::Write;
-        let _ = std::io::stdout().flush();
-    }
+    (!dests.is_empty()).then_some((dests, p.subtract_overhead))
+}
+
+/// Where report number `seq` of this process goes for destination `d`: `{seq}` and `{pid}` in a
+/// file path replaced, a later copy's suffix and a forked child's `.PID` added.
+pub(crate) fn destination_for(d: &Destination, seq: u64) -> Destination {
     let pid = std::process::id();
     // Relaxed: see INIT_PID.
     let forked = pid != INIT_PID.load(Ordering::Relaxed);
+    let copy = crate::copies::path_suffix();
+    d.map_path(|p| {
+        let p = match replace_token(p.as_os_str(), "{seq}", seq) {
+            Some(s) => std::path::PathBuf::from(s),
+            None => p.to_path_buf(),
+        };
+        exit_path(&p, copy.as_deref(), pid, forked)
+    })
+}
+
+fn write_claimed() {
+    let Some((dests, subtract)) = planned() else {
+        return;
+    };
+    // The last report of a series (PROFPOINT_REPORT_EVERY): no periodic one lands after it.
+    let series = crate::periodic::end();
+    let mut report = Report::collect(&ReportOptions {
+        subtract_overhead: subtract,
+        final_report: true,
+    });
+    let seq = match &series {
+        Some(s) => {
+            let interval = s.last(&report);
+            let seq = interval.seq;
+            report.interval = Some(interval);
+            seq
+        }
+        None => 1,
+    };
+    // The program's own output comes first: flush what it left in stdout's buffer (not on a
+    // signal's report: see SIGNAL_PATH).
+    if !SIGNAL_PATH.load(Ordering::Relaxed) {
+        use std::io::Write;
+        let _ = std::io::stdout().flush();
+    }
     let copy = crate::copies::path_suffix();
     if let Some(name) = &copy
         && dests.contains(&Destination::Stderr)
@@ -369,7 +422,7 @@ fn write_claimed() {
     let mut table_on_stderr = false;
     let mut failed = false;
     for d in &dests {
-        let d = &d.map_path(|p| exit_path(p, copy.as_deref(), pid, forked));
+        let d = &destination_for(d, seq);
         match write_to(&report, d) {
             Ok(()) => table_on_stderr |= *d == Destination::Stderr,
             // Nothing is left to tell.
@@ -396,7 +449,7 @@ fn write_claimed() {
 
 /// An I/O error in words: the system's message without its ` (os error N)` suffix, and a
 /// closed standard stream said as such.
-fn reason(e: &std::io::Error) -> String {
+pub(crate) fn reason(e: &std::io::Error) -> String {
     if e.raw_os_error() == Some(libc::EBADF) {
         return "it is closed".to_string();
     }
@@ -412,6 +465,12 @@ pub(crate) fn write_to(report: &Report, d: &Destination) -> std::io::Result<()> 
     use std::io::Write;
     match d {
         Destination::Stderr => {
+            #[cfg(unix)]
+            if SIGNAL_PATH.load(Ordering::Relaxed) {
+                let mut table = Vec::new();
+                crate::report::write_table(report, &mut table)?;
+                return write_raw_fd(2, &table);
+            }
             let mut e = std::io::stderr().lock();
             crate::report::write_table(report, &mut e)?;
             e.flush()
@@ -427,21 +486,18 @@ pub(crate) fn write_to(report: &Report, d: &Destination) -> std::io::Result<()> 
             crate::report::write_table(report, &mut table)?;
             // Whatever the program left in the buffer first, then the table, straight to fd 1:
             // `std::io::stdout()` treats a closed fd 1 as a sink, and the report would vanish.
-            let mut o = std::io::stdout().lock();
-            o.flush()?;
             #[cfg(unix)]
             {
-                // SAFETY: fd 1 is only borrowed (ManuallyDrop: never closed here); a closed fd
-                // makes the write fail with EBADF, which is what we want to know.
-                let mut fd1 = std::mem::ManuallyDrop::new(unsafe {
-                    <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(1)
-                });
-                fd1.write_all(&table)
+                if !SIGNAL_PATH.load(Ordering::Relaxed) {
+                    std::io::stdout().lock().flush()?;
+                }
+                write_raw_fd(1, &table)
             }
             // Windows: std reports a missing standard output handle as a sink too; the
             // table goes through std.
             #[cfg(not(unix))]
             {
+                let mut o = std::io::stdout().lock();
                 o.write_all(&table)?;
                 o.flush()
             }
@@ -456,6 +512,18 @@ pub(crate) fn write_to(report: &Report, d: &Destination) -> std::io::Result<()> 
         Destination::Svg(p) => write_file(p, &mut |f| f.write_all(report.to_svg().as_bytes())),
         Destination::Pprof(p) => write_file(p, &mut |f| f.write_all(&report.to_pprof())),
     }
+}
+
+/// Writes `bytes` to descriptor `fd` (1 or 2), borrowed, without std's locks.
+#[cfg(unix)]
+fn write_raw_fd(fd: std::os::fd::RawFd, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    // SAFETY: `fd` is only borrowed (ManuallyDrop: never closed here); a closed fd makes the
+    // write fail with EBADF, which is what we want to know.
+    let mut f = std::mem::ManuallyDrop::new(unsafe {
+        <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(fd)
+    });
+    f.write_all(bytes)
 }
 
 /// Temporary files made by this process (their names stay unique across threads).
@@ -517,6 +585,11 @@ mod tests {
         assert_eq!(pid_path(templ, 43, true), Path::new("/tmp/run-43.json"));
         let two = Path::new("/tmp/{pid}/r-{pid}.json");
         assert_eq!(pid_path(two, 7, true), Path::new("/tmp/7/r-7.json"));
+        let seq = Path::new("/tmp/run-{seq}.json");
+        assert_eq!(
+            destination_for(&Destination::Json(seq.into()), 12),
+            Destination::Json("/tmp/run-12.json".into())
+        );
         #[cfg(unix)]
         not_utf8_keeps_its_bytes();
     }

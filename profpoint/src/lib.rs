@@ -63,6 +63,7 @@ mod glob;
 mod hist;
 mod overhead;
 mod owned;
+mod periodic;
 mod point;
 mod report;
 #[cfg(feature = "heatmap")]
@@ -82,8 +83,8 @@ pub use overhead::Overhead;
 pub use point::{AsyncGuard, Guard, Point, Token};
 pub use profpoint_macros::{main, profile_point, trace, tracepoint};
 pub use report::{
-    ClockReport, PointReport, Report, ReportOptions, RunInfo, SCHEMA, SlotMemory, VERSION,
-    write_table,
+    ClockReport, Interval, IntervalPoint, PointReport, Report, ReportOptions, RunInfo, SCHEMA,
+    SlotMemory, VERSION, write_table,
 };
 
 #[cfg(feature = "heatmap")]
@@ -232,8 +233,10 @@ pub fn report_at_exit() {
 /// Nothing when no report was asked for.
 ///
 /// For a program that ends itself other than by returning from `main` or calling
-/// `std::process::exit` (which write the report anyway): its own `SIGINT` or `SIGTERM`
-/// handler that re-raises the signal or calls `_exit`, a supervisor hook before `abort`.
+/// `std::process::exit` (which write the report anyway): its own shutdown on `SIGINT` or
+/// `SIGTERM` that re-raises the signal or calls `_exit`, a supervisor hook before `abort`.
+/// Call it from a normal thread (the one your handler wakes, as the `ctrlc` crate or
+/// signal-hook's iterator do), never inside a signal handler: it allocates and takes locks.
 /// Without a handler of the program's own, profpoint writes the report on `SIGINT`,
 /// `SIGTERM` and `SIGHUP` itself (Unix; `PROFPOINT_SIGNALS=0` turns that off).
 #[cfg_attr(feature = "off", inline(always))]

@@ -409,13 +409,14 @@ fn bad_environment_values_get_one_clear_line_and_the_default() {
             ("PROFPOINT_SUBTRACT_OVERHEAD", "maybe"),
             ("PROFPOINT_BUDGET", "lots"),
             ("PROFPOINT_SIGNALS", "yes please"),
+            ("PROFPOINT_REPORT_EVERY", "5"),
         ],
     );
     assert!(o.status.success());
     let e = stderr(&o);
     let line = e
         .lines()
-        .find(|l| l.contains("PROFPOINT_REPORT"))
+        .find(|l| l.contains("PROFPOINT_REPORT="))
         .expect(&e);
     assert!(
         line.starts_with("profpoint: PROFPOINT_REPORT=\"xml:/tmp/x\": expected"),
@@ -435,6 +436,11 @@ fn bad_environment_values_get_one_clear_line_and_the_default() {
     assert!(
         e.lines().any(|l| l
             == "profpoint: PROFPOINT_SIGNALS=\"yes please\": expected 0 or 1; using 1 (a report on SIGINT, SIGTERM and SIGHUP)"),
+        "{e}"
+    );
+    assert!(
+        e.lines().any(|l| l
+            == "profpoint: PROFPOINT_REPORT_EVERY=\"5\": expected a duration with its unit from 10ms to 30 days (e.g. 500ms, 10s, 5m, 1h); using a report at exit only"),
         "{e}"
     );
     // The default for a bad PROFPOINT_REPORT is stderr: the table is there.

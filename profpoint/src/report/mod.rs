@@ -40,6 +40,90 @@ pub const SCHEMA: &str = "profpoint.report";
 /// The `version` field: raised when a field changes meaning or disappears.
 pub const VERSION: u32 = 1;
 
+/// One report of a series (`PROFPOINT_REPORT_EVERY`): the calls and times of the interval since
+/// the previous one, beside the totals.
+#[derive(Debug, Clone, Serialize)]
+pub struct Interval {
+    /// This report's number in the series: 1, 2, ... (the exit report is the last).
+    pub seq: u64,
+    /// Start of the interval: the previous report's `wall_ns` (0 for the first).
+    pub from_ns: u64,
+    /// End of the interval: this report's `wall_ns`.
+    pub to_ns: u64,
+    /// The points called in the interval, longest total first.
+    pub points: Vec<IntervalPoint>,
+}
+
+/// A point's calls and time in one interval (differences of its totals).
+#[derive(Debug, Clone, Serialize)]
+pub struct IntervalPoint {
+    /// As in [`PointReport`].
+    pub name: String,
+    /// As in [`PointReport`].
+    pub file: &'static str,
+    /// As in [`PointReport`].
+    pub line: u32,
+    /// Calls completed in the interval.
+    pub nr: u64,
+    /// Of them, calls timed.
+    pub timed: u64,
+    /// Total time of the interval's timed (or, sampled, estimated) outermost calls.
+    pub total_ns: u64,
+    /// Its self time.
+    pub self_ns: u64,
+    /// `total_ns / timed` (0 when none was timed).
+    pub avg_ns: u64,
+}
+
+impl Interval {
+    /// The interval from `prev` (a report of the same process; `None`: from start-up) to `now`.
+    /// Points are matched by name, file and line; a counter that went down (a
+    /// [`crate::reset`] between the two) counts from zero.
+    pub fn between(prev: Option<&Report>, now: &Report, seq: u64) -> Interval {
+        let mut before: std::collections::HashMap<(&str, &str, u32), &PointReport> =
+            std::collections::HashMap::new();
+        for p in prev.map(|r| r.points.as_slice()).unwrap_or_default() {
+            before.insert((p.name.as_str(), p.file, p.line), p);
+        }
+        let mut points: Vec<IntervalPoint> = now
+            .points
+            .iter()
+            .filter_map(|p| {
+                let d = |f: fn(&PointReport) -> u64| match before.get(&(
+                    p.name.as_str(),
+                    p.file,
+                    p.line,
+                )) {
+                    Some(b) if f(b) <= f(p) => f(p) - f(b),
+                    _ => f(p),
+                };
+                let nr = d(|p| p.nr);
+                (nr > 0).then(|| {
+                    let timed = d(|p| p.timed);
+                    let total_ns = d(|p| p.total_ns);
+                    IntervalPoint {
+                        name: p.name.clone(),
+                        file: p.file,
+                        line: p.line,
+                        nr,
+                        timed,
+                        total_ns,
+                        self_ns: d(|p| p.self_ns),
+                        avg_ns: total_ns.checked_div(timed).unwrap_or(0),
+                    }
+                })
+            })
+            .collect();
+        points.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(a.name.cmp(&b.name)));
+        Interval {
+            seq,
+            from_ns: prev.map_or(0, |r| r.wall_ns),
+            to_ns: now.wall_ns,
+            points,
+        }
+    }
+}
+
 /// Everything measured, at one moment, in nanoseconds.
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
@@ -70,6 +154,9 @@ pub struct Report {
     pub tracepoints: Vec<crate::tracepoint::TracepointInfo>,
     /// The overhead budget: its setting, its cost model, what it throttled and when.
     pub budget: budget::BudgetReport,
+    /// What happened since the previous periodic report (`PROFPOINT_REPORT_EVERY`): `None`
+    /// in a report that is not one of a series.
+    pub interval: Option<Interval>,
     /// The heatmap sampler's top functions, when it runs under profpoint
     /// (`PROFPOINT_HEATMAP`, [`crate::start_heatmap`]).
     #[cfg(feature = "heatmap")]
@@ -262,6 +349,7 @@ impl Report {
             points: Vec::new(),
             tracepoints: Vec::new(),
             budget: budget::BudgetReport::none(),
+            interval: None,
             #[cfg(feature = "heatmap")]
             heatmap: None,
             #[cfg(feature = "heatmap")]
@@ -310,6 +398,7 @@ impl Report {
             points,
             tracepoints: crate::tracepoint::infos(),
             budget: budget::report(&clock),
+            interval: None,
             #[cfg(feature = "heatmap")]
             heatmap,
             #[cfg(feature = "heatmap")]

@@ -127,6 +127,7 @@ pub fn write_table(report: &Report, w: &mut dyn Write) -> io::Result<()> {
         )?;
     }
     write_budget(report, w)?;
+    write_interval(report, w)?;
     write_tracepoints(report, w)?;
     #[cfg(feature = "heatmap")]
     if let Some(h) = &report.heatmap {
@@ -150,6 +151,44 @@ fn status(p: &PointReport) -> String {
         (true, Some(n)) if n > 1 => format!("1/2^{}", n.ilog2()),
         (true, _) => "on".into(),
     }
+}
+
+/// The interval of a periodic report (`PROFPOINT_REPORT_EVERY`): the points called since the
+/// previous one.
+fn write_interval(report: &Report, w: &mut dyn Write) -> io::Result<()> {
+    let Some(iv) = &report.interval else {
+        return Ok(());
+    };
+    writeln!(w)?;
+    writeln!(
+        w,
+        "Interval {}: {:.3} s to {:.3} s ({:.3} s), {} points called",
+        iv.seq,
+        iv.from_ns as f64 / 1e9,
+        iv.to_ns as f64 / 1e9,
+        iv.to_ns.saturating_sub(iv.from_ns) as f64 / 1e9,
+        iv.points.len()
+    )?;
+    if iv.points.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        w,
+        "{:>12} {:>14} {:>12} {:>14}  name",
+        "nr", "total.s", "avg.ns", "self.s"
+    )?;
+    for p in &iv.points {
+        writeln!(
+            w,
+            "{:>12} {:>14.9} {:>12} {:>14.9}  {}",
+            p.nr,
+            p.total_ns as f64 / 1e9,
+            p.avg_ns,
+            p.self_ns as f64 / 1e9,
+            escape(&p.name),
+        )?;
+    }
+    Ok(())
 }
 
 /// The overhead budget's section: the points it throttled (nothing when it throttled none).

@@ -45,10 +45,14 @@ mod counting {
 #[global_allocator]
 static ALLOC: counting::Counting = counting::Counting;
 
+/// A fresh path in this run's folder (a leftover of an earlier run with the same pid is
+/// removed).
 fn temp(name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("profpoint-signals-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+    let path = dir.join(name);
+    std::fs::remove_file(&path).ok();
+    path
 }
 
 const SIGNALS: [(libc::c_int, &str); 3] = [
@@ -57,28 +61,43 @@ const SIGNALS: [(libc::c_int, &str); 3] = [
     (libc::SIGHUP, "SIGHUP"),
 ];
 
-/// Starts child `scenario` with `PROFPOINT_REPORT=report` (and `env`), stdout and stderr piped;
-/// `ignore_hup` starts it with SIGHUP ignored, as `nohup` does.
+/// Starts child `scenario` with `PROFPOINT_REPORT=report` (and `env`), stdout and stderr piped,
+/// the three signals at their default (a test run in the background or under `nohup` would
+/// pass on ignored ones), without the overhead budget (exact counts). `ignore_hup` starts it
+/// with SIGHUP ignored, as `nohup` does. A watchdog kills it after 120 s, so a hang fails the
+/// test instead of stalling the run.
 fn spawn(scenario: &str, report: &str, env: &[(&str, &str)], ignore_hup: bool) -> Child {
     let mut cmd = crate::common::runner::target_command(std::env::current_exe().unwrap());
     cmd.env("PROFPOINT_TEST_CHILD", scenario)
         .env("PROFPOINT_REPORT", report)
+        .env("PROFPOINT_BUDGET", "off")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     for (k, v) in env {
         cmd.env(k, v);
     }
-    if ignore_hup {
-        // SAFETY: between fork and exec only async-signal-safe calls: signal(2). An ignored
-        // disposition survives exec.
-        unsafe {
-            cmd.pre_exec(|| {
+    // SAFETY: between fork and exec only async-signal-safe calls: signal(2). Dispositions
+    // set to SIG_IGN survive exec; SIG_DFL is what a fresh terminal gives.
+    unsafe {
+        cmd.pre_exec(move || {
+            for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+                libc::signal(s, libc::SIG_DFL);
+            }
+            if ignore_hup {
                 libc::signal(libc::SIGHUP, libc::SIG_IGN);
-                Ok(())
-            });
-        }
+            }
+            Ok(())
+        });
     }
-    cmd.spawn().unwrap()
+    let child = cmd.spawn().unwrap();
+    let pid = child.id() as libc::pid_t;
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(120));
+        // SAFETY: kill(2); if the child was reaped and its pid reused within 120 s this could
+        // hit another process of ours: the test binary's own children only live that long.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    });
+    child
 }
 
 /// Reads the child's stdout until a line starting with `want`, and returns it (fails after
@@ -227,6 +246,65 @@ fn child(scenario: &str) {
                 start.elapsed()
             );
         }
+        // A handler installed over profpoint's that calls the one it replaced (as
+        // signal-hook-registry does for tokio's ctrl_c): the program's shutdown stands.
+        "chained" => {
+            static STOP: AtomicBool = AtomicBool::new(false);
+            static PREV: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+            extern "C" fn on_term(s: libc::c_int) {
+                STOP.store(true, Ordering::Relaxed);
+                let prev = PREV.load(Ordering::Relaxed);
+                if prev != libc::SIG_DFL && prev != libc::SIG_IGN {
+                    // SAFETY: `prev` is the handler that was installed (profpoint's), a
+                    // plain one-argument handler.
+                    let f: extern "C" fn(libc::c_int) = unsafe { std::mem::transmute(prev) };
+                    f(s);
+                }
+            }
+            // SAFETY: sigaction with valid values; `on_term` is async-signal-safe.
+            unsafe {
+                let mut act: libc::sigaction = std::mem::zeroed();
+                act.sa_sigaction = on_term as extern "C" fn(libc::c_int) as libc::sighandler_t;
+                libc::sigemptyset(&mut act.sa_mask);
+                let mut old: libc::sigaction = std::mem::zeroed();
+                libc::sigaction(libc::SIGTERM, &act, &mut old);
+                PREV.store(old.sa_sigaction, Ordering::Relaxed);
+            }
+            let mut x = 0;
+            let mut n = 0u64;
+            while !STOP.load(Ordering::Relaxed) {
+                x = step(x);
+                n += 1;
+                if n == 10_000 {
+                    println!("ready");
+                }
+            }
+            // Long enough for a report and a kill, had profpoint acted on the signal.
+            std::thread::sleep(Duration::from_millis(300));
+            println!("own shutdown after {n} calls");
+            std::process::exit(4);
+        }
+        // A program that blocks SIGTERM and waits for it with sigwait: it gets it, not
+        // profpoint's threads.
+        "sigwait" => {
+            // SAFETY: sigset_t initialised by sigemptyset; masks of this thread (and threads
+            // it starts later); sigwait fills `got`.
+            let got = unsafe {
+                let mut set: libc::sigset_t = std::mem::zeroed();
+                libc::sigemptyset(&mut set);
+                libc::sigaddset(&mut set, libc::SIGTERM);
+                libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+                let mut x = 0;
+                for _ in 0..20_000 {
+                    x = step(x);
+                }
+                println!("ready");
+                let mut got = 0;
+                libc::sigwait(&set, &mut got);
+                got
+            };
+            println!("sigwait got {got}");
+        }
         other => panic!("unknown child scenario {other:?}"),
     }
 }
@@ -313,17 +391,69 @@ fn an_ignored_signal_stays_ignored() {
     std::fs::remove_file(&path).ok();
 }
 
-/// The handler allocates nothing (counted on the thread it ran on).
+/// The handler allocates nothing (counted on the thread it ran on). The report goes to a FIFO
+/// read only once the child has printed its count, so the report cannot end the child first.
 fn the_handler_allocates_nothing() {
-    let path = temp("alloc.json");
-    let c = spawn("no_alloc", &format!("json:{}", path.display()), &[], false);
-    let (status, out, err) = finish(c);
-    assert!(
-        out.contains("allocations in the handler: 0"),
-        "{out}\n{err}"
-    );
+    let path = temp("alloc.fifo");
+    fifo(&path);
+    let mut c = spawn("no_alloc", &format!("json:{}", path.display()), &[], false);
+    let mut out = BufReader::new(c.stdout.take().unwrap());
+    let line = wait_line(&mut out, "allocations in the handler: ");
+    assert_eq!(line.trim_end(), "allocations in the handler: 0");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let (status, _, err) = finish(c);
     assert_eq!(status.signal(), Some(libc::SIGTERM), "{err}");
-    assert_eq!(calls_of(&json(&path), "::step"), 1);
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(calls_of(&v, "::step"), 1);
+    std::fs::remove_file(&path).ok();
+}
+
+/// A handler installed over profpoint's that calls it (signal-hook style): profpoint does
+/// nothing, the program shuts down as it chose (exit 4), and its exit writes the report.
+fn a_handler_that_calls_ours_keeps_the_programs_shutdown() {
+    let path = temp("chained.json");
+    let mut c = spawn("chained", &format!("json:{}", path.display()), &[], false);
+    let mut out = BufReader::new(c.stdout.take().unwrap());
+    wait_line(&mut out, "ready");
+    kill(&c, libc::SIGTERM);
+    let line = wait_line(&mut out, "own shutdown after ");
+    let (status, _, err) = finish(c);
+    assert_eq!(status.code(), Some(4), "{status:?}\n{err}");
+    assert!(!err.contains("ending now"), "{err}");
+    let calls: u64 = line.split_whitespace().nth(3).unwrap().parse().unwrap();
+    assert_eq!(calls_of(&json(&path), "::step"), calls);
+    std::fs::remove_file(&path).ok();
+}
+
+/// A program that blocks SIGTERM and `sigwait`s for it gets it (profpoint's threads block
+/// every asynchronous signal), and ends normally with its report.
+fn a_sigwait_program_gets_its_signal() {
+    let path = temp("sigwait.json");
+    let mut c = spawn("sigwait", &format!("json:{}", path.display()), &[], false);
+    let mut out = BufReader::new(c.stdout.take().unwrap());
+    wait_line(&mut out, "ready");
+    kill(&c, libc::SIGTERM);
+    let line = wait_line(&mut out, "sigwait got ");
+    let (status, _, err) = finish(c);
+    assert_eq!(line.trim_end(), format!("sigwait got {}", libc::SIGTERM));
+    assert!(status.success(), "{status:?}\n{err}");
+    assert_eq!(calls_of(&json(&path), "::step"), 20_000);
+    std::fs::remove_file(&path).ok();
+}
+
+/// The same signal twice at once (`timeout` signals the child, then its group): one report,
+/// the process ends by the signal, no "another signal" line.
+fn a_duplicate_signal_is_not_a_second_request() {
+    let path = temp("twice.json");
+    let mut c = spawn("loop", &format!("json:{}", path.display()), &[], false);
+    let mut out = BufReader::new(c.stdout.take().unwrap());
+    wait_line(&mut out, "ready");
+    kill(&c, libc::SIGTERM);
+    kill(&c, libc::SIGTERM);
+    let (status, _, err) = finish(c);
+    assert_eq!(status.signal(), Some(libc::SIGTERM), "{err}");
+    assert!(!err.contains("ending now"), "{err}");
+    assert!(calls_of(&json(&path), "::step") > 10_000);
     std::fs::remove_file(&path).ok();
 }
 
@@ -358,8 +488,10 @@ fn a_second_signal_during_the_report_ends_the_process_at_once() {
     let status = c.wait().unwrap();
     assert_eq!(status.signal(), Some(libc::SIGINT), "{status:?}\n{rest}");
     assert_eq!(
-        rest.matches("profpoint: a second signal while the report was being written: ending now")
-            .count(),
+        rest.matches(
+            "profpoint: another signal while the report was pending: ending now, without it"
+        )
+        .count(),
         1,
         "{rest}"
     );
@@ -385,24 +517,12 @@ fn a_signal_during_the_exit_report_lets_it_finish() {
     );
     let mut out = BufReader::new(c.stdout.take().unwrap());
     wait_line(&mut out, "exiting");
-    // The thread names itself once it runs: wait for that.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let before = loop {
-        if let Some(n) = signals_thread_switches(c.id()) {
-            break n;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no profpoint-signals thread in 60 s"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    };
     kill(&c, libc::SIGTERM);
-    // The signal was handled once the `profpoint-signals` thread, woken by the handler, waits
-    // for the exit report: it sleeps 1 ms at a time, so its voluntary context switches climb
-    // (while it blocked in `read` they did not move).
+    // The signal was handled once its report thread (`profpoint-sigreport`, started by the
+    // `profpoint-signals` thread the handler woke) waits for the exit report: it sleeps 1 ms
+    // at a time, so its voluntary context switches climb.
     let deadline = Instant::now() + Duration::from_secs(60);
-    while signals_thread_switches(c.id()).unwrap() < before + 3 {
+    while thread_switches(c.id(), "profpoint-sigre").is_none_or(|n| n < 3) {
         assert!(
             Instant::now() < deadline,
             "the signal was not handled in 60 s"
@@ -418,16 +538,17 @@ fn a_signal_during_the_exit_report_lets_it_finish() {
     std::fs::remove_file(&path).ok();
 }
 
-/// Voluntary context switches of the `profpoint-signals` thread of process `pid` (`None`
-/// before it has named itself).
-fn signals_thread_switches(pid: u32) -> Option<u64> {
-    for task in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
-        let dir = task.unwrap().path();
+/// Voluntary context switches of the thread of process `pid` whose name (15 bytes at most,
+/// as the kernel keeps it) is `comm` (`None` while there is none).
+fn thread_switches(pid: u32, want: &str) -> Option<u64> {
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).ok()? {
+        let Ok(task) = task else { continue };
+        let dir = task.path();
         let comm = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
-        if comm.trim_end() != "profpoint-signa" {
+        if comm.trim_end() != want {
             continue;
         }
-        let status = std::fs::read_to_string(dir.join("status")).unwrap();
+        let status = std::fs::read_to_string(dir.join("status")).ok()?;
         return status
             .lines()
             .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
@@ -492,6 +613,18 @@ pub(crate) fn main() {
         t(
             "a_signal_during_the_exit_report_lets_it_finish",
             a_signal_during_the_exit_report_lets_it_finish,
+        ),
+        t(
+            "a_handler_that_calls_ours_keeps_the_programs_shutdown",
+            a_handler_that_calls_ours_keeps_the_programs_shutdown,
+        ),
+        t(
+            "a_sigwait_program_gets_its_signal",
+            a_sigwait_program_gets_its_signal,
+        ),
+        t(
+            "a_duplicate_signal_is_not_a_second_request",
+            a_duplicate_signal_is_not_a_second_request,
         ),
         t(
             "a_forked_child_ends_by_the_signal_at_once",
