@@ -12,8 +12,8 @@
 //!   ours then does nothing: the program's shutdown stands, and its exit writes the report.
 //! - Writing a report allocates and takes locks: it cannot be done in a signal handler. One
 //!   thread, `profpoint-signals` (started, never waited for: in a `dlopen`ed library the
-//!   initialiser runs under the loader lock, see ARCHITECTURE.md; born with every
-//!   asynchronous signal blocked, so a program's `sigwait` gets its signals), blocks in `read`
+//!   initialiser runs under the loader lock, see ARCHITECTURE.md; born with the asynchronous
+//!   signals but the samplers' blocked, so a program's `sigwait` gets its signals), blocks in `read`
 //!   on a pipe. The handler records the signal and writes one byte to the pipe; the thread
 //!   writes the report (every destination; without std's stdout and stderr locks, which a
 //!   program thread may hold for good), puts `SIG_DFL` back and raises the signal: the shell
@@ -77,8 +77,8 @@ static PIPE_W: AtomicI32 = AtomicI32::new(-1);
 #[cfg(unix)]
 static PIPE_INO: AtomicU64 = AtomicU64::new(0);
 
-/// Spawns one of profpoint's threads with every asynchronous signal blocked (the synchronous
-/// faults stay deliverable), so that a signal directed at the process goes to one of the
+/// Spawns one of profpoint's threads with the program's asynchronous signals blocked (the
+/// synchronous faults and the samplers' signals stay deliverable), so that a signal directed at the process goes to one of the
 /// program's threads: a program that blocks a signal in all its threads to `sigwait` for it
 /// still gets it, and one whose default action ends the process is not taken by us.
 pub(crate) fn spawn_quiet<F>(
@@ -95,6 +95,9 @@ where
         unsafe {
             let mut all: libc::sigset_t = std::mem::zeroed();
             libc::sigfillset(&mut all);
+            // Left deliverable: the synchronous faults, and the samplers' signals (the heatmap's
+            // SIGPROF, the hardware-metrics windows' real-time signal), which are sent to
+            // each thread and would otherwise stay pending there (real-time ones queue).
             for s in [
                 libc::SIGSEGV,
                 libc::SIGBUS,
@@ -102,7 +105,12 @@ where
                 libc::SIGILL,
                 libc::SIGTRAP,
                 libc::SIGSYS,
+                libc::SIGPROF,
             ] {
+                libc::sigdelset(&mut all, s);
+            }
+            #[cfg(any(target_os = "linux", target_os = "android"))]
+            for s in libc::SIGRTMIN()..=libc::SIGRTMAX() {
                 libc::sigdelset(&mut all, s);
             }
             let mut old: libc::sigset_t = std::mem::zeroed();
