@@ -121,12 +121,13 @@ mod linux {
         let r = profpoint::snapshot();
         let mut v = [0.0; 4];
         for (i, level) in LEVELS.iter().enumerate() {
-            let name = format!("compensation_split::annotated::{level}");
+            let name = format!("compensation_split::linux::annotated::{level}");
             v[i] = r
                 .points
                 .iter()
                 .find(|p| p.name == name)
-                .map_or(0.0, |p| p.self_ns as f64);
+                .unwrap_or_else(|| panic!("no point {name} in the report (renamed?)"))
+                .self_ns as f64;
         }
         shares(v)
     }

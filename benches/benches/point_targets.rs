@@ -64,7 +64,7 @@ mod linux {
         it.next()
     }
 
-    /// The loop callgrind counts (`--toggle-collect=*point_targets::run*`): every variant runs
+    /// The loop callgrind counts (`--toggle-collect=*point_targets::linux::run*`): every variant runs
     /// through it, so their differences are the points' own instructions.
     #[inline(never)]
     fn run(work: fn(u64) -> u64, n: u64) {
@@ -89,7 +89,7 @@ mod linux {
         let mut out = [0.0; 4];
         for (slot, (name, _)) in out.iter_mut().zip(COUNTED) {
             let total = profpoint_benches::callgrind_instructions(
-                "*point_targets::run*",
+                "*point_targets::linux::run*",
                 &["--count-loop", name],
             )?;
             *slot = total as f64 / CALLS as f64;

@@ -129,6 +129,13 @@ pub fn callgrind_instructions(toggle: &str, args: &[&str]) -> Result<u64, String
         })
         .and_then(|v| v.split_whitespace().next()?.parse().ok())
         .ok_or_else(|| format!("no totals in callgrind's output for {args:?}"))
+        .and_then(|total| match total {
+            // A pattern that matches no function counts nothing: an error, never a figure.
+            0 => Err(format!(
+                "callgrind counted no instruction in {toggle} for {args:?} (the pattern matches no function)"
+            )),
+            n => Ok(n),
+        })
 }
 
 /// The verdicts of a targets bench: each target prints PASS or MISS with its limit; a target
