@@ -241,7 +241,8 @@ mod linux {
         if enabled {
             args.push("--enabled");
         }
-        let total = profpoint_benches::callgrind_instructions("*tracepoint_targets::linux::run*", &args)?;
+        let total =
+            profpoint_benches::callgrind_instructions("*tracepoint_targets::linux::run*", &args)?;
         Ok(total as f64 / CALLS as f64)
     }
 

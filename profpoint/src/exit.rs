@@ -306,6 +306,15 @@ fn init_inner() {
         // PROFPOINT_REPORT says where.
         plan().opted_in = true;
     }
+    #[cfg(feature = "serve")]
+    crate::serve::start_from_env();
+    #[cfg(not(feature = "serve"))]
+    if env::var("PROFPOINT_SERVE").is_some() {
+        eprintln!(
+            "profpoint: PROFPOINT_SERVE is set, but this program was built without profpoint's \
+             `serve` feature; no server"
+        );
+    }
     let p = plan();
     let armed = p.opted_in || p.from_env.as_ref().is_some_and(|d| !d.is_empty());
     drop(p);

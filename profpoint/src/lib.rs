@@ -68,6 +68,8 @@ mod point;
 mod report;
 #[cfg(feature = "heatmap")]
 mod sampling;
+#[cfg(feature = "serve")]
+mod serve;
 mod shard;
 mod signals;
 mod sync;
@@ -86,6 +88,8 @@ pub use report::{
     ClockReport, Interval, IntervalPoint, PointReport, Report, ReportOptions, RunInfo, SCHEMA,
     SlotMemory, VERSION, write_table,
 };
+#[cfg(feature = "serve")]
+pub use serve::{ServeError, ServeOptions, Server, serve, serve_with};
 
 #[cfg(feature = "heatmap")]
 pub use heatmap;

@@ -1,0 +1,485 @@
+//! Live reports over HTTP (feature `serve`, issue 15): a service that never exits shows its
+//! points while it runs, to a person (`/debug/profpoint`), to Prometheus (`/metrics`) and to
+//! whatever reads JSON (`/debug/profpoint?format=json`).
+//!
+//! # Mechanism
+//! - [`serve`] (or `PROFPOINT_SERVE=127.0.0.1:PORT` at start-up) binds a listener and starts one
+//!   accept thread, `profpoint-serve`; each connection gets a thread of its own
+//!   (`profpoint-http`, 128 KiB of stack) up to [`ServeOptions::max_connections`] at once
+//!   (default 32); past it a connection is answered `503` at once and closed. No async
+//!   runtime: the application needs none. All these threads block the program's signals
+//!   (`signals::spawn_quiet`).
+//! - The request is parsed by `httparse` (hyper's parser), HTTP/1.x, `GET` and `HEAD` only, one
+//!   request per connection (`Connection: close`). Bounds: 8 KiB of request head, 32 headers,
+//!   2 s per read and 5 s for the whole request; past them `431`, `408` or a closed
+//!   connection. A slow client holds one connection thread for at most 5 s and nothing else.
+//! - Loopback only unless [`ServeOptions::public`] (or `PROFPOINT_SERVE_PUBLIC=1`) asks: the
+//!   endpoints show function names and timings. An optional bearer token
+//!   ([`ServeOptions::token`], `PROFPOINT_SERVE_TOKEN`) is compared in constant time.
+//! - The server's own threads make no point calls: nothing of it appears in the user's table.
+//! - `/debug/profpoint?last=60s`: a `profpoint-serve-history` thread keeps a report every
+//!   10 s for the last 2 minutes; the answer is the report now with its `interval` since the
+//!   kept report closest to that age (the interval's exact bounds are in it).
+//!
+//! Not here yet (issue 15): `/debug/pprof/profile`, and the tests against a real Prometheus
+//! server and `go tool pprof`.
+
+use crate::report::{Interval, Report, ReportOptions};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Largest request head read.
+const MAX_HEAD: usize = 8 * 1024;
+/// Most headers parsed.
+const MAX_HEADERS: usize = 32;
+/// Each read's timeout.
+const READ_TIMEOUT: Duration = Duration::from_secs(2);
+/// The whole request's deadline.
+const REQUEST_DEADLINE: Duration = Duration::from_secs(5);
+/// How often the history keeps a report, and how many it keeps.
+const HISTORY_EVERY: Duration = Duration::from_secs(10);
+const HISTORY_KEPT: usize = 13;
+
+/// How a server runs.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    public: bool,
+    token: Option<String>,
+    max_connections: usize,
+}
+
+impl Default for ServeOptions {
+    fn default() -> ServeOptions {
+        ServeOptions {
+            public: false,
+            token: None,
+            max_connections: 32,
+        }
+    }
+}
+
+impl ServeOptions {
+    /// Loopback only, no token, 32 connections at once.
+    pub fn new() -> ServeOptions {
+        ServeOptions::default()
+    }
+
+    /// Allows an address other than loopback (the endpoints show function names and
+    /// timings to whoever can connect).
+    pub fn public(mut self, yes: bool) -> ServeOptions {
+        self.public = yes;
+        self
+    }
+
+    /// Requires `Authorization: Bearer TOKEN` on every request.
+    pub fn token(mut self, token: Option<String>) -> ServeOptions {
+        self.token = token.filter(|t| !t.is_empty());
+        self
+    }
+
+    /// Connections served at once (at least 1); more are answered 503.
+    pub fn max_connections(mut self, n: usize) -> ServeOptions {
+        self.max_connections = n.max(1);
+        self
+    }
+}
+
+/// Why [`serve`] could not start.
+#[derive(Debug)]
+pub enum ServeError {
+    /// The address does not parse or resolve.
+    Address(String, String),
+    /// Not a loopback address, and [`ServeOptions::public`] was not asked for.
+    NotLoopback(SocketAddr),
+    /// The listener could not be bound.
+    Bind(SocketAddr, std::io::Error),
+    /// Its thread could not start.
+    Thread(std::io::Error),
+}
+
+impl std::fmt::Display for ServeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ServeError::Address(a, why) => {
+                write!(
+                    f,
+                    "{a:?} is not an address to listen on (expected HOST:PORT, e.g. 127.0.0.1:9464): {why}"
+                )
+            }
+            ServeError::NotLoopback(a) => write!(
+                f,
+                "{a} is not a loopback address: the endpoints show function names and timings to whoever connects; \
+                 ask for it explicitly (PROFPOINT_SERVE_PUBLIC=1, or ServeOptions::public(true))"
+            ),
+            ServeError::Bind(a, e) => write!(f, "cannot listen on {a}: {e}"),
+            ServeError::Thread(e) => write!(f, "cannot start the server's thread: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for ServeError {}
+
+/// A running server (it runs for the life of the process).
+#[derive(Debug, Clone)]
+pub struct Server {
+    addr: SocketAddr,
+}
+
+impl Server {
+    /// The address it listens on (with the port the system chose for port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+}
+
+/// Starts a server on `addr` (`127.0.0.1:9464`; port 0 picks one) with default options.
+pub fn serve(addr: &str) -> Result<Server, ServeError> {
+    serve_with(addr, ServeOptions::default())
+}
+
+/// Starts a server on `addr` with `opts`.
+pub fn serve_with(addr: &str, opts: ServeOptions) -> Result<Server, ServeError> {
+    let sock = addr
+        .to_socket_addrs()
+        .map_err(|e| ServeError::Address(addr.to_string(), e.to_string()))?
+        .next()
+        .ok_or_else(|| ServeError::Address(addr.to_string(), "it resolves to nothing".into()))?;
+    if !sock.ip().is_loopback() && !opts.public {
+        return Err(ServeError::NotLoopback(sock));
+    }
+    let listener = TcpListener::bind(sock).map_err(|e| ServeError::Bind(sock, e))?;
+    let local = listener
+        .local_addr()
+        .map_err(|e| ServeError::Bind(sock, e))?;
+    history_start();
+    let shared = Arc::new(Shared {
+        opts,
+        active: AtomicUsize::new(0),
+    });
+    crate::signals::spawn_quiet(
+        std::thread::Builder::new()
+            .name("profpoint-serve".into())
+            .stack_size(128 * 1024),
+        move || accept_loop(listener, shared),
+    )
+    .map_err(ServeError::Thread)?;
+    Ok(Server { addr: local })
+}
+
+/// Starts the server `PROFPOINT_SERVE` asks for (the initialiser; never waits for it).
+pub(crate) fn start_from_env() {
+    let Some(addr) = crate::env::var("PROFPOINT_SERVE") else {
+        return;
+    };
+    let public = match crate::env::var("PROFPOINT_SERVE_PUBLIC") {
+        None => false,
+        Some(v) => match crate::env::parse_bool("PROFPOINT_SERVE_PUBLIC", &v) {
+            Ok(b) => b,
+            Err(e) => {
+                crate::env::warn(&e, "0 (loopback only)");
+                false
+            }
+        },
+    };
+    let opts = ServeOptions::new()
+        .public(public)
+        .token(crate::env::var("PROFPOINT_SERVE_TOKEN"));
+    match serve_with(addr.trim(), opts) {
+        Ok(s) => eprintln!(
+            "profpoint: serving live reports on http://{} (PROFPOINT_SERVE)",
+            s.local_addr()
+        ),
+        Err(e) => eprintln!("profpoint: PROFPOINT_SERVE={addr:?}: {e}; no server"),
+    }
+}
+
+struct Shared {
+    opts: ServeOptions,
+    active: AtomicUsize,
+}
+
+fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+    for conn in listener.incoming() {
+        let stream = match conn {
+            Ok(s) => s,
+            Err(_) => {
+                // Out of descriptors or a connection reset before accept: wait a little.
+                std::thread::sleep(Duration::from_millis(10));
+                continue;
+            }
+        };
+        // Relaxed: a count for a cap; the thread's own decrement is all that matters.
+        if shared.active.fetch_add(1, Ordering::Relaxed) >= shared.opts.max_connections {
+            shared.active.fetch_sub(1, Ordering::Relaxed);
+            refuse(stream);
+            continue;
+        }
+        let sh = Arc::clone(&shared);
+        let spawned = crate::signals::spawn_quiet(
+            std::thread::Builder::new()
+                .name("profpoint-http".into())
+                .stack_size(128 * 1024),
+            move || {
+                handle(stream, &sh.opts);
+                sh.active.fetch_sub(1, Ordering::Relaxed);
+            },
+        );
+        if spawned.is_err() {
+            shared.active.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// 503 to a connection over the cap, without reading it (a short write timeout: a client that
+/// does not read cannot hold the accept thread).
+fn refuse(mut s: TcpStream) {
+    let _ = s.set_write_timeout(Some(Duration::from_millis(100)));
+    let _ = s.write_all(
+        b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+    );
+}
+
+/// A response.
+struct Response {
+    status: &'static str,
+    content_type: &'static str,
+    extra: Vec<(&'static str, String)>,
+    body: Vec<u8>,
+}
+
+impl Response {
+    fn text(status: &'static str, body: impl Into<String>) -> Response {
+        Response {
+            status,
+            content_type: "text/plain; charset=utf-8",
+            extra: Vec::new(),
+            body: body.into().into_bytes(),
+        }
+    }
+}
+
+fn handle(mut s: TcpStream, opts: &ServeOptions) {
+    let _ = s.set_read_timeout(Some(READ_TIMEOUT));
+    let _ = s.set_write_timeout(Some(REQUEST_DEADLINE));
+    let start = Instant::now();
+    let mut buf = vec![0u8; MAX_HEAD];
+    let mut len = 0;
+    let (resp, head_only) = loop {
+        if start.elapsed() > REQUEST_DEADLINE {
+            break (
+                Response::text("408 Request Timeout", "request too slow\n"),
+                false,
+            );
+        }
+        match s.read(&mut buf[len..]) {
+            Ok(0) => return,
+            Ok(n) => len += n,
+            // Timed out (or reset): a client that sends nothing gets nothing.
+            Err(_) => return,
+        }
+        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let mut req = httparse::Request::new(&mut headers);
+        match req.parse(&buf[..len]) {
+            Ok(httparse::Status::Complete(_)) => {
+                let head = req.method == Some("HEAD");
+                break (respond(&req, opts), head);
+            }
+            Ok(httparse::Status::Partial) if len == MAX_HEAD => {
+                break (
+                    Response::text(
+                        "431 Request Header Fields Too Large",
+                        format!("the request head is over {MAX_HEAD} bytes\n"),
+                    ),
+                    false,
+                );
+            }
+            Ok(httparse::Status::Partial) => continue,
+            Err(httparse::Error::TooManyHeaders) => {
+                break (
+                    Response::text(
+                        "431 Request Header Fields Too Large",
+                        format!("more than {MAX_HEADERS} headers\n"),
+                    ),
+                    false,
+                );
+            }
+            Err(e) => break (Response::text("400 Bad Request", format!("{e}\n")), false),
+        }
+    };
+    let mut out = format!(
+        "HTTP/1.1 {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\nCache-Control: no-store\r\n",
+        resp.status,
+        resp.content_type,
+        resp.body.len()
+    );
+    for (k, v) in &resp.extra {
+        out.push_str(&format!("{k}: {v}\r\n"));
+    }
+    out.push_str("\r\n");
+    let _ = s.write_all(out.as_bytes());
+    if !head_only {
+        let _ = s.write_all(&resp.body);
+    }
+    let _ = s.flush();
+}
+
+/// Equal, in time that depends on the lengths only.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+fn respond(req: &httparse::Request<'_, '_>, opts: &ServeOptions) -> Response {
+    if let Some(token) = &opts.token {
+        let given = req
+            .headers
+            .iter()
+            .find(|h| h.name.eq_ignore_ascii_case("authorization"))
+            .and_then(|h| std::str::from_utf8(h.value).ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .unwrap_or("");
+        if !constant_time_eq(given.as_bytes(), token.as_bytes()) {
+            let mut r = Response::text("401 Unauthorized", "a bearer token is required\n");
+            r.extra.push(("WWW-Authenticate", "Bearer".into()));
+            return r;
+        }
+    }
+    if !matches!(req.method, Some("GET" | "HEAD")) {
+        let mut r = Response::text("405 Method Not Allowed", "GET or HEAD only\n");
+        r.extra.push(("Allow", "GET, HEAD".into()));
+        return r;
+    }
+    let target = req.path.unwrap_or("/");
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    let param = |name: &str| {
+        query
+            .split('&')
+            .filter_map(|kv| kv.split_once('='))
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v)
+    };
+    match path {
+        "/" => Response {
+            status: "200 OK",
+            content_type: "text/html; charset=utf-8",
+            extra: Vec::new(),
+            body: INDEX.as_bytes().to_vec(),
+        },
+        "/metrics" => Response {
+            status: "200 OK",
+            content_type: "text/plain; version=0.0.4; charset=utf-8",
+            extra: Vec::new(),
+            body: metrics().into_bytes(),
+        },
+        "/debug/profpoint" => debug_profpoint(param("format"), param("last")),
+        _ => Response::text("404 Not Found", "no such page; see /\n"),
+    }
+}
+
+const INDEX: &str = "<!doctype html>\n<html><head><title>profpoint</title></head><body>\n\
+<h1>profpoint</h1>\n<ul>\n\
+<li><a href=\"/metrics\">/metrics</a>: the points and tracepoint hits in Prometheus's text format (counters, latency summaries, run labels)</li>\n\
+<li><a href=\"/debug/profpoint\">/debug/profpoint</a>: the points table now, as at exit</li>\n\
+<li><a href=\"/debug/profpoint?format=json\">/debug/profpoint?format=json</a>: the whole report as JSON (docs/report-schema.md)</li>\n\
+<li><a href=\"/debug/profpoint?last=60s\">/debug/profpoint?last=60s</a>: the table with the calls of about the last minute (up to 2 minutes, in 10 s steps; add &amp;format=json)</li>\n\
+</ul>\n</body></html>\n";
+
+fn collect() -> Report {
+    Report::collect(&ReportOptions::default())
+}
+
+/// `/metrics`: the report's exposition, and one series naming the run.
+fn metrics() -> String {
+    let r = collect();
+    let mut o = r.to_prometheus();
+    let label = |v: &str| {
+        v.replace('\\', "\\\\")
+            .replace('"', "\\\"")
+            .replace('\n', "\\n")
+    };
+    o.push_str("# HELP profpoint_run_info The profiled process: its id, command and start time (Unix seconds).\n");
+    o.push_str("# TYPE profpoint_run_info gauge\n");
+    o.push_str(&format!(
+        "profpoint_run_info{{pid=\"{}\",command=\"{}\",start_unix_s=\"{}\"}} 1\n",
+        r.run.pid,
+        label(&r.run.command.join(" ")),
+        r.run.start_unix_ns / 1_000_000_000
+    ));
+    o
+}
+
+fn debug_profpoint(format: Option<&str>, last: Option<&str>) -> Response {
+    let mut r = collect();
+    if let Some(last) = last {
+        let age = match crate::env::parse_every(last) {
+            Ok(d) => d,
+            Err(_) => {
+                return Response::text(
+                    "400 Bad Request",
+                    format!("last={last:?}: expected a duration with its unit (e.g. 60s, 2m)\n"),
+                );
+            }
+        };
+        r.interval = Some(history_interval(&r, age));
+    }
+    match format {
+        None | Some("table") => Response::text("200 OK", r.to_table()),
+        Some("json") => Response {
+            status: "200 OK",
+            content_type: "application/json",
+            extra: Vec::new(),
+            body: r.to_json().into_bytes(),
+        },
+        Some(other) => Response::text(
+            "400 Bad Request",
+            format!("format={other:?}: expected table or json\n"),
+        ),
+    }
+}
+
+/// Reports kept for `?last=` (oldest first), with when each was taken.
+static HISTORY: Mutex<Vec<(Instant, Report)>> = Mutex::new(Vec::new());
+
+fn history_start() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = crate::signals::spawn_quiet(
+            std::thread::Builder::new()
+                .name("profpoint-serve-history".into())
+                .stack_size(256 * 1024),
+            || {
+                loop {
+                    let r = collect();
+                    {
+                        let mut h = HISTORY.lock().unwrap_or_else(|e| e.into_inner());
+                        h.push((Instant::now(), r));
+                        if h.len() > HISTORY_KEPT {
+                            h.remove(0);
+                        }
+                    }
+                    std::thread::sleep(HISTORY_EVERY);
+                }
+            },
+        );
+    });
+}
+
+/// The interval from the kept report closest to `age` ago (the oldest when none is that old)
+/// to `now`.
+fn history_interval(now: &Report, age: Duration) -> Interval {
+    let h = HISTORY.lock().unwrap_or_else(|e| e.into_inner());
+    let at = Instant::now();
+    let from = h
+        .iter()
+        .min_by_key(|(t, _)| {
+            let a = at.duration_since(*t);
+            a.abs_diff(age)
+        })
+        .map(|(_, r)| r);
+    Interval::between(from, now, 0)
+}

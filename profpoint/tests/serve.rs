@@ -1,0 +1,278 @@
+//! Live reports over HTTP (feature `serve`, issue 15): every endpoint, the loopback default,
+//! the token, and hostile clients (garbage, half requests, oversized heads, 1,000 connections)
+//! that get an error or are dropped, and never stall the application or other requests.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+#[profpoint::profile_point]
+#[inline(never)]
+fn served(x: u64) -> u64 {
+    std::hint::black_box(x.wrapping_mul(31).wrapping_add(1))
+}
+
+/// One server for the tests that need no special options.
+fn server() -> SocketAddr {
+    static S: OnceLock<SocketAddr> = OnceLock::new();
+    *S.get_or_init(|| {
+        profpoint::set_budget(None);
+        profpoint::serve("127.0.0.1:0").unwrap().local_addr()
+    })
+}
+
+/// Sends `raw` and reads the answer until the server closes (10 s at most).
+fn exchange(addr: SocketAddr, raw: &[u8]) -> String {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(raw).unwrap();
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn get(addr: SocketAddr, path: &str) -> String {
+    exchange(
+        addr,
+        format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes(),
+    )
+}
+
+fn body(resp: &str) -> &str {
+    resp.split_once("\r\n\r\n").map_or("", |(_, b)| b)
+}
+
+#[test]
+fn every_endpoint_answers() {
+    let addr = server();
+    let mut x = 0;
+    for _ in 0..1234 {
+        x = served(x);
+    }
+    let index = get(addr, "/");
+    assert!(index.starts_with("HTTP/1.1 200 OK\r\n"), "{index}");
+    for link in ["/metrics", "/debug/profpoint", "format=json", "last=60s"] {
+        assert!(index.contains(link), "{index}");
+    }
+    let m = get(addr, "/metrics");
+    assert!(m.starts_with("HTTP/1.1 200 OK\r\n"), "{m}");
+    assert!(m.contains("Content-Type: text/plain; version=0.0.4"), "{m}");
+    assert!(m.contains("# TYPE profpoint_calls_total counter"), "{m}");
+    let calls = body(&m)
+        .lines()
+        .find(|l| l.starts_with("profpoint_calls_total{") && l.contains("serve::served\""))
+        .expect("a series for the point");
+    let n: f64 = calls.rsplit(' ').next().unwrap().parse().unwrap();
+    assert!(n >= 1234.0, "{calls}");
+    assert!(
+        body(&m).contains(&format!(
+            "profpoint_run_info{{pid=\"{}\"",
+            std::process::id()
+        )),
+        "{m}"
+    );
+    let t = get(addr, "/debug/profpoint");
+    assert!(
+        t.contains("Profile Points") && t.contains("serve::served"),
+        "{t}"
+    );
+    let j = get(addr, "/debug/profpoint?format=json");
+    assert!(j.contains("Content-Type: application/json"), "{j}");
+    let v: serde_json::Value = serde_json::from_str(body(&j)).unwrap();
+    let nr = v["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "serve::served")
+        .unwrap()["nr"]
+        .as_u64()
+        .unwrap();
+    assert!(nr >= 1234);
+    // The last-minute view: an interval (from the history's first report to now).
+    let l = get(addr, "/debug/profpoint?last=60s&format=json");
+    let v: serde_json::Value = serde_json::from_str(body(&l)).unwrap();
+    assert!(v["interval"]["to_ns"].as_u64().unwrap() > 0, "{l}");
+    assert!(get(addr, "/debug/profpoint?last=60s").contains("Interval 0: "));
+    // Errors, each with its status.
+    assert!(get(addr, "/nothing").starts_with("HTTP/1.1 404 "));
+    assert!(get(addr, "/debug/profpoint?format=xml").starts_with("HTTP/1.1 400 "));
+    assert!(get(addr, "/debug/profpoint?last=soon").starts_with("HTTP/1.1 400 "));
+    let post = exchange(addr, b"POST /metrics HTTP/1.1\r\nContent-Length: 0\r\n\r\n");
+    assert!(post.starts_with("HTTP/1.1 405 "), "{post}");
+    let head = exchange(addr, b"HEAD /metrics HTTP/1.1\r\n\r\n");
+    assert!(head.starts_with("HTTP/1.1 200 OK\r\n") && body(&head).is_empty());
+}
+
+#[test]
+fn only_loopback_unless_asked() {
+    let e = profpoint::serve("0.0.0.0:0").unwrap_err();
+    assert!(matches!(e, profpoint::ServeError::NotLoopback(_)), "{e}");
+    assert!(e.to_string().contains("not a loopback address"), "{e}");
+    let e = profpoint::serve("no such host:80").unwrap_err();
+    assert!(e.to_string().contains("expected HOST:PORT"), "{e}");
+    let s =
+        profpoint::serve_with("0.0.0.0:0", profpoint::ServeOptions::new().public(true)).unwrap();
+    let port = s.local_addr().port();
+    let r = get(SocketAddr::from(([127, 0, 0, 1], port)), "/metrics");
+    assert!(r.starts_with("HTTP/1.1 200 OK"), "{r}");
+}
+
+#[test]
+fn a_token_is_required_when_set() {
+    let s = profpoint::serve_with(
+        "127.0.0.1:0",
+        profpoint::ServeOptions::new().token(Some("s3cret".into())),
+    )
+    .unwrap();
+    let a = s.local_addr();
+    let r = get(a, "/metrics");
+    assert!(r.starts_with("HTTP/1.1 401 "), "{r}");
+    assert!(r.contains("WWW-Authenticate: Bearer"), "{r}");
+    let wrong = exchange(
+        a,
+        b"GET /metrics HTTP/1.1\r\nAuthorization: Bearer s3cre7\r\n\r\n",
+    );
+    assert!(wrong.starts_with("HTTP/1.1 401 "), "{wrong}");
+    let ok = exchange(
+        a,
+        b"GET /metrics HTTP/1.1\r\nAuthorization: Bearer s3cret\r\n\r\n",
+    );
+    assert!(ok.starts_with("HTTP/1.1 200 OK"), "{ok}");
+}
+
+#[test]
+fn bad_requests_get_an_error() {
+    let addr = server();
+    let g = exchange(addr, b"\x00\x01garbage\xff\r\n\r\n");
+    assert!(g.starts_with("HTTP/1.1 400 "), "{g}");
+    let mut many = String::from("GET / HTTP/1.1\r\n");
+    for i in 0..40 {
+        many.push_str(&format!("X-{i}: y\r\n"));
+    }
+    many.push_str("\r\n");
+    let r = exchange(addr, many.as_bytes());
+    assert!(r.starts_with("HTTP/1.1 431 "), "{r}");
+    let big = format!("GET /{} HTTP/1.1\r\n\r\n", "a".repeat(9000));
+    let r = exchange(addr, big.as_bytes());
+    assert!(r.starts_with("HTTP/1.1 431 "), "{r}");
+}
+
+/// Half requests and 1,000 connections at once: the application's own thread keeps running,
+/// other requests get an answer (200, or 503 while the cap is full) at once, the
+/// server's threads stay within its cap, and once the hostile connections go everything is
+/// served again.
+#[test]
+fn hostile_clients_never_stall_the_application_or_other_requests() {
+    // A server of its own: filling its cap must not disturb the other tests' server.
+    let addr = profpoint::serve("127.0.0.1:0").unwrap().local_addr();
+    // The application: a thread calling a point all along.
+    static STOP: AtomicBool = AtomicBool::new(false);
+    static DONE: AtomicU64 = AtomicU64::new(0);
+    let app = std::thread::spawn(|| {
+        let mut x = 0;
+        while !STOP.load(Ordering::Relaxed) {
+            x = served(x);
+            DONE.fetch_add(1, Ordering::Relaxed);
+        }
+    });
+    let threads = || -> usize {
+        std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("Threads:"))
+                    .map(|n| n.trim().parse().unwrap())
+            })
+            .unwrap_or(0)
+    };
+    let before_threads = threads();
+    // Half requests that never finish, and bare connections that send nothing.
+    let mut held = Vec::new();
+    for i in 0..1000 {
+        match TcpStream::connect(addr) {
+            Ok(mut s) => {
+                if i % 2 == 0 {
+                    let _ = s.write_all(b"GET /metrics HT");
+                }
+                held.push(s);
+            }
+            Err(e) => panic!("connection {i}: {e}"),
+        }
+    }
+    // Meanwhile: the application goes on, and a request is answered within a second.
+    let app_before = DONE.load(Ordering::Relaxed);
+    let t = Instant::now();
+    let r = get(addr, "/metrics");
+    let took = t.elapsed();
+    assert!(
+        r.starts_with("HTTP/1.1 200 OK") || r.starts_with("HTTP/1.1 503 "),
+        "{r}"
+    );
+    // Well under the 5 s a half request may hold a connection thread (a loaded machine may
+    // take a while to schedule the server's threads; a stall would be 5 s or more).
+    assert!(took < Duration::from_secs(4), "answered in {took:?}");
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(
+        DONE.load(Ordering::Relaxed) > app_before,
+        "the application stalled"
+    );
+    // The server's threads: its cap (32) more than before, whatever the connections (and a
+    // few for the other tests of this binary, when they run in this process at the same time).
+    let during = threads();
+    assert!(
+        during <= before_threads + 32 + 8,
+        "{during} threads with 1,000 connections (before {before_threads})"
+    );
+    drop(held);
+    // Once they are gone (and the half requests timed out: 5 s at most), 200 again.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let r = get(addr, "/metrics");
+        if r.starts_with("HTTP/1.1 200 OK") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "never served again: {r}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    STOP.store(true, Ordering::Relaxed);
+    app.join().unwrap();
+}
+
+/// `PROFPOINT_SERVE` starts a server in any program built with the feature; it says where.
+#[test]
+fn profpoint_serve_starts_a_server() {
+    if let Some(port_file) = std::env::var_os("PROFPOINT_SERVE_CHILD") {
+        // The child: keep running until the parent has read /metrics, marked by the file.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !std::path::Path::new(&port_file).exists() && Instant::now() < deadline {
+            served(1);
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        return;
+    }
+    let done = std::env::temp_dir().join(format!("profpoint-serve-done-{}", std::process::id()));
+    std::fs::remove_file(&done).ok();
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "profpoint_serve_starts_a_server", "--nocapture"])
+        .env("PROFPOINT_SERVE_CHILD", &done)
+        .env("PROFPOINT_SERVE", "127.0.0.1:0")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut err, &mut line).unwrap();
+    let url = line
+        .strip_prefix("profpoint: serving live reports on http://")
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap_or_else(|| panic!("{line}"));
+    let addr: SocketAddr = url.parse().unwrap();
+    let m = get(addr, "/metrics");
+    std::fs::write(&done, b"").unwrap();
+    assert!(child.wait().unwrap().success());
+    std::fs::remove_file(&done).ok();
+    assert!(m.starts_with("HTTP/1.1 200 OK"), "{m}");
+    assert!(m.contains("serve::served"), "{m}");
+}
