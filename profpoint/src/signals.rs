@@ -129,7 +129,7 @@ where
 pub(crate) fn arm() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
-        if !errno::SUPPORTED {
+        if !errno::supported() {
             return;
         }
         if let Err(e) = arm_inner() {
@@ -510,6 +510,7 @@ mod errno {
         unsafe { libc::___errno() }
     }
 
+    /// Elsewhere the location is not known here: the handlers are not installed.
     #[cfg(not(any(
         target_os = "linux",
         target_os = "dragonfly",
@@ -527,18 +528,9 @@ mod errno {
     }
 
     /// Whether this platform's errno is reachable (else `arm` installs nothing).
-    pub(super) const SUPPORTED: bool = cfg!(any(
-        target_os = "linux",
-        target_os = "dragonfly",
-        target_os = "emscripten",
-        target_vendor = "apple",
-        target_os = "freebsd",
-        target_os = "android",
-        target_os = "netbsd",
-        target_os = "openbsd",
-        target_os = "solaris",
-        target_os = "illumos"
-    ));
+    pub(super) fn supported() -> bool {
+        !location().is_null()
+    }
 
     pub(super) fn get() -> libc::c_int {
         let p = location();
