@@ -518,11 +518,13 @@ fn a_signal_during_the_exit_report_lets_it_finish() {
     let mut out = BufReader::new(c.stdout.take().unwrap());
     wait_line(&mut out, "exiting");
     kill(&c, libc::SIGTERM);
-    // The signal was handled once its report thread (`profpoint-sigreport`, started by the
-    // `profpoint-signals` thread the handler woke) waits for the exit report: it sleeps 1 ms
-    // at a time, so its voluntary context switches climb.
+    // The signal was handled once its report thread (`profpoint-sigreport`) exists: the
+    // `profpoint-signals` thread starts it after the handler recorded the signal. Whichever of
+    // the exit and that thread claimed the report first, the report waits for the FIFO's
+    // reader, and the process ends by the signal once it is written (the exit raises the
+    // recorded signal after its report; the thread raises it after its own).
     let deadline = Instant::now() + Duration::from_secs(60);
-    while thread_switches(c.id(), "profpoint-sigre").is_none_or(|n| n < 3) {
+    while thread_switches(c.id(), "profpoint-sigre").is_none() {
         assert!(
             Instant::now() < deadline,
             "the signal was not handled in 60 s"
