@@ -66,7 +66,11 @@ pub(crate) fn start() {
     ONCE.call_once(|| {
         // Blocking every asynchronous signal: a signal for the program goes to its own threads.
         let spawned = crate::signals::spawn_quiet(
-            std::thread::Builder::new().name("profpoint-report".into()),
+            // 8 MiB (reserved, touched as used), as a main thread: its reports symbolise the
+            // heatmap when it runs (DWARF, inlined frames).
+            std::thread::Builder::new()
+                .name("profpoint-report".into())
+                .stack_size(8 << 20),
             move || {
                 loop {
                     std::thread::sleep(every);

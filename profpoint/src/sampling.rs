@@ -137,6 +137,24 @@ pub(crate) fn start(config: heatmap::Config) -> Result<(), heatmap::StartError> 
     Ok(())
 }
 
+/// A heatmap of the next `d` (the `serve` feature's `/debug/pprof/profile`): the sampler is
+/// started at the default rate, left to run for `d` and stopped. `Err` says why not: the
+/// heatmap already runs for the whole process (`PROFPOINT_HEATMAP`, `start_heatmap`), it
+/// cannot start here, or the process began its exit report meanwhile (which took the sampler).
+#[cfg(feature = "serve")]
+pub(crate) fn profile_for(d: std::time::Duration) -> Result<heatmap::Report, String> {
+    start(heatmap::Config::default()).map_err(|e| match e {
+        heatmap::StartError::AlreadyRunning => "the heatmap already runs for the whole process \
+            (PROFPOINT_HEATMAP or start_heatmap): its profile is in /debug/profpoint and the exit report"
+            .to_string(),
+        e => format!("the sampler could not start: {e}"),
+    })?;
+    std::thread::sleep(d);
+    let profile =
+        heatmap_profile(true).ok_or("the process began its exit report, which took the sampler")?;
+    Ok(profile.report(&options()))
+}
+
 /// How the heatmap section is shaped, from the environment.
 fn options() -> heatmap::ReportOptions {
     // No wrapper globs: `#[profile_point]` leaves an annotated function's body in the

@@ -1,11 +1,13 @@
 //! Live reports over HTTP (feature `serve`, issue 15): a service that never exits shows its
-//! points while it runs, to a person (`/debug/profpoint`), to Prometheus (`/metrics`) and to
-//! whatever reads JSON (`/debug/profpoint?format=json`).
+//! points while it runs, to a person (`/debug/profpoint`), to Prometheus (`/metrics`), to
+//! whatever reads JSON (`/debug/profpoint?format=json`) and to pprof's readers
+//! (`/debug/pprof/profile`).
 //!
 //! # Mechanism
 //! - [`serve`] (or `PROFPOINT_SERVE=127.0.0.1:PORT` at start-up) binds a listener and starts one
 //!   accept thread, `profpoint-serve`; each connection gets a thread of its own
-//!   (`profpoint-http`, 128 KiB of stack) up to [`ServeOptions::max_connections`] at once
+//!   (`profpoint-http`, 8 MiB of stack reserved: a report symbolises the heatmap when it
+//!   runs) up to [`ServeOptions::max_connections`] at once
 //!   (default 32); past it a connection is answered `503` at once and closed. No async
 //!   runtime: the application needs none. All these threads block the program's signals
 //!   (`signals::spawn_quiet`).
@@ -21,8 +23,14 @@
 //!   10 s for the last 2 minutes; the answer is the report now with its `interval` since the
 //!   kept report closest to that age (the interval's exact bounds are in it).
 //!
-//! Not here yet (issue 15): `/debug/pprof/profile`, and the tests against a real Prometheus
-//! server and `go tool pprof`.
+//! - `/debug/pprof/profile?seconds=N` (default 10, at most [`ServeOptions::max_profile_seconds`],
+//!   default 60): runs the heatmap sampler for N seconds and answers its profile (with the
+//!   points) as gzip pprof, as Go's `net/http/pprof` does, so `go tool pprof URL` reads it.
+//!   One at a time: a second request meanwhile gets `429`; while the heatmap already runs for
+//!   the whole process, `409` (its profile is in every report). Needs the `heatmap` feature
+//!   (default); without it, `501`.
+//!
+//! Not here yet (issue 15): the tests against a real Prometheus server and `go tool pprof`.
 
 use crate::report::{Interval, Report, ReportOptions};
 use std::io::{Read, Write};
@@ -49,6 +57,7 @@ pub struct ServeOptions {
     public: bool,
     token: Option<String>,
     max_connections: usize,
+    max_profile_seconds: u64,
 }
 
 impl Default for ServeOptions {
@@ -57,6 +66,7 @@ impl Default for ServeOptions {
             public: false,
             token: None,
             max_connections: 32,
+            max_profile_seconds: 60,
         }
     }
 }
@@ -77,6 +87,12 @@ impl ServeOptions {
     /// Requires `Authorization: Bearer TOKEN` on every request.
     pub fn token(mut self, token: Option<String>) -> ServeOptions {
         self.token = token.filter(|t| !t.is_empty());
+        self
+    }
+
+    /// The longest `/debug/pprof/profile?seconds=N` accepted (at least 1; default 60).
+    pub fn max_profile_seconds(mut self, s: u64) -> ServeOptions {
+        self.max_profile_seconds = s.max(1);
         self
     }
 
@@ -219,9 +235,11 @@ fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
         }
         let sh = Arc::clone(&shared);
         let spawned = crate::signals::spawn_quiet(
+            // 8 MiB (reserved, touched as used): a report symbolises the heatmap's functions
+            // (DWARF, inlined frames) when it runs, which needs far more than a small stack.
             std::thread::Builder::new()
                 .name("profpoint-http".into())
-                .stack_size(128 * 1024),
+                .stack_size(8 << 20),
             move || {
                 handle(stream, &sh.opts);
                 sh.active.fetch_sub(1, Ordering::Relaxed);
@@ -377,6 +395,7 @@ fn respond(req: &httparse::Request<'_, '_>, opts: &ServeOptions) -> Response {
             body: metrics().into_bytes(),
         },
         "/debug/profpoint" => debug_profpoint(param("format"), param("last")),
+        "/debug/pprof/profile" => pprof_profile(param("seconds"), opts.max_profile_seconds),
         _ => Response::text("404 Not Found", "no such page; see /\n"),
     }
 }
@@ -386,6 +405,7 @@ const INDEX: &str = "<!doctype html>\n<html><head><title>profpoint</title></head
 <li><a href=\"/metrics\">/metrics</a>: the points and tracepoint hits in Prometheus's text format (counters, latency summaries, run labels)</li>\n\
 <li><a href=\"/debug/profpoint\">/debug/profpoint</a>: the points table now, as at exit</li>\n\
 <li><a href=\"/debug/profpoint?format=json\">/debug/profpoint?format=json</a>: the whole report as JSON (docs/report-schema.md)</li>\n\
+<li><a href=\"/debug/pprof/profile?seconds=10\">/debug/pprof/profile?seconds=10</a>: a CPU profile of the next 10 s (the heatmap sampler), gzip pprof: <code>go tool pprof URL</code></li>\n\
 <li><a href=\"/debug/profpoint?last=60s\">/debug/profpoint?last=60s</a>: the table with the calls of about the last minute (up to 2 minutes, in 10 s steps; add &amp;format=json)</li>\n\
 </ul>\n</body></html>\n";
 
@@ -442,6 +462,78 @@ fn debug_profpoint(format: Option<&str>, last: Option<&str>) -> Response {
     }
 }
 
+/// `/debug/pprof/profile`: the heatmap of the next `seconds`, with the points, as gzip pprof.
+fn pprof_profile(seconds: Option<&str>, max: u64) -> Response {
+    let secs = match seconds.map(str::parse::<u64>) {
+        None => 10,
+        Some(Ok(n)) if (1..=max).contains(&n) => n,
+        Some(_) => {
+            return Response::text(
+                "400 Bad Request",
+                format!(
+                    "seconds={:?}: expected a whole number of seconds from 1 to {max}\n",
+                    seconds.unwrap_or_default()
+                ),
+            );
+        }
+    };
+    #[cfg(feature = "heatmap")]
+    {
+        static BUSY: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+        // AcqRel: one profile at a time.
+        if BUSY.swap(true, Ordering::AcqRel) {
+            return Response::text(
+                "429 Too Many Requests",
+                "a profile is being taken; one at a time\n",
+            );
+        }
+        // On a thread of the usual 8 MiB stack: symbolising the profile (DWARF, inlined
+        // frames) and the compressor's state need far more stack than a connection thread has.
+        let made = crate::signals::spawn_quiet(
+            std::thread::Builder::new()
+                .name("profpoint-profile".into())
+                .stack_size(8 << 20),
+            move || {
+                let heat = crate::sampling::profile_for(Duration::from_secs(secs))?;
+                let mut r = collect();
+                r.heatmap = Some(heat);
+                let mut gz =
+                    flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+                // Writing into a Vec cannot fail.
+                let _ = gz.write_all(&r.to_pprof());
+                Ok::<_, String>(gz.finish().unwrap_or_default())
+            },
+        )
+        .map_err(|e| format!("cannot start the profile's thread: {e}"))
+        .and_then(|t| {
+            t.join()
+                .unwrap_or_else(|_| Err("the profile panicked".into()))
+        });
+        BUSY.store(false, Ordering::Release);
+        let body = match made {
+            Ok(b) => b,
+            Err(why) => return Response::text("409 Conflict", format!("{why}\n")),
+        };
+        Response {
+            status: "200 OK",
+            content_type: "application/octet-stream",
+            extra: vec![(
+                "Content-Disposition",
+                "attachment; filename=\"profile.pb.gz\"".into(),
+            )],
+            body,
+        }
+    }
+    #[cfg(not(feature = "heatmap"))]
+    {
+        let _ = secs;
+        Response::text(
+            "501 Not Implemented",
+            "this build has no sampler (profpoint's `heatmap` feature is off)\n",
+        )
+    }
+}
+
 /// Reports kept for `?last=` (oldest first), with when each was taken.
 static HISTORY: Mutex<Vec<(Instant, Report)>> = Mutex::new(Vec::new());
 
@@ -449,9 +541,10 @@ fn history_start() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         let _ = crate::signals::spawn_quiet(
+            // As the connection threads: its reports may symbolise the heatmap.
             std::thread::Builder::new()
                 .name("profpoint-serve-history".into())
-                .stack_size(256 * 1024),
+                .stack_size(8 << 20),
             || {
                 loop {
                     let r = collect();

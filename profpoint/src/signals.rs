@@ -81,12 +81,13 @@ static PIPE_INO: AtomicU64 = AtomicU64::new(0);
 /// synchronous faults and the samplers' signals stay deliverable), so that a signal directed at the process goes to one of the
 /// program's threads: a program that blocks a signal in all its threads to `sigwait` for it
 /// still gets it, and one whose default action ends the process is not taken by us.
-pub(crate) fn spawn_quiet<F>(
+pub(crate) fn spawn_quiet<F, T>(
     builder: std::thread::Builder,
     f: F,
-) -> std::io::Result<std::thread::JoinHandle<()>>
+) -> std::io::Result<std::thread::JoinHandle<T>>
 where
-    F: FnOnce() + Send + 'static,
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
 {
     #[cfg(unix)]
     {
@@ -419,7 +420,10 @@ fn report_then_end(s: libc::c_int) -> ! {
     crate::exit::SIGNAL_PATH.store(true, Ordering::Relaxed);
     let (tx, rx) = std::sync::mpsc::channel();
     let writer = spawn_quiet(
-        std::thread::Builder::new().name("profpoint-sigreport".into()),
+        // 8 MiB, as the main thread that writes the exit report: the heatmap's symbols.
+        std::thread::Builder::new()
+            .name("profpoint-sigreport".into())
+            .stack_size(8 << 20),
         move || {
             crate::exit::write_exit_report();
             let _ = tx.send(());

@@ -72,6 +72,8 @@ fn a_series_of_reports_carries_each_intervals_calls() {
         .env("PROFPOINT_REPORT", report)
         .env("PROFPOINT_REPORT_EVERY", "100ms")
         .env("PROFPOINT_BUDGET", "off")
+        // Each periodic report symbolises the running heatmap on the report thread.
+        .env("PROFPOINT_HEATMAP", "1")
         .output()
         .unwrap();
     let (out, err) = (
@@ -100,6 +102,7 @@ fn a_series_of_reports_carries_each_intervals_calls() {
         assert_eq!(iv["seq"], seq, "{iv}");
         assert_eq!(iv["from_ns"].as_u64().unwrap(), prev_to, "report {seq}");
         assert_eq!(iv["to_ns"], r["wall_ns"], "report {seq}");
+        assert!(r["heatmap"].is_object(), "report {seq}");
         let total = tick_of(&r["points"]);
         let in_interval = tick_of(&iv["points"]);
         // The interval's calls are the totals' difference, exactly.

@@ -2,6 +2,8 @@
 //! the token, and hostile clients (garbage, half requests, oversized heads, 1,000 connections)
 //! that get an error or are dropped, and never stall the application or other requests.
 
+mod common;
+
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::OnceLock;
@@ -258,21 +260,176 @@ fn profpoint_serve_starts_a_server() {
         .args(["--exact", "profpoint_serve_starts_a_server", "--nocapture"])
         .env("PROFPOINT_SERVE_CHILD", &done)
         .env("PROFPOINT_SERVE", "127.0.0.1:0")
+        // With the heatmap running for the whole process: every report carries it (each
+        // request symbolises it on its connection's thread), and a profile request is refused.
+        .env("PROFPOINT_HEATMAP", "1")
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    // The line saying where (other lines, e.g. the heatmap's, may come first).
     let mut line = String::new();
-    std::io::BufRead::read_line(&mut err, &mut line).unwrap();
+    while !line.starts_with("profpoint: serving live reports on http://") {
+        line.clear();
+        assert!(
+            std::io::BufRead::read_line(&mut err, &mut line).unwrap() > 0,
+            "no line saying where it serves"
+        );
+    }
     let url = line
         .strip_prefix("profpoint: serving live reports on http://")
         .and_then(|l| l.split_whitespace().next())
         .unwrap_or_else(|| panic!("{line}"));
     let addr: SocketAddr = url.parse().unwrap();
     let m = get(addr, "/metrics");
+    let j = get(addr, "/debug/profpoint?format=json&last=10s");
+    let p = get(addr, "/debug/pprof/profile?seconds=1");
     std::fs::write(&done, b"").unwrap();
     assert!(child.wait().unwrap().success());
     std::fs::remove_file(&done).ok();
     assert!(m.starts_with("HTTP/1.1 200 OK"), "{m}");
     assert!(m.contains("serve::served"), "{m}");
+    let v: serde_json::Value = serde_json::from_str(body(&j)).unwrap();
+    assert!(v["heatmap"].is_object(), "{j}");
+    assert!(v["interval"].is_object(), "{j}");
+    assert!(p.starts_with("HTTP/1.1 409 "), "{p}");
+    assert!(p.contains("already runs for the whole process"), "{p}");
+}
+
+#[profpoint::profile_point]
+#[inline(never)]
+fn hot_spin(mut x: u64) -> u64 {
+    for i in 0..20_000u64 {
+        x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(i));
+    }
+    x
+}
+
+/// The samples of a pprof profile per function name, for the sample type named `ty`.
+fn pprof_samples_by_function(pb: &[u8], ty: &str) -> std::collections::HashMap<String, u64> {
+    use common::pb::{packed_varints, pb_fields};
+    let top = pb_fields(pb);
+    let strings: Vec<String> = top
+        .iter()
+        .filter(|f| f.0 == 6)
+        .map(|f| String::from_utf8_lossy(&f.3).into_owned())
+        .collect();
+    // sample_type (1): ValueType { type (1), unit (2) }.
+    let index = top
+        .iter()
+        .filter(|f| f.0 == 1)
+        .position(|f| {
+            pb_fields(&f.3)
+                .iter()
+                .any(|g| g.0 == 1 && strings[g.2 as usize] == ty)
+        })
+        .unwrap_or_else(|| panic!("no sample type {ty}"));
+    // function (5): id (1), name (2); location (4): id (1), line (4) { function_id (1) }.
+    let mut function_name = std::collections::HashMap::new();
+    for f in top.iter().filter(|f| f.0 == 5) {
+        let g = pb_fields(&f.3);
+        let id = g.iter().find(|x| x.0 == 1).map_or(0, |x| x.2);
+        let name = g.iter().find(|x| x.0 == 2).map_or(0, |x| x.2);
+        function_name.insert(id, strings[name as usize].clone());
+    }
+    let mut location_function = std::collections::HashMap::new();
+    for f in top.iter().filter(|f| f.0 == 4) {
+        let g = pb_fields(&f.3);
+        let id = g.iter().find(|x| x.0 == 1).map_or(0, |x| x.2);
+        if let Some(line) = g.iter().find(|x| x.0 == 4) {
+            let fid = pb_fields(&line.3)
+                .iter()
+                .find(|x| x.0 == 1)
+                .map_or(0, |x| x.2);
+            location_function.insert(id, fid);
+        }
+    }
+    // sample (2): location_id (1, packed), value (2, packed).
+    let mut out = std::collections::HashMap::new();
+    for f in top.iter().filter(|f| f.0 == 2) {
+        let g = pb_fields(&f.3);
+        let locs: Vec<u64> = g
+            .iter()
+            .filter(|x| x.0 == 1)
+            .flat_map(|x| {
+                if x.1 == 2 {
+                    packed_varints(&x.3)
+                } else {
+                    vec![x.2]
+                }
+            })
+            .collect();
+        let values: Vec<u64> = g
+            .iter()
+            .filter(|x| x.0 == 2)
+            .flat_map(|x| {
+                if x.1 == 2 {
+                    packed_varints(&x.3)
+                } else {
+                    vec![x.2]
+                }
+            })
+            .collect();
+        let Some(&loc) = locs.first() else { continue };
+        let name = location_function
+            .get(&loc)
+            .and_then(|fid| function_name.get(fid))
+            .cloned()
+            .unwrap_or_default();
+        *out.entry(name).or_insert(0) += values.get(index).copied().unwrap_or(0);
+    }
+    out
+}
+
+/// `/debug/pprof/profile?seconds=1`: gzip pprof whose sampled functions put the hot one on top;
+/// one at a time (429), bad durations refused (400).
+#[test]
+fn a_cpu_profile_is_gzip_pprof_with_the_hot_function_on_top() {
+    let addr = profpoint::serve("127.0.0.1:0").unwrap().local_addr();
+    static STOP: AtomicBool = AtomicBool::new(false);
+    let burner = std::thread::spawn(|| {
+        let mut x = 1;
+        while !STOP.load(Ordering::Relaxed) {
+            x = hot_spin(x);
+        }
+        x
+    });
+    assert!(get(addr, "/debug/pprof/profile?seconds=0").starts_with("HTTP/1.1 400 "));
+    assert!(get(addr, "/debug/pprof/profile?seconds=61").starts_with("HTTP/1.1 400 "));
+    let first = std::thread::spawn(move || {
+        let mut s = TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+        s.write_all(b"GET /debug/pprof/profile?seconds=2 HTTP/1.1\r\n\r\n")
+            .unwrap();
+        let mut out = Vec::new();
+        s.read_to_end(&mut out).unwrap();
+        out
+    });
+    // While it runs (2 s), a second one is refused.
+    std::thread::sleep(Duration::from_millis(300));
+    let second = get(addr, "/debug/pprof/profile?seconds=1");
+    assert!(second.starts_with("HTTP/1.1 429 "), "{second}");
+    let raw = first.join().unwrap();
+    STOP.store(true, Ordering::Relaxed);
+    burner.join().unwrap();
+    let at = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+    let head = String::from_utf8_lossy(&raw[..at]);
+    assert!(head.starts_with("HTTP/1.1 200 OK"), "{head}");
+    let gz = &raw[at + 4..];
+    assert_eq!(&gz[..2], &[0x1f, 0x8b], "gzip magic");
+    let mut pb = Vec::new();
+    flate2::read::GzDecoder::new(gz)
+        .read_to_end(&mut pb)
+        .unwrap();
+    let by_fn = pprof_samples_by_function(&pb, "samples");
+    let total: u64 = by_fn.values().sum();
+    let hot = by_fn
+        .iter()
+        .filter(|(name, _)| name.contains("hot_spin"))
+        .map(|(_, n)| *n)
+        .sum::<u64>();
+    let (top, top_n) = by_fn.iter().max_by_key(|(_, n)| **n).unwrap();
+    assert!(total > 0, "{by_fn:?}");
+    assert!(top.contains("hot_spin"), "top {top} ({top_n}) of {by_fn:?}");
+    assert!(hot * 2 > total, "{hot} of {total}: {by_fn:?}");
 }

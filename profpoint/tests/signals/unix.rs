@@ -314,10 +314,17 @@ fn child(scenario: &str) {
 fn each_signal_writes_the_report_and_ends_the_process_by_it() {
     for (s, name) in SIGNALS {
         let path = temp(&format!("{name}.json"));
+        // SIGTERM with the heatmap running: the report thread symbolises it, as the main
+        // thread does at exit.
+        let heat: &[(&str, &str)] = if s == libc::SIGTERM {
+            &[("PROFPOINT_HEATMAP", "1")]
+        } else {
+            &[]
+        };
         let mut c = spawn(
             "loop",
             &format!("json:{},stderr", path.display()),
-            &[],
+            heat,
             false,
         );
         let mut out = BufReader::new(c.stdout.take().unwrap());
@@ -327,6 +334,7 @@ fn each_signal_writes_the_report_and_ends_the_process_by_it() {
         assert_eq!(status.signal(), Some(s), "{name}: {status:?}\n{err}");
         let v = json(&path);
         assert!(calls_of(&v, "::step") > 10_000, "{name}");
+        assert_eq!(v["heatmap"].is_object(), s == libc::SIGTERM, "{name}");
         assert!(err.contains("signals::unix::step"), "{name}: {err}");
         std::fs::remove_file(&path).ok();
     }
