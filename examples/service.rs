@@ -10,7 +10,9 @@
 //!
 //! The service answers one line per request: `hash N` (a little CPU) or `sort N` (more). Four
 //! worker threads serve; the load generator sends `--clients` connections' worth of requests
-//! until `--seconds` have passed, then the service stops and prints the table at exit. With
+//! until `--seconds` have passed and prints how many of each were answered
+//! (`load: hash H sort S`); the service stays up `--linger` more seconds without load (so a
+//! scraper reads the final counts), then stops and prints the table at exit. With
 //! `PROFPOINT_REPORT_EVERY=10s` it also writes the report every 10 s.
 
 use std::io::{BufRead, BufReader, Write};
@@ -79,6 +81,7 @@ fn main() {
     let seconds = arg("--seconds", 10);
     let clients = arg("--clients", 4);
     let port = arg("--port", 9464);
+    let linger = arg("--linger", 0);
     match profpoint::serve(&format!("127.0.0.1:{port}")) {
         Ok(s) => eprintln!(
             "service: live reports on http://{}/ (try /debug/profpoint and /metrics)",
@@ -116,10 +119,12 @@ fn main() {
     let stop = Arc::new(AtomicBool::new(false));
     let end = Instant::now() + Duration::from_secs(seconds);
     let sent = Arc::new(AtomicU64::new(0));
+    let sorts = Arc::new(AtomicU64::new(0));
     let load: Vec<_> = (0..clients)
         .map(|c| {
             let stop = Arc::clone(&stop);
             let sent = Arc::clone(&sent);
+            let sorts = Arc::clone(&sorts);
             std::thread::spawn(move || {
                 let mut i = c;
                 while !stop.load(Ordering::Relaxed) {
@@ -142,6 +147,9 @@ fn main() {
                             return;
                         }
                         sent.fetch_add(1, Ordering::Relaxed);
+                        if req == "sort" {
+                            sorts.fetch_add(1, Ordering::Relaxed);
+                        }
                     }
                 }
             })
@@ -154,8 +162,8 @@ fn main() {
     for t in load {
         let _ = t.join();
     }
-    eprintln!(
-        "service: {} requests answered in {seconds} s",
-        sent.load(Ordering::Relaxed)
-    );
+    let (all, sort) = (sent.load(Ordering::Relaxed), sorts.load(Ordering::Relaxed));
+    eprintln!("service: {all} requests answered in {seconds} s");
+    println!("load: hash {} sort {sort}", all - sort);
+    std::thread::sleep(Duration::from_secs(linger));
 }
