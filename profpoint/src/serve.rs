@@ -30,7 +30,7 @@
 //!   the whole process, `409` (its profile is in every report). Needs the `heatmap` feature
 //!   (default); without it, `501`.
 //!
-//! Not here yet (issue 15): the tests against a real Prometheus server and `go tool pprof`.
+//! `scripts/test-engines` checks all this with a real Prometheus server and `go tool pprof`.
 
 use crate::report::{Interval, Report, ReportOptions};
 use std::io::{Read, Write};
