@@ -132,7 +132,7 @@ pub(crate) fn ensure_started(new_thread: bool) {
         return;
     }
     // Blocking every asynchronous signal: a signal for the program goes to its own threads.
-    let spawned = crate::signals::spawn_quiet(
+    let spawned = crate::threads::spawn_quiet(
         std::thread::Builder::new()
             .name("profpoint-budget".into())
             .stack_size(128 * 1024),

@@ -73,6 +73,7 @@ mod serve;
 mod shard;
 mod signals;
 mod sync;
+mod threads;
 pub mod tracepoint;
 
 #[doc(hidden)]

@@ -65,7 +65,7 @@ pub(crate) fn start() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         // Blocking every asynchronous signal: a signal for the program goes to its own threads.
-        let spawned = crate::signals::spawn_quiet(
+        let spawned = crate::threads::spawn_quiet(
             // 8 MiB (reserved, touched as used), as a main thread: its reports symbolise the
             // heatmap when it runs (DWARF, inlined frames).
             std::thread::Builder::new()

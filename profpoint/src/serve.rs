@@ -10,7 +10,7 @@
 //!   runs) up to [`ServeOptions::max_connections`] at once
 //!   (default 32); past it a connection is answered `503` at once and closed. No async
 //!   runtime: the application needs none. All these threads block the program's signals
-//!   (`signals::spawn_quiet`).
+//!   (`threads::spawn_quiet`).
 //! - The request is parsed by `httparse` (hyper's parser), HTTP/1.x, `GET` and `HEAD` only, one
 //!   request per connection (`Connection: close`). Bounds: 8 KiB of request head, 32 headers,
 //!   2 s per read and 5 s for the whole request; past them `431`, `408` or a closed
@@ -175,7 +175,7 @@ pub fn serve_with(addr: &str, opts: ServeOptions) -> Result<Server, ServeError> 
         opts,
         active: AtomicUsize::new(0),
     });
-    crate::signals::spawn_quiet(
+    crate::threads::spawn_quiet(
         std::thread::Builder::new()
             .name("profpoint-serve".into())
             .stack_size(128 * 1024),
@@ -234,7 +234,7 @@ fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
             continue;
         }
         let sh = Arc::clone(&shared);
-        let spawned = crate::signals::spawn_quiet(
+        let spawned = crate::threads::spawn_quiet(
             // 8 MiB (reserved, touched as used): a report symbolises the heatmap's functions
             // (DWARF, inlined frames) when it runs, which needs far more than a small stack.
             std::thread::Builder::new()
@@ -489,7 +489,7 @@ fn pprof_profile(seconds: Option<&str>, max: u64) -> Response {
         }
         // On a thread of the usual 8 MiB stack: symbolising the profile (DWARF, inlined
         // frames) and the compressor's state need far more stack than a connection thread has.
-        let made = crate::signals::spawn_quiet(
+        let made = crate::threads::spawn_quiet(
             std::thread::Builder::new()
                 .name("profpoint-profile".into())
                 .stack_size(8 << 20),
@@ -540,7 +540,7 @@ static HISTORY: Mutex<Vec<(Instant, Report)>> = Mutex::new(Vec::new());
 fn history_start() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
-        let _ = crate::signals::spawn_quiet(
+        let _ = crate::threads::spawn_quiet(
             // As the connection threads: its reports may symbolise the heatmap.
             std::thread::Builder::new()
                 .name("profpoint-serve-history".into())

@@ -1,6 +1,5 @@
 //! Ctrl-C and `kill` lose nothing (issue 15): a process ended by `SIGINT`, `SIGTERM` or
 //! `SIGHUP` writes its at-exit report, then ends exactly as the signal would have ended it.
-//! Also: profpoint's own threads take no signal meant for the program ([`spawn_quiet`]).
 //!
 //! # Mechanism
 //! - Armed with the at-exit report (the initialiser when `PROFPOINT_REPORT` asks,
@@ -77,54 +76,6 @@ static PIPE_W: AtomicI32 = AtomicI32::new(-1);
 #[cfg(unix)]
 static PIPE_INO: AtomicU64 = AtomicU64::new(0);
 
-/// Spawns one of profpoint's threads with the program's asynchronous signals blocked (the
-/// synchronous faults and the samplers' signals stay deliverable), so that a signal directed at the process goes to one of the
-/// program's threads: a program that blocks a signal in all its threads to `sigwait` for it
-/// still gets it, and one whose default action ends the process is not taken by us.
-pub(crate) fn spawn_quiet<F, T>(
-    builder: std::thread::Builder,
-    f: F,
-) -> std::io::Result<std::thread::JoinHandle<T>>
-where
-    F: FnOnce() -> T + Send + 'static,
-    T: Send + 'static,
-{
-    #[cfg(unix)]
-    {
-        // SAFETY: sigset_t values initialised by sigfillset/sigemptyset before use;
-        // pthread_sigmask changes only the calling thread's mask, restored below.
-        unsafe {
-            let mut all: libc::sigset_t = std::mem::zeroed();
-            libc::sigfillset(&mut all);
-            // Left deliverable: the synchronous faults, and the samplers' signals (the heatmap's
-            // SIGPROF, the hardware-metrics windows' real-time signal), which are sent to
-            // each thread and would otherwise stay pending there (real-time ones queue).
-            for s in [
-                libc::SIGSEGV,
-                libc::SIGBUS,
-                libc::SIGFPE,
-                libc::SIGILL,
-                libc::SIGTRAP,
-                libc::SIGSYS,
-                libc::SIGPROF,
-            ] {
-                libc::sigdelset(&mut all, s);
-            }
-            #[cfg(any(target_os = "linux", target_os = "android"))]
-            for s in libc::SIGRTMIN()..=libc::SIGRTMAX() {
-                libc::sigdelset(&mut all, s);
-            }
-            let mut old: libc::sigset_t = std::mem::zeroed();
-            libc::pthread_sigmask(libc::SIG_BLOCK, &all, &mut old);
-            let spawned = builder.spawn(f);
-            libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
-            spawned
-        }
-    }
-    #[cfg(not(unix))]
-    builder.spawn(f)
-}
-
 /// Installs the handlers and starts the thread, once per process.
 #[cfg(unix)]
 pub(crate) fn arm() {
@@ -195,7 +146,7 @@ fn arm_inner() -> Result<(), String> {
         st.st_ino as u64
     };
     let read_end = fds[0];
-    let spawned = spawn_quiet(
+    let spawned = crate::threads::spawn_quiet(
         std::thread::Builder::new()
             .name("profpoint-signals".into())
             .stack_size(256 * 1024),
@@ -419,7 +370,7 @@ fn disarm() {
 fn report_then_end(s: libc::c_int) -> ! {
     crate::exit::SIGNAL_PATH.store(true, Ordering::Relaxed);
     let (tx, rx) = std::sync::mpsc::channel();
-    let writer = spawn_quiet(
+    let writer = crate::threads::spawn_quiet(
         // 8 MiB, as the main thread that writes the exit report: the heatmap's symbols.
         std::thread::Builder::new()
             .name("profpoint-sigreport".into())
