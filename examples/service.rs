@@ -10,7 +10,7 @@
 //!
 //! The service answers one line per request: `hash N` (a little CPU) or `sort N` (more). Four
 //! worker threads serve; the load generator sends `--clients` connections' worth of requests
-//! until `--seconds` have passed and prints how many of each were answered
+//! (after `--delay` seconds without load) until `--seconds` have passed and prints how many of each were answered
 //! (`load: hash H sort S`); the service stays up `--linger` more seconds without load (so a
 //! scraper reads the final counts), then stops and prints the table at exit. With
 //! `PROFPOINT_REPORT_EVERY=10s` it also writes the report every 10 s.
@@ -82,6 +82,7 @@ fn main() {
     let clients = arg("--clients", 4);
     let port = arg("--port", 9464);
     let linger = arg("--linger", 0);
+    let delay = arg("--delay", 0);
     match profpoint::serve(&format!("127.0.0.1:{port}")) {
         Ok(s) => eprintln!(
             "service: live reports on http://{}/ (try /debug/profpoint and /metrics)",
@@ -115,6 +116,8 @@ fn main() {
             }
         }
     });
+    // `--delay`: serve without load first (a scraper sees the counters start from 0).
+    std::thread::sleep(Duration::from_secs(delay));
     // The load: `clients` threads, each one connection after another, until the time is up.
     let stop = Arc::new(AtomicBool::new(false));
     let end = Instant::now() + Duration::from_secs(seconds);

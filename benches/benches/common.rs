@@ -47,7 +47,7 @@ pub(crate) fn fr_work(x: u64) -> u64 {
 /// Sets up the points (sampled one in 16, off) and both peers' collectors.
 pub(crate) fn setup() -> hotpath::HotpathGuard {
     // These benches measure what each mode costs: the overhead budget would change the modes
-    // under them (it has its own bench, budget_targets).
+    // under them (what the budget itself does is measured by compensation_split's last column).
     profpoint::set_budget(None);
     assert_eq!(profpoint::set_sampling("*::pp_sampled", 16), 1);
     assert_eq!(profpoint::disable("*::pp_off"), 1);
