@@ -66,7 +66,8 @@ pub(crate) struct Found {
     state: &'static CopyState,
     /// The object's file name ("" for the executable, as the loader reports it).
     path: String,
-    /// Its executable segments, as address ranges.
+    /// Its executable segments, as address ranges (read by `other_copy_at`, heatmap only).
+    #[cfg_attr(not(feature = "heatmap"), allow(dead_code))]
     text: Vec<(usize, usize)>,
 }
 
@@ -217,7 +218,8 @@ pub(crate) fn own_name() -> String {
 }
 
 /// The file name of the object holding another profpoint copy whose code contains `addr`
-/// (a signal handler's address), if one does.
+/// (a signal handler's address), if one does. Used by the samplers (feature `heatmap`).
+#[cfg_attr(not(feature = "heatmap"), allow(dead_code))]
 pub(crate) fn other_copy_at(addr: usize) -> Option<String> {
     all()
         .into_iter()
