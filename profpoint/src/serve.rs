@@ -19,8 +19,9 @@
 //!   endpoints show function names and timings. An optional bearer token
 //!   ([`ServeOptions::token`], `PROFPOINT_SERVE_TOKEN`) is compared in constant time.
 //! - The server's own threads make no point calls: nothing of it appears in the user's table.
-//! - `/debug/profpoint?last=60s`: a `profpoint-serve-history` thread keeps a report every
-//!   10 s for the last 2 minutes; the answer is the report now with its `interval` since the
+//! - Reports are built on one long-lived thread, `profpoint-serve-report` (a fresh connection
+//!   thread paid 3x for it), one at a time; between requests it keeps a report every 10 s for
+//!   the last 2 minutes, for `/debug/profpoint?last=60s`: the answer is the report now with its `interval` since the
 //!   kept report closest to that age (the interval's exact bounds are in it).
 //!
 //! - `/debug/pprof/profile?seconds=N` (default 10, at most [`ServeOptions::max_profile_seconds`],
@@ -388,13 +389,25 @@ fn respond(req: &httparse::Request<'_, '_>, opts: &ServeOptions) -> Response {
             extra: Vec::new(),
             body: INDEX.as_bytes().to_vec(),
         },
-        "/metrics" => Response {
-            status: "200 OK",
-            content_type: "text/plain; version=0.0.4; charset=utf-8",
-            extra: Vec::new(),
-            body: metrics().into_bytes(),
+        "/metrics" => match on_report_thread(metrics) {
+            Some(m) => Response {
+                status: "200 OK",
+                content_type: "text/plain; version=0.0.4; charset=utf-8",
+                extra: Vec::new(),
+                body: m.into_bytes(),
+            },
+            None => Response::text("500 Internal Server Error", "the report failed\n"),
         },
-        "/debug/profpoint" => debug_profpoint(param("format"), param("last")),
+        "/debug/profpoint" => {
+            let (format, last) = (
+                param("format").map(String::from),
+                param("last").map(String::from),
+            );
+            on_report_thread(move || debug_profpoint(format.as_deref(), last.as_deref()))
+                .unwrap_or_else(|| {
+                    Response::text("500 Internal Server Error", "the report failed\n")
+                })
+        }
         "/debug/pprof/profile" => pprof_profile(param("seconds"), opts.max_profile_seconds),
         _ => Response::text("404 Not Found", "no such page; see /\n"),
     }
@@ -537,29 +550,70 @@ fn pprof_profile(seconds: Option<&str>, max: u64) -> Response {
 /// Reports kept for `?last=` (oldest first), with when each was taken.
 static HISTORY: Mutex<Vec<(Instant, Report)>> = Mutex::new(Vec::new());
 
+/// A job for the report thread.
+type Job = Box<dyn FnOnce() + Send>;
+
+/// The report thread's queue (set once it runs).
+static WORKER: std::sync::OnceLock<std::sync::mpsc::Sender<Job>> = std::sync::OnceLock::new();
+
+/// Starts the report thread, `profpoint-serve-report`, once: it builds every report the
+/// endpoints answer with (one at a time), and keeps the history for `?last=` between
+/// requests. One long-lived thread: a report built on a fresh connection thread cost 3x as
+/// much (its allocations met fresh pages: BENCHMARKS.md, "Live server").
 fn history_start() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
-        let _ = crate::threads::spawn_quiet(
-            // As the connection threads: its reports may symbolise the heatmap.
+        let (tx, rx) = std::sync::mpsc::channel::<Job>();
+        let spawned = crate::threads::spawn_quiet(
+            // As a main thread: its reports may symbolise the heatmap.
             std::thread::Builder::new()
-                .name("profpoint-serve-history".into())
+                .name("profpoint-serve-report".into())
                 .stack_size(8 << 20),
-            || {
-                loop {
-                    let r = collect();
-                    {
-                        let mut h = HISTORY.lock().unwrap_or_else(|e| e.into_inner());
-                        h.push((Instant::now(), r));
-                        if h.len() > HISTORY_KEPT {
-                            h.remove(0);
-                        }
-                    }
-                    std::thread::sleep(HISTORY_EVERY);
-                }
-            },
+            move || report_thread(rx),
         );
+        if spawned.is_ok() {
+            let _ = WORKER.set(tx);
+        }
     });
+}
+
+fn report_thread(rx: std::sync::mpsc::Receiver<Job>) {
+    let mut next = Instant::now();
+    loop {
+        let now = Instant::now();
+        if now >= next {
+            let r = collect();
+            let mut h = HISTORY.lock().unwrap_or_else(|e| e.into_inner());
+            h.push((Instant::now(), r));
+            if h.len() > HISTORY_KEPT {
+                h.remove(0);
+            }
+            next = now + HISTORY_EVERY;
+            continue;
+        }
+        match rx.recv_timeout(next - now) {
+            // A job that panics answers nothing (its connection gets a 500); the thread goes on.
+            Ok(job) => {
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return,
+        }
+    }
+}
+
+/// Runs `f` on the report thread and returns what it made (`None` if it panicked); on the
+/// calling thread when there is no report thread.
+fn on_report_thread<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+    let Some(worker) = WORKER.get() else {
+        return Some(f());
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    let job: Job = Box::new(move || {
+        let _ = tx.send(f());
+    });
+    worker.send(job).ok()?;
+    rx.recv().ok()
 }
 
 /// The interval from the kept report closest to `age` ago (the oldest when none is that old)
