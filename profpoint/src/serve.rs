@@ -430,11 +430,7 @@ fn collect() -> Report {
 fn metrics() -> String {
     let r = collect();
     let mut o = r.to_prometheus();
-    let label = |v: &str| {
-        v.replace('\\', "\\\\")
-            .replace('"', "\\\"")
-            .replace('\n', "\\n")
-    };
+    let label = crate::report::prometheus::label;
     o.push_str("# HELP profpoint_run_info The profiled process: its id, command and start time (Unix seconds).\n");
     o.push_str("# TYPE profpoint_run_info gauge\n");
     o.push_str(&format!(

@@ -307,17 +307,23 @@ fn handle(s: libc::c_int) {
     }
 }
 
+/// Puts `SIG_DFL` back for `s` (async-signal-safe: one `sigaction`).
+#[cfg(unix)]
+fn set_default(s: libc::c_int) {
+    // SAFETY: an all-zero sigaction is SIG_DFL with no flags and an empty mask.
+    unsafe {
+        let dfl: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(s, &dfl, std::ptr::null_mut());
+    }
+}
+
 /// Puts `SIG_DFL` back for `s` and raises it: inside the handler it is blocked until the
 /// handler returns, then its default action ends the process.
 #[cfg(unix)]
 fn die_now(s: libc::c_int) {
-    // SAFETY: sigaction (with an all-zero action: SIG_DFL, no flags, empty mask) and raise are
-    // async-signal-safe.
-    unsafe {
-        let dfl: libc::sigaction = std::mem::zeroed();
-        libc::sigaction(s, &dfl, std::ptr::null_mut());
-        libc::raise(s);
-    }
+    set_default(s);
+    // SAFETY: raise is async-signal-safe.
+    unsafe { libc::raise(s) };
 }
 
 /// The `profpoint-signals` thread: waits for the handler's byte, writes the report, ends the
@@ -355,11 +361,7 @@ fn disarm() {
     OWNER_PID.store(0, Ordering::Release);
     for s in SIGNALS {
         if handled_here(s) {
-            // SAFETY: an all-zero sigaction is SIG_DFL.
-            unsafe {
-                let dfl: libc::sigaction = std::mem::zeroed();
-                libc::sigaction(s, &dfl, std::ptr::null_mut());
-            }
+            set_default(s);
         }
     }
 }
@@ -406,11 +408,7 @@ fn end_by(s: libc::c_int) {
     // Used: a later exit must not raise it again.
     PENDING.store(0, Ordering::Release);
     if handled_here(s) {
-        // SAFETY: an all-zero sigaction is SIG_DFL.
-        unsafe {
-            let dfl: libc::sigaction = std::mem::zeroed();
-            libc::sigaction(s, &dfl, std::ptr::null_mut());
-        }
+        set_default(s);
     }
     // SAFETY: an empty set with `s` added, unblocked on this thread only; then raise on this
     // thread: the default action ends the process, a handler runs and returns.

@@ -307,7 +307,7 @@ fn hot_spin(mut x: u64) -> u64 {
 
 /// The samples of a pprof profile per function name, for the sample type named `ty`.
 fn pprof_samples_by_function(pb: &[u8], ty: &str) -> std::collections::HashMap<String, u64> {
-    use common::pb::{packed_varints, pb_fields};
+    use common::pb::{pb_fields, repeated_varints};
     let top = pb_fields(pb);
     let strings: Vec<String> = top
         .iter()
@@ -348,28 +348,8 @@ fn pprof_samples_by_function(pb: &[u8], ty: &str) -> std::collections::HashMap<S
     let mut out = std::collections::HashMap::new();
     for f in top.iter().filter(|f| f.0 == 2) {
         let g = pb_fields(&f.3);
-        let locs: Vec<u64> = g
-            .iter()
-            .filter(|x| x.0 == 1)
-            .flat_map(|x| {
-                if x.1 == 2 {
-                    packed_varints(&x.3)
-                } else {
-                    vec![x.2]
-                }
-            })
-            .collect();
-        let values: Vec<u64> = g
-            .iter()
-            .filter(|x| x.0 == 2)
-            .flat_map(|x| {
-                if x.1 == 2 {
-                    packed_varints(&x.3)
-                } else {
-                    vec![x.2]
-                }
-            })
-            .collect();
+        let locs = repeated_varints(&g, 1);
+        let values = repeated_varints(&g, 2);
         let Some(&loc) = locs.first() else { continue };
         let name = location_function
             .get(&loc)

@@ -21,7 +21,7 @@
 
 mod csv;
 mod pprof;
-mod prometheus;
+pub(crate) mod prometheus;
 mod svg;
 mod table;
 

@@ -9,7 +9,7 @@ use super::Report;
 use std::fmt::Write;
 
 /// Escapes a label value: backslash, double quote and line feed.
-fn label(v: &str) -> String {
+pub(crate) fn label(v: &str) -> String {
     v.replace('\\', "\\\\")
         .replace('"', "\\\"")
         .replace('\n', "\\n")

@@ -49,3 +49,19 @@ pub fn packed_varints(mut b: &[u8]) -> Vec<u64> {
     }
     v
 }
+
+/// The values of repeated varint field `field` among `fields` (from [`pb_fields`]), packed or
+/// not (protobuf readers must accept both).
+pub fn repeated_varints(fields: &[(u64, u64, u64, Vec<u8>)], field: u64) -> Vec<u64> {
+    fields
+        .iter()
+        .filter(|x| x.0 == field)
+        .flat_map(|x| {
+            if x.1 == 2 {
+                packed_varints(&x.3)
+            } else {
+                vec![x.2]
+            }
+        })
+        .collect()
+}
