@@ -252,14 +252,17 @@ pub struct PointReport {
     pub p99_ns: u64,
     /// 99.9th percentile.
     pub p999_ns: u64,
-    /// Standard deviation of the timed calls (from the distribution, within about 2%): with
-    /// `avg_ns` and `timed`, what a comparison of two runs needs for its noise test.
+    /// Standard deviation of the timed calls (from the distribution, within about 2%).
     pub stddev_ns: u64,
     /// `total_ns` as a percentage of the process's wall time.
     pub wall_percent: f64,
     /// When `total_ns` is an estimate: the half-width of its 95% confidence interval
     /// (`total_ns` plus or minus this), nanoseconds; 0 when every call was timed.
     pub total_ci95_ns: u64,
+    /// The latency distribution of the timed calls: `[value_ns, calls]` for every non-empty
+    /// histogram bucket, ascending, `value_ns` the bucket's midpoint (within about 2% of every
+    /// call it holds). What `profpoint compare` ranks: outliers cannot move a rank test.
+    pub hist: Vec<[u64; 2]>,
 }
 
 /// How to build a report.
@@ -509,12 +512,33 @@ fn point_report(
         } else {
             0
         },
+        hist: hist_ns(&c.hist, to_ns),
         wall_percent: if wall_ns == 0 {
             0.0
         } else {
             100.0 * total_ns as f64 / wall_ns as f64
         },
     }
+}
+
+/// The non-empty buckets of `counts` as `[value_ns, calls]`, ascending; buckets whose
+/// midpoints round to the same nanosecond are merged (`to_ns` never decreases).
+fn hist_ns(counts: &[u64], to_ns: impl Fn(f64) -> u64) -> Vec<[u64; 2]> {
+    let mut out: Vec<[u64; 2]> = Vec::new();
+    for (i, &c) in counts.iter().enumerate().filter(|(_, c)| **c > 0) {
+        let (lo, hi) = hist::bounds(i);
+        let mid = if hi - lo == 1 {
+            lo as f64
+        } else {
+            (lo + hi) as f64 / 2.0
+        };
+        let v = to_ns(mid);
+        match out.last_mut() {
+            Some(last) if last[0] == v => last[1] += c,
+            _ => out.push([v, c]),
+        }
+    }
+    out
 }
 
 impl RunInfo {
@@ -632,6 +656,7 @@ mod tests {
                 stddev_ns: 3,
                 wall_percent: float(s),
                 total_ci95_ns: next(s) % 7,
+                hist: vec![[5, next(s) % 9], [u64::MAX, 1]],
             });
             report.tracepoints.push(crate::tracepoint::TracepointInfo {
                 name: format!("net::rx{round}"),

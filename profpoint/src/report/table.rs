@@ -420,6 +420,7 @@ mod tests {
             stddev_ns: 10,
             wall_percent: 0.0,
             total_ci95_ns: 0,
+            hist: vec![[10, 1]],
         }
     }
 
