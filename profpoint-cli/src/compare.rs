@@ -1,0 +1,470 @@
+//! `profpoint compare`: each point's latency distribution, base runs against new runs.
+
+use crate::stats::{self, Dist};
+use crate::{Point, Run, load, split_option, value};
+use std::collections::HashMap;
+use std::process::ExitCode;
+
+pub(crate) const USAGE: &str = "usage: profpoint compare BASE.json NEW.json [--alpha A] [--alpha-per-point] [--threshold PCT] [--fail-on-regression]\n       profpoint compare BASE1.json BASE2.json... -- NEW1.json NEW2.json... [OPTIONS]";
+
+pub(crate) const HELP: &str = "\
+Compares each profile point's latency distribution between two runs (JSON reports written with
+PROFPOINT_REPORT=json:PATH), or between two sets of repeated runs, and flags the points that
+got slower or faster. Points are matched by name.
+
+One run a side: the calls of a point in one run are ranked against its calls in the other
+(Mann-Whitney U test over the latency histograms the reports hold, ties corrected). A few long
+calls (a preemption, a page fault) move a few ranks and not the verdict, as they would move a
+mean. Calls within a run are not independent samples, so a run counts as at most 1,000 calls.
+This test sees how calls vary within a run, not how a whole run varies from the next (CPU
+frequency, memory layout, other load): --threshold is the guard against that, and repeated
+runs measure it.
+
+Repeated runs (BASE... -- NEW...): each run gives one number per point, its median call; the
+two sides' medians are compared by Welch's t test on their logarithms (Student's t
+distribution, Welch-Satterthwaite degrees of freedom; with a single run on one side, the
+other side's spread stands for both). This measures run-to-run noise. With 2 runs a side only
+a large change can be significant; 5 or more a side see small ones.
+
+A point is flagged SLOWER (or faster) when its p-value is below the false-alarm rate and its
+median moved by at least the threshold, in the same direction as the test's.
+
+Options:
+  --alpha A             false-alarm rate, from 0 to 0.5 (default 0.01). Within a run: the
+                        chance of flagging a point whose calls in both runs come from one
+                        distribution. Across repeated runs: the chance of flagging a point whose
+                        per-run medians come from one distribution, run-to-run noise included.
+                        It holds for the whole comparison, not per point: the p-values are
+                        adjusted (Holm) over the points tested, and the p column shows them
+                        adjusted, so with 100 points the chance that any is falsely flagged
+                        stays under A.
+  --alpha-per-point     no adjustment: A is each point's own false-alarm rate (with N points
+                        tested, about A x N false flags are to be expected).
+  --threshold PCT       the least change of the median that is flagged, percent (default 5).
+                        A change under it is reported, never flagged: on one machine two runs
+                        of one program differ by a few percent.
+  --fail-on-regression  exit status 1 when a point is flagged SLOWER.
+
+Tracepoint hits (counts, no test) are listed after the points. Exit status: 0; 1 with
+--fail-on-regression and a point flagged SLOWER; 2 for bad arguments or a report that cannot be
+read.";
+
+/// compare's settings.
+#[derive(Debug, Clone, Copy)]
+struct Options {
+    alpha: f64,
+    per_point: bool,
+    threshold_pct: f64,
+    gate: bool,
+}
+
+/// A point's numbers on one side: one entry per run that has it.
+struct Side<'r> {
+    points: Vec<&'r Point>,
+}
+
+impl Side<'_> {
+    /// The runs that timed the point.
+    fn timed(&self) -> impl Iterator<Item = &&Point> {
+        self.points.iter().filter(|p| p.timed > 0)
+    }
+
+    /// The logarithm of each timed run's median call (interpolated in its histogram).
+    fn log_medians(&self) -> Vec<f64> {
+        self.timed()
+            .map(|p| ln(dist(p).median().unwrap_or(p.p50_ns as f64)))
+            .collect()
+    }
+
+    /// The geometric mean of `logs`: the one run's value with one run.
+    fn typical(logs: &[f64]) -> Option<f64> {
+        (!logs.is_empty()).then(|| (logs.iter().sum::<f64>() / logs.len() as f64).exp())
+    }
+
+    /// The typical p99 of the runs that timed the point.
+    fn p99(&self) -> Option<f64> {
+        Side::typical(
+            &self
+                .timed()
+                .map(|p| ln(p.p99_ns as f64))
+                .collect::<Vec<_>>(),
+        )
+    }
+}
+
+/// The logarithm used for medians: 1 ns is the floor (a point whose overhead subtraction left
+/// 0 ns).
+fn ln(ns: f64) -> f64 {
+    ns.max(1.0).ln()
+}
+
+/// A point's distribution in one run: its histogram, or, in a report written before the
+/// histogram was added, one rebuilt from its percentiles.
+fn dist(p: &Point) -> Dist {
+    match &p.hist {
+        Some(h) => Dist::from_pairs(h),
+        None => {
+            let known: Vec<(f64, u64)> = [
+                (0.0, p.min_ns),
+                (0.5, Some(p.p50_ns)),
+                (0.9, p.p90_ns),
+                (0.99, Some(p.p99_ns)),
+                (0.999, p.p999_ns),
+                (1.0, p.max_ns),
+            ]
+            .into_iter()
+            .filter_map(|(q, v)| v.map(|v| (q, v)))
+            .collect();
+            Dist::from_quantiles(p.timed, &known)
+        }
+    }
+}
+
+/// What the comparison found for one point.
+enum Row {
+    /// Tested: the change of the median (a ratio minus 1), the direction the test saw (+1
+    /// slower, -1 faster, 0 none) and the raw p-value (adjusted later).
+    Tested { change: f64, direction: f64, p: f64 },
+    /// On both sides, but not testable; the reason.
+    Untested(&'static str),
+    /// In the base runs only, or in the new runs only.
+    OnlyIn(&'static str),
+}
+
+/// The program a report measured: the file name of its command's first word.
+fn program(run: &Run) -> Option<String> {
+    let first = run.run.as_ref()?.command.first()?;
+    let name = std::path::Path::new(first).file_name()?;
+    Some(name.to_string_lossy().into_owned())
+}
+
+/// The warning for reports of different programs, if they are.
+fn different_programs(base: &[Run], new: &[Run], common: usize) -> Option<String> {
+    let names = |runs: &[Run]| {
+        let mut v: Vec<String> = runs.iter().filter_map(program).collect();
+        v.sort();
+        v.dedup();
+        v
+    };
+    let (a, b) = (names(base), names(new));
+    let mut all: Vec<&String> = a.iter().chain(&b).collect();
+    all.sort();
+    all.dedup();
+    let has_points = |runs: &[Run]| runs.iter().any(|r| !r.points.is_empty());
+    if all.len() > 1 {
+        Some(format!(
+            "the reports are of different programs (base: {}; new: {}): points are matched by name only",
+            a.join(", "),
+            b.join(", ")
+        ))
+    } else if common == 0 && has_points(base) && has_points(new) {
+        Some(
+            "base and new have no point in common: they look like reports of two different programs"
+                .to_string(),
+        )
+    } else {
+        None
+    }
+}
+
+/// A run's points by name (the first of equal names).
+fn index(r: &Run) -> HashMap<&str, &Point> {
+    let mut m: HashMap<&str, &Point> = HashMap::with_capacity(r.points.len());
+    for p in &r.points {
+        m.entry(p.name.as_str()).or_insert(p);
+    }
+    m
+}
+
+/// The point `name` in each run of a side that has it.
+fn side<'r>(ix: &[HashMap<&str, &'r Point>], name: &str) -> Side<'r> {
+    Side {
+        points: ix.iter().filter_map(|m| m.get(name).copied()).collect(),
+    }
+}
+
+pub(crate) fn compare(args: Vec<String>) -> Result<ExitCode, String> {
+    let mut it = args.into_iter();
+    let mut paths = Vec::new();
+    let mut split = None;
+    let mut o = Options {
+        alpha: 0.01,
+        per_point: false,
+        threshold_pct: 5.0,
+        gate: false,
+    };
+    while let Some(a) = it.next() {
+        let (name, inline) = split_option(&a);
+        match name {
+            "-h" | "--help" => {
+                println!("{USAGE}\n\n{HELP}");
+                return Ok(ExitCode::SUCCESS);
+            }
+            "--threshold" => {
+                let what = "a percentage from 0 to 1000, such as 5";
+                o.threshold_pct = value(inline, &mut it, "--threshold", what)?;
+                if !(0.0..=1000.0).contains(&o.threshold_pct) {
+                    return Err(format!("--threshold {}: expected {what}", o.threshold_pct));
+                }
+            }
+            "--alpha" => {
+                let what = "a false-alarm rate above 0 and at most 0.5, such as 0.01";
+                o.alpha = value(inline, &mut it, "--alpha", what)?;
+                if !(o.alpha > 0.0 && o.alpha <= 0.5) {
+                    return Err(format!("--alpha {}: expected {what}", o.alpha));
+                }
+            }
+            "--alpha-per-point" | "--fail-on-regression" if inline.is_some() => {
+                return Err(format!("{a:?}: {name} takes no value"));
+            }
+            "--alpha-per-point" => o.per_point = true,
+            "--fail-on-regression" => o.gate = true,
+            "--" if split.is_some() => {
+                return Err(
+                    "compare: expected one -- between the base and the new reports, got two".into(),
+                );
+            }
+            "--" => split = Some(paths.len()),
+            _ if a.starts_with('-') && a.len() > 1 => {
+                return Err(format!(
+                    "unknown option {a:?}: expected --alpha A, --alpha-per-point, --threshold PCT or --fail-on-regression (profpoint compare --help)"
+                ));
+            }
+            _ => paths.push(a),
+        }
+    }
+    // BASE NEW, or BASE... -- NEW... for repeated runs.
+    let split = match split {
+        Some(k) => k,
+        None if paths.len() == 2 => 1,
+        None => {
+            return Err(format!(
+                "compare: expected two JSON reports (base, new), or several of each separated by --; got {} (profpoint compare --help)",
+                paths.len()
+            ));
+        }
+    };
+    if split == 0 || split == paths.len() {
+        return Err("compare: expected at least one report on each side of --".into());
+    }
+    let base: Vec<Run> = paths[..split]
+        .iter()
+        .map(|p| load(p))
+        .collect::<Result<_, _>>()?;
+    let new: Vec<Run> = paths[split..]
+        .iter()
+        .map(|p| load(p))
+        .collect::<Result<_, _>>()?;
+    let single = base.len() == 1 && new.len() == 1;
+
+    let base_ix: Vec<HashMap<&str, &Point>> = base.iter().map(index).collect();
+    let new_ix: Vec<HashMap<&str, &Point>> = new.iter().map(index).collect();
+    // Names in the order the new runs list them (longest total first), then the base runs'.
+    let mut names: Vec<&str> = Vec::new();
+    let mut seen: HashMap<&str, ()> = HashMap::new();
+    for p in new.iter().chain(&base).flat_map(|r| &r.points) {
+        if seen.insert(p.name.as_str(), ()).is_none() {
+            names.push(&p.name);
+        }
+    }
+    let common = names
+        .iter()
+        .filter(|n| {
+            base_ix.iter().any(|m| m.contains_key(*n)) && new_ix.iter().any(|m| m.contains_key(*n))
+        })
+        .count();
+    if let Some(w) = different_programs(&base, &new, common) {
+        eprintln!("profpoint: warning: {w}");
+    }
+    for (path, run) in paths.iter().zip(base.iter().chain(&new)) {
+        if single && run.points.iter().any(|p| p.timed > 0 && p.hist.is_none()) {
+            eprintln!(
+                "profpoint: note: {path} has no latency histograms (written before reports held them): its distributions are rebuilt from its percentiles, so the test is approximate"
+            );
+        }
+    }
+
+    let mut rows: Vec<(&str, Side, Side, Row)> = Vec::new();
+    let mut never_called = 0;
+    for name in names {
+        let (a, b) = (side(&base_ix, name), side(&new_ix, name));
+        if a.timed().count() + b.timed().count() == 0
+            && a.points.iter().chain(&b.points).all(|p| p.nr == 0)
+        {
+            never_called += 1;
+            continue;
+        }
+        let row = if a.points.is_empty() {
+            Row::OnlyIn("only in new")
+        } else if b.points.is_empty() {
+            Row::OnlyIn("only in base")
+        } else if a.timed().count() == 0 {
+            Row::Untested("? (no timed call in base)")
+        } else if b.timed().count() == 0 {
+            Row::Untested("? (no timed call in new)")
+        } else if single {
+            let (da, db) = (dist(a.points[0]), dist(b.points[0]));
+            match stats::rank_test(&da, &db) {
+                Some(t) => Row::Tested {
+                    change: (ln(db.median().unwrap_or(0.0)) - ln(da.median().unwrap_or(0.0))).exp()
+                        - 1.0,
+                    direction: (t.prob_slower - 0.5).signum() * f64::from(t.prob_slower != 0.5),
+                    p: t.p,
+                },
+                None => Row::Untested("? (fewer than 10 timed calls a side)"),
+            }
+        } else {
+            match stats::runs_test(&a.log_medians(), &b.log_medians()) {
+                Some((diff, p)) => Row::Tested {
+                    change: diff.exp() - 1.0,
+                    direction: diff.signum() * f64::from(diff != 0.0),
+                    p,
+                },
+                None => Row::Untested("? (too few runs timed it: 3 in all needed)"),
+            }
+        };
+        rows.push((name, a, b, row));
+    }
+
+    // The p-values, adjusted over every point tested.
+    let raw: Vec<f64> = rows
+        .iter()
+        .filter_map(|r| match r.3 {
+            Row::Tested { p, .. } => Some(p),
+            _ => None,
+        })
+        .collect();
+    let tested = raw.len();
+    let adjusted = if o.per_point {
+        raw.clone()
+    } else {
+        stats::holm(&raw)
+    };
+
+    let how = if o.per_point {
+        format!("p per point; flagged when p < {}", o.alpha)
+    } else {
+        format!(
+            "p Holm-adjusted over the {tested} points tested; flagged when p < {}",
+            o.alpha
+        )
+    };
+    if single {
+        println!(
+            "base {}, new {}: each point's calls ranked against each other (Mann-Whitney U over the latency histograms, ties corrected, at most {} calls a run counted)\n{how} and the median moved by at least {}%",
+            paths[0],
+            paths[1],
+            stats::N_CAP,
+            o.threshold_pct
+        );
+    } else {
+        println!(
+            "{} base and {} new runs: each run's median call per point, Welch's t test on their logarithms (Student's t, Welch-Satterthwaite degrees of freedom)\n{how} and the median moved by at least {}%",
+            base.len(),
+            new.len(),
+            o.threshold_pct
+        );
+    }
+    let w = rows.iter().map(|r| r.0.len()).max().unwrap_or(4).max(16);
+    println!(
+        "{:<w$}  {:>12}  {:>12}  {:>9}  {:>12}  {:>12}  {:>8}  verdict",
+        "name", "base p50.ns", "new p50.ns", "change", "base p99.ns", "new p99.ns", "p"
+    );
+    let num = |x: Option<f64>| match x {
+        Some(v) if v.is_finite() => format!("{v:.0}"),
+        _ => "-".to_string(),
+    };
+    let mut regressions = 0;
+    let mut adjusted = adjusted.into_iter();
+    for (name, a, b, row) in &rows {
+        let (change, p, verdict) = match *row {
+            Row::OnlyIn(why) | Row::Untested(why) => {
+                (String::new(), String::new(), why.to_string())
+            }
+            Row::Tested {
+                change, direction, ..
+            } => {
+                let p = adjusted.next().unwrap_or(1.0);
+                let pct = 100.0 * change;
+                let significant = p < o.alpha;
+                let verdict = if significant && direction > 0.0 && pct >= o.threshold_pct {
+                    regressions += 1;
+                    "SLOWER"
+                } else if significant && direction < 0.0 && -pct >= o.threshold_pct {
+                    "faster"
+                } else if significant {
+                    "~ (significant, under the threshold)"
+                } else {
+                    "~ (within noise)"
+                };
+                let change = if pct.is_finite() {
+                    format!("{pct:+.1}%")
+                } else {
+                    "-".to_string()
+                };
+                let p = if p < 0.0001 {
+                    "<0.0001".to_string()
+                } else {
+                    format!("{p:.4}")
+                };
+                (change, p, verdict.to_string())
+            }
+        };
+        println!(
+            "{name:<w$}  {:>12}  {:>12}  {change:>9}  {:>12}  {:>12}  {p:>8}  {verdict}",
+            num(Side::typical(&a.log_medians())),
+            num(Side::typical(&b.log_medians())),
+            num(a.p99()),
+            num(b.p99()),
+        );
+    }
+    if never_called > 0 {
+        println!("({never_called} points never called in any run are not listed)");
+    }
+    compare_tracepoints(&base, &new);
+    if o.gate && regressions > 0 {
+        eprintln!("profpoint: {regressions} point(s) significantly slower");
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Tracepoint hits, base against new (mean over the runs of each side): counts, not times, so
+/// no noise test; printed when either side has a tracepoint that fired.
+fn compare_tracepoints(base: &[Run], new: &[Run]) {
+    let mut names: Vec<&str> = Vec::new();
+    for t in new.iter().chain(base).flat_map(|r| &r.tracepoints) {
+        if t.hits > 0 && !names.contains(&t.name.as_str()) {
+            names.push(&t.name);
+        }
+    }
+    if names.is_empty() {
+        return;
+    }
+    let mean_hits = |runs: &[Run], name: &str| {
+        runs.iter()
+            .map(|r| {
+                r.tracepoints
+                    .iter()
+                    .find(|t| t.name == name)
+                    .map_or(0.0, |t| t.hits as f64)
+            })
+            .sum::<f64>()
+            / runs.len() as f64
+    };
+    let w = names.iter().map(|n| n.len()).max().unwrap_or(4).max(16);
+    println!("\ntracepoint hits (mean per run)");
+    println!(
+        "{:<w$}  {:>12}  {:>12}  {:>9}",
+        "name", "base", "new", "change"
+    );
+    for name in names {
+        let (a, b) = (mean_hits(base, name), mean_hits(new, name));
+        let change = if a == 0.0 {
+            "new".to_string()
+        } else {
+            format!("{:+.1}%", 100.0 * (b - a) / a)
+        };
+        println!("{name:<w$}  {a:>12.0}  {b:>12.0}  {change:>9}");
+    }
+}
