@@ -412,8 +412,17 @@ impl Point {
 
     /// The enabled half of [`Point::__enter`], out of line: one copy for every point. Fills
     /// `t` and says whether the guard must leave it.
+    ///
+    /// `extern "C"`, like [`leave_guard`], only to make it `nounwind` (a panic here aborts;
+    /// nothing here panics but a bug): a call that cannot unwind needs no landing pad in the
+    /// annotated function. With one, every point inlined into another annotated function
+    /// brought a cleanup block that leaves the outer guard into LLVM's inline cost (smallvec's
+    /// `triple_mut`, annotated with the points of the five accessors it inlines: 755 against
+    /// a threshold of 325; 590 without the landing pads). See BENCHMARKS.md, "Real crates",
+    /// for what a switched-off point still costs there, and why.
     #[inline(never)]
-    fn enter_on(&'static self, t: &mut MaybeUninit<Token>) -> bool {
+    #[allow(improper_ctypes_definitions)] // never called from C: the ABI is for `nounwind`
+    extern "C" fn enter_on(&'static self, t: &mut MaybeUninit<Token>) -> bool {
         // Relaxed: see `is_enabled`. Re-read: the caller's test may be stale, which is fine
         // (a point turned off in between is timed once more).
         let status = owned::get8(&self.status);
@@ -665,8 +674,10 @@ impl Drop for FnGuard<'_> {
 
 /// The enabled half of a guard's drop, out of line: one copy for every point. The token is
 /// read in place (never moved: see `start_on`), and never dropped (a `MaybeUninit`).
+/// `extern "C"` to be `nounwind`: see [`Point::enter_on`].
 #[inline(never)]
-fn leave_guard(token: &Token) {
+#[allow(improper_ctypes_definitions)] // never called from C: the ABI is for `nounwind`
+extern "C" fn leave_guard(token: &Token) {
     leave_on(token);
 }
 
