@@ -27,7 +27,10 @@ other side's spread stands for both). This measures run-to-run noise. With 2 run
 a large change can be significant; 5 or more a side see small ones.
 
 A point is flagged SLOWER (or faster) when its p-value is below the false-alarm rate and its
-median moved by at least the threshold, in the same direction as the test's.
+median moved by at least the threshold, in the same direction as the test's. The p50 columns
+are the median call, interpolated within its histogram bucket (with repeated runs, the
+geometric mean of the runs' medians); the p99 columns the reports' p99 (likewise); the change is
+the change of the median.
 
 Options:
   --alpha A             false-alarm rate, from 0 to 0.5 (default 0.01). Within a run: the

@@ -27,6 +27,7 @@ fn report_reads_a_real_report() {
         Some("100"),
         "nr column: {row}"
     );
+    common::clean();
 }
 
 profpoint::tracepoint!(fn cli_event(n: u64));
@@ -76,6 +77,7 @@ fn report_shows_tracepoints_and_the_heatmap() {
                 .is_some_and(|x| x.parse::<u64>().is_ok())),
         "the busy function has a heatmap row:\n{out}"
     );
+    common::clean();
 }
 
 /// `compare` lists tracepoint hits beside the points: the same program firing a tracepoint
@@ -99,6 +101,7 @@ fn compare_lists_tracepoint_hits() {
         .unwrap_or_else(|| panic!("no tracepoint row:\n{out}"));
     let cols: Vec<&str> = row.split_whitespace().collect();
     assert_eq!(cols, ["net::rx", "500", "1000", "+100.0%"], "{out}");
+    common::clean();
 }
 
 /// A version-1 report with one point per (name, median ns, log spread, calls), the calls drawn
@@ -163,6 +166,7 @@ fn compare_flags_a_real_slowdown_and_not_the_noise() {
     let (code, out, _) = profpoint(&["compare", a, b, "--threshold", "50", "--fail-on-regression"]);
     assert_eq!(code, 0, "{out}");
     assert!(row("db::query").contains("SLOWER"));
+    common::clean();
 }
 
 /// A report written before reports held histograms: compare rebuilds the distributions from
@@ -192,6 +196,7 @@ fn compare_reads_reports_without_histograms() {
             .any(|l| l.starts_with('f') && l.ends_with("SLOWER")),
         "{out}"
     );
+    common::clean();
 }
 
 #[test]
@@ -260,6 +265,7 @@ fn bad_input_gets_a_clear_error() {
         assert!(err.starts_with("profpoint: "), "{err}");
         assert!(err.contains(expected), "{args:?}: {err}");
     }
+    common::clean();
 }
 
 #[test]
@@ -322,6 +328,7 @@ fn compare_repeated_runs_tests_run_to_run_noise() {
         err.contains("at least one report on each side of --"),
         "{err}"
     );
+    common::clean();
 }
 
 /// One mutation of a valid report's text: a value replaced by an extreme or a wrong type, a

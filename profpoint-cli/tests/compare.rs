@@ -58,6 +58,7 @@ fn a_2x_slowdown_of_one_point_is_flagged() {
         }
         assert!(err.contains("1 point(s) significantly slower"), "{err}");
     }
+    common::clean();
 }
 
 /// The smallest k with P(X <= k) >= q for X ~ Binomial(n, p).
@@ -119,6 +120,7 @@ fn same_distributions_are_flagged_at_most_alpha_of_the_time() {
         flagged >= low,
         "{flagged} of {n} flagged: the test is blind (bound {low})"
     );
+    common::clean();
 }
 
 /// A 10% slowdown of a point with 20% spread, 10,000 calls a run: flagged in every one of 50
@@ -136,6 +138,7 @@ fn a_10_percent_slowdown_with_enough_calls_is_always_flagged() {
         let (_, out, _) = profpoint(&["compare", &a, &b]);
         assert_eq!(verdict(&out, "kernel"), "SLOWER", "case {case}: {out}");
     }
+    common::clean();
 }
 
 /// One 8 ms call among 10,000 of 20 us (a preemption) moves the mean by 4% but is one rank
@@ -186,6 +189,7 @@ fn one_heavy_outlier_does_not_flip_a_verdict() {
             "case {case}"
         );
     }
+    common::clean();
 }
 
 /// Repeated runs of one program, b1 b2 -- b3 b4, each run 10,000 calls with preemptions, in
@@ -237,6 +241,7 @@ fn repeated_identical_runs_are_not_flagged() {
         assert_eq!(code, 1, "case {case}: {out}");
         assert_eq!(verdict(&out, "step"), "SLOWER", "case {case}: {out}");
     }
+    common::clean();
 }
 
 /// A point in one run only is shown as such; reports of two different programs get a warning
@@ -312,6 +317,7 @@ fn points_in_one_run_only_and_different_programs_are_shown_as_such() {
     );
     assert_eq!(verdict(&out, "x::f"), "only in base", "{out}");
     assert_eq!(verdict(&out, "y::g"), "only in new", "{out}");
+    common::clean();
 }
 
 /// Bad arguments: one line naming the value and what was expected, exit status 2.
@@ -390,4 +396,5 @@ fn bad_arguments_get_one_line_and_exit_2() {
     ] {
         assert!(out.contains(needle), "{needle}:\n{out}");
     }
+    common::clean();
 }

@@ -21,11 +21,24 @@ pub fn profpoint(args: &[&str]) -> (i32, String, String) {
     )
 }
 
-/// A folder of this test process's own.
+/// A folder of this test's own: the process id and the thread's name, which is the test's
+/// (`cargo test` runs a file's tests as threads of one process, each cleaning up its own).
 pub fn dir() -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("profpoint-cli-{}", std::process::id()));
+    let thread = std::thread::current();
+    let name: String = thread
+        .name()
+        .unwrap_or("test")
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    let d = std::env::temp_dir().join(format!("profpoint-cli-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
     d
+}
+
+/// Removes [`dir`] (at the end of a test that passed: a failed one leaves its files to look at).
+pub fn clean() {
+    std::fs::remove_dir_all(dir()).ok();
 }
 
 /// Writes `text` to `name` in [`dir`]; returns its path.
@@ -137,8 +150,11 @@ pub fn report(program: &str, points: &[(&str, Vec<u64>)]) -> String {
 
 /// The verdict column of `name`'s row in compare's output, or a panic showing the output.
 pub fn verdict(out: &str, name: &str) -> String {
+    // The rows follow the column headings.
     let row = out
         .lines()
+        .skip_while(|l| !l.starts_with("name "))
+        .skip(1)
         .find(|l| l.split_whitespace().next() == Some(name))
         .unwrap_or_else(|| panic!("no row for {name}:\n{out}"));
     // The verdict is the text after the p column; rows without a test have no p.
