@@ -3,6 +3,7 @@
 use crate::stats::{self, Dist};
 use crate::{Point, Run, load, split_option, value};
 use std::collections::HashMap;
+use std::io::Write;
 use std::process::ExitCode;
 
 pub(crate) const USAGE: &str = "usage: profpoint compare BASE.json NEW.json [--alpha A] [--alpha-per-point] [--threshold PCT] [--fail-on-regression]\n       profpoint compare BASE1.json BASE2.json... -- NEW1.json NEW2.json... [OPTIONS]";
@@ -30,7 +31,8 @@ A point is flagged SLOWER (or faster) when its p-value is below the false-alarm 
 median moved by at least the threshold, in the same direction as the test's. The p50 columns
 are the median call, interpolated within its histogram bucket (with repeated runs, the
 geometric mean of the runs' medians); the p99 columns the reports' p99 (likewise); the change is
-the change of the median.
+the change of the median. '~ (under the threshold)': the test tells the two apart, but the
+median moved less than the threshold; '~ (within noise)': the test does not tell them apart.
 
 Options:
   --alpha A             false-alarm rate, from 0 to 0.5 (default 0.01). Within a run: the
@@ -170,6 +172,11 @@ fn different_programs(base: &[Run], new: &[Run], common: usize) -> Option<String
     }
 }
 
+/// An error writing the table (a closed pipe: `profpoint compare a b | head`).
+fn write_error(e: std::io::Error) -> String {
+    format!("cannot write the table to stdout: {e}")
+}
+
 /// A run's points by name (the first of equal names).
 fn index(r: &Run) -> HashMap<&str, &Point> {
     let mut m: HashMap<&str, &Point> = HashMap::with_capacity(r.points.len());
@@ -250,14 +257,17 @@ pub(crate) fn compare(args: Vec<String>) -> Result<ExitCode, String> {
     if split == 0 || split == paths.len() {
         return Err("compare: expected at least one report on each side of --".into());
     }
-    let base: Vec<Run> = paths[..split]
-        .iter()
-        .map(|p| load(p))
-        .collect::<Result<_, _>>()?;
-    let new: Vec<Run> = paths[split..]
-        .iter()
-        .map(|p| load(p))
-        .collect::<Result<_, _>>()?;
+    // Reading a large report is most of compare's time: the files are read side by side (the
+    // first error in argument order is the one reported).
+    let mut runs: Vec<Run> = std::thread::scope(|s| {
+        let readers: Vec<_> = paths.iter().map(|p| s.spawn(move || load(p))).collect();
+        readers
+            .into_iter()
+            .map(|r| r.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect::<Result<_, _>>()
+    })?;
+    let new: Vec<Run> = runs.split_off(split);
+    let base = runs;
     let single = base.len() == 1 && new.len() == 1;
 
     let base_ix: Vec<HashMap<&str, &Point>> = base.iter().map(index).collect();
@@ -344,6 +354,8 @@ pub(crate) fn compare(args: Vec<String>) -> Result<ExitCode, String> {
         stats::holm(&raw)
     };
 
+    // One buffered writer: a report of 10,000 points is 10,000 lines.
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let how = if o.per_point {
         format!("p per point; flagged when p < {}", o.alpha)
     } else {
@@ -353,26 +365,30 @@ pub(crate) fn compare(args: Vec<String>) -> Result<ExitCode, String> {
         )
     };
     if single {
-        println!(
+        writeln!(
+            out,
             "base {}, new {}: each point's calls ranked against each other (Mann-Whitney U over the latency histograms, ties corrected, at most {} calls a run counted)\n{how} and the median moved by at least {}%",
             paths[0],
             paths[1],
             stats::N_CAP,
             o.threshold_pct
-        );
+        ).map_err(write_error)?;
     } else {
-        println!(
+        writeln!(
+            out,
             "{} base and {} new runs: each run's median call per point, Welch's t test on their logarithms (Student's t, Welch-Satterthwaite degrees of freedom)\n{how} and the median moved by at least {}%",
             base.len(),
             new.len(),
             o.threshold_pct
-        );
+        ).map_err(write_error)?;
     }
     let w = rows.iter().map(|r| r.0.len()).max().unwrap_or(4).max(16);
-    println!(
+    writeln!(
+        out,
         "{:<w$}  {:>12}  {:>12}  {:>9}  {:>12}  {:>12}  {:>8}  verdict",
         "name", "base p50.ns", "new p50.ns", "change", "base p99.ns", "new p99.ns", "p"
-    );
+    )
+    .map_err(write_error)?;
     let num = |x: Option<f64>| match x {
         Some(v) if v.is_finite() => format!("{v:.0}"),
         _ => "-".to_string(),
@@ -396,7 +412,7 @@ pub(crate) fn compare(args: Vec<String>) -> Result<ExitCode, String> {
                 } else if significant && direction < 0.0 && -pct >= o.threshold_pct {
                     "faster"
                 } else if significant {
-                    "~ (significant, under the threshold)"
+                    "~ (under the threshold)"
                 } else {
                     "~ (within noise)"
                 };
@@ -413,18 +429,25 @@ pub(crate) fn compare(args: Vec<String>) -> Result<ExitCode, String> {
                 (change, p, verdict.to_string())
             }
         };
-        println!(
+        writeln!(
+            out,
             "{name:<w$}  {:>12}  {:>12}  {change:>9}  {:>12}  {:>12}  {p:>8}  {verdict}",
             num(Side::typical(&a.log_medians())),
             num(Side::typical(&b.log_medians())),
             num(a.p99()),
             num(b.p99()),
-        );
+        )
+        .map_err(write_error)?;
     }
     if never_called > 0 {
-        println!("({never_called} points never called in any run are not listed)");
+        writeln!(
+            out,
+            "({never_called} points never called in any run are not listed)"
+        )
+        .map_err(write_error)?;
     }
-    compare_tracepoints(&base, &new);
+    compare_tracepoints(&mut out, &base, &new).map_err(write_error)?;
+    out.flush().map_err(write_error)?;
     if o.gate && regressions > 0 {
         eprintln!("profpoint: {regressions} point(s) significantly slower");
         return Ok(ExitCode::from(1));
@@ -434,7 +457,7 @@ pub(crate) fn compare(args: Vec<String>) -> Result<ExitCode, String> {
 
 /// Tracepoint hits, base against new (mean over the runs of each side): counts, not times, so
 /// no noise test; printed when either side has a tracepoint that fired.
-fn compare_tracepoints(base: &[Run], new: &[Run]) {
+fn compare_tracepoints(out: &mut impl Write, base: &[Run], new: &[Run]) -> std::io::Result<()> {
     let mut names: Vec<&str> = Vec::new();
     for t in new.iter().chain(base).flat_map(|r| &r.tracepoints) {
         if t.hits > 0 && !names.contains(&t.name.as_str()) {
@@ -442,7 +465,7 @@ fn compare_tracepoints(base: &[Run], new: &[Run]) {
         }
     }
     if names.is_empty() {
-        return;
+        return Ok(());
     }
     let mean_hits = |runs: &[Run], name: &str| {
         runs.iter()
@@ -456,11 +479,12 @@ fn compare_tracepoints(base: &[Run], new: &[Run]) {
             / runs.len() as f64
     };
     let w = names.iter().map(|n| n.len()).max().unwrap_or(4).max(16);
-    println!("\ntracepoint hits (mean per run)");
-    println!(
+    writeln!(out, "\ntracepoint hits (mean per run)")?;
+    writeln!(
+        out,
         "{:<w$}  {:>12}  {:>12}  {:>9}",
         "name", "base", "new", "change"
-    );
+    )?;
     for name in names {
         let (a, b) = (mean_hits(base, name), mean_hits(new, name));
         let change = if a == 0.0 {
@@ -468,6 +492,7 @@ fn compare_tracepoints(base: &[Run], new: &[Run]) {
         } else {
             format!("{:+.1}%", 100.0 * (b - a) / a)
         };
-        println!("{name:<w$}  {a:>12.0}  {b:>12.0}  {change:>9}");
+        writeln!(out, "{name:<w$}  {a:>12.0}  {b:>12.0}  {change:>9}")?;
     }
+    Ok(())
 }

@@ -522,20 +522,28 @@ fn point_report(
 }
 
 /// The non-empty buckets of `counts` as `[value_ns, calls]`, ascending; buckets whose
-/// midpoints round to the same nanosecond are merged (`to_ns` never decreases).
+/// midpoints round to the same nanosecond are merged (`to_ns` never decreases). Most of the
+/// 1,408 buckets are empty: blocks of 16 are skipped with one test (half the time of a test
+/// per bucket, for every point of every report).
 fn hist_ns(counts: &[u64], to_ns: impl Fn(f64) -> u64) -> Vec<[u64; 2]> {
-    let mut out: Vec<[u64; 2]> = Vec::new();
-    for (i, &c) in counts.iter().enumerate().filter(|(_, c)| **c > 0) {
-        let (lo, hi) = hist::bounds(i);
-        let mid = if hi - lo == 1 {
-            lo as f64
-        } else {
-            (lo + hi) as f64 / 2.0
-        };
-        let v = to_ns(mid);
-        match out.last_mut() {
-            Some(last) if last[0] == v => last[1] += c,
-            _ => out.push([v, c]),
+    const BLOCK: usize = 16;
+    let mut out: Vec<[u64; 2]> = Vec::with_capacity(32);
+    for (b, block) in counts.chunks(BLOCK).enumerate() {
+        if block.iter().fold(0, |any, &c| any | c) == 0 {
+            continue;
+        }
+        for (j, &c) in block.iter().enumerate().filter(|(_, c)| **c > 0) {
+            let (lo, hi) = hist::bounds(b * BLOCK + j);
+            let mid = if hi - lo == 1 {
+                lo as f64
+            } else {
+                (lo + hi) as f64 / 2.0
+            };
+            let v = to_ns(mid);
+            match out.last_mut() {
+                Some(last) if last[0] == v => last[1] += c,
+                _ => out.push([v, c]),
+            }
         }
     }
     out
