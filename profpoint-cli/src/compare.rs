@@ -15,8 +15,8 @@ got slower or faster. Points are matched by name.
 
 One run a side: the calls of a point in one run are ranked against its calls in the other
 (Mann-Whitney U test over the latency histograms the reports hold, ties corrected). A few long
-calls (a preemption, a page fault) move a few ranks and not the verdict, as they would move a
-mean. Calls within a run are not independent samples, so a run counts as at most 1,000 calls.
+calls (a preemption, a page fault) move a mean a lot, but only a few ranks: not the verdict.
+Calls within a run are not independent samples, so a run counts as at most 1,000 calls.
 This test sees how calls vary within a run, not how a whole run varies from the next (CPU
 frequency, memory layout, other load): --threshold is the guard against that, and repeated
 runs measure it.
