@@ -360,7 +360,8 @@ pub(crate) fn compare(args: Vec<String>) -> Result<ExitCode, String> {
         format!("p per point; flagged when p < {}", o.alpha)
     } else {
         format!(
-            "p Holm-adjusted over the {tested} points tested; flagged when p < {}",
+            "p Holm-adjusted over the {tested} point{} tested; flagged when p < {}",
+            if tested == 1 { "" } else { "s" },
             o.alpha
         )
     };

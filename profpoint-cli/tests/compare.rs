@@ -244,6 +244,80 @@ fn repeated_identical_runs_are_not_flagged() {
     common::clean();
 }
 
+/// A moderate change of one point among three (raw p about 0.007): flagged with
+/// --alpha-per-point at 0.01, not once Holm's adjustment counts the three points (0.02).
+#[test]
+fn alpha_is_for_the_whole_comparison_unless_asked_per_point() {
+    let calls = |fast: usize, slow: usize| {
+        let mut c = vec![1_000u64; fast];
+        c.extend(vec![2_000u64; slow]);
+        c
+    };
+    let steady = |rng: &mut common::Rng| rng.calls(2_000, 5_000.0, 0.1);
+    let mut rng = seed(8, 0);
+    let base = write(
+        "holm-base.json",
+        &report(
+            "bench",
+            &[
+                ("moved", calls(500, 500)),
+                ("x", steady(&mut rng)),
+                ("y", steady(&mut rng)),
+            ],
+        ),
+    );
+    let new = write(
+        "holm-new.json",
+        &report(
+            "bench",
+            &[
+                ("moved", calls(440, 560)),
+                ("x", steady(&mut rng)),
+                ("y", steady(&mut rng)),
+            ],
+        ),
+    );
+    let (_, out, _) = profpoint(&["compare", &base, &new]);
+    assert!(
+        out.contains("p Holm-adjusted over the 3 points tested"),
+        "{out}"
+    );
+    assert_eq!(verdict(&out, "moved"), "~ (within noise)", "{out}");
+    let (code, out, _) = profpoint(&[
+        "compare",
+        &base,
+        &new,
+        "--alpha-per-point",
+        "--fail-on-regression",
+    ]);
+    assert!(out.contains("p per point"), "{out}");
+    assert_eq!(verdict(&out, "moved"), "SLOWER", "{out}");
+    assert_eq!(code, 1);
+    common::clean();
+}
+
+/// One base run against three new ones: the three's spread stands for both sides.
+#[test]
+fn one_run_against_several_is_tested_across_runs() {
+    let mut rng = seed(9, 0);
+    let mut run = |median: f64, tag: &str| {
+        write(
+            &format!("one-{tag}.json"),
+            &report("bench", &[("step", rng.calls(5_000, median, 0.2))]),
+        )
+    };
+    let base = run(20_000.0, "base");
+    let same: Vec<String> = (0..3).map(|i| run(20_000.0, &format!("same{i}"))).collect();
+    let slow: Vec<String> = (0..3).map(|i| run(30_000.0, &format!("slow{i}"))).collect();
+    let (code, out, err) = profpoint(&["compare", &base, "--", &same[0], &same[1], &same[2]]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("1 base and 3 new runs"), "{out}");
+    assert!(verdict(&out, "step").starts_with('~'), "{out}");
+    let (_, out, _) = profpoint(&["compare", &base, "--", &slow[0], &slow[1], &slow[2]]);
+    assert_eq!(verdict(&out, "step"), "SLOWER", "{out}");
+    common::clean();
+}
+
 /// A point in one run only is shown as such; reports of two different programs get a warning
 /// line, whether their command lines say so or they have no point in common.
 #[test]
