@@ -33,6 +33,10 @@ are the median call, interpolated within its histogram bucket (with repeated run
 geometric mean of the runs' medians); the p99 columns the reports' p99 (likewise); the change is
 the change of the median. '~ (under the threshold)': the test tells the two apart, but the
 median moved less than the threshold; '~ (within noise)': the test does not tell them apart.
+A point in the base runs only reads 'only in base' (and 'only in new' the other way); reports
+of different programs (by their command lines, or with no point in common) or from different
+CPU models get a warning line on stderr. A report without histograms (written by an older
+profpoint) has its distributions rebuilt from its percentiles, with a note.
 
 Options:
   --alpha A             false-alarm rate, from 0 to 0.5 (default 0.01). Within a run: the
@@ -143,15 +147,39 @@ fn program(run: &Run) -> Option<String> {
     Some(name.to_string_lossy().into_owned())
 }
 
+/// The distinct values of `f` over `runs`, sorted.
+fn distinct(runs: &[Run], f: fn(&Run) -> Option<String>) -> Vec<String> {
+    let mut v: Vec<String> = runs.iter().filter_map(f).collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+/// The warning for reports from different CPU models, if they are: their times differ by the
+/// machine as much as by the code.
+fn different_cpus(base: &[Run], new: &[Run]) -> Option<String> {
+    let cpu = |r: &Run| {
+        r.run
+            .as_ref()
+            .map(|m| m.cpu_model.trim().to_string())
+            .filter(|c| !c.is_empty())
+    };
+    let (a, b) = (distinct(base, cpu), distinct(new, cpu));
+    let mut all: Vec<&String> = a.iter().chain(&b).collect();
+    all.sort();
+    all.dedup();
+    (all.len() > 1).then(|| {
+        format!(
+            "the reports come from different CPUs (base: {}; new: {}): a change may be the machine's",
+            a.join(", "),
+            b.join(", ")
+        )
+    })
+}
+
 /// The warning for reports of different programs, if they are.
 fn different_programs(base: &[Run], new: &[Run], common: usize) -> Option<String> {
-    let names = |runs: &[Run]| {
-        let mut v: Vec<String> = runs.iter().filter_map(program).collect();
-        v.sort();
-        v.dedup();
-        v
-    };
-    let (a, b) = (names(base), names(new));
+    let (a, b) = (distinct(base, program), distinct(new, program));
     let mut all: Vec<&String> = a.iter().chain(&b).collect();
     all.sort();
     all.dedup();
@@ -286,11 +314,17 @@ pub(crate) fn compare(args: Vec<String>) -> Result<ExitCode, String> {
             base_ix.iter().any(|m| m.contains_key(*n)) && new_ix.iter().any(|m| m.contains_key(*n))
         })
         .count();
-    if let Some(w) = different_programs(&base, &new, common) {
+    for w in [
+        different_programs(&base, &new, common),
+        different_cpus(&base, &new),
+    ]
+    .into_iter()
+    .flatten()
+    {
         eprintln!("profpoint: warning: {w}");
     }
     for (path, run) in paths.iter().zip(base.iter().chain(&new)) {
-        if single && run.points.iter().any(|p| p.timed > 0 && p.hist.is_none()) {
+        if run.points.iter().any(|p| p.timed > 0 && p.hist.is_none()) {
             eprintln!(
                 "profpoint: note: {path} has no latency histograms (written before reports held them): its distributions are rebuilt from its percentiles, so the test is approximate"
             );

@@ -111,6 +111,8 @@ struct Point {
 struct RunMeta {
     #[serde(default)]
     command: Vec<String>,
+    #[serde(default)]
+    cpu_model: String,
 }
 
 const REPORT_USAGE: &str = "usage: profpoint report RUN.json [--top N]";

@@ -369,6 +369,21 @@ fn points_in_one_run_only_and_different_programs_are_shown_as_such() {
         "{err}"
     );
 
+    // The same program on another CPU model.
+    let elsewhere = write(
+        "other-cpu.json",
+        &report("bench", &[("kept", rng.calls(1_000, 5_000.0, 0.1))])
+            .replace(r#""cpu_model":"x""#, r#""cpu_model":"Other CPU @ 3.0GHz""#),
+    );
+    let (code, _, err) = profpoint(&["compare", &base, &elsewhere]);
+    assert_eq!(code, 0);
+    assert!(
+        err.contains(
+            "warning: the reports come from different CPUs (base: x; new: Other CPU @ 3.0GHz)"
+        ) && !err.contains("different programs"),
+        "{err}"
+    );
+
     // No command line in the reports (hand-made), and no point in common.
     let strip = |text: String| {
         let at = text.find(r#""run":"#).unwrap();
