@@ -77,8 +77,11 @@ fn a_real_report_holds_the_latency_histogram() {
     assert_eq!(median, p.p50_ns, "{:?}", p.hist);
 }
 
+// The heatmap test's workload (the heatmap runs on Linux only).
+#[cfg(target_os = "linux")]
 profpoint::tracepoint!(fn cli_event(n: u64));
 
+#[cfg(target_os = "linux")]
 #[profpoint::profile_point]
 #[inline(never)]
 fn busy_cli(mut x: u64) -> u64 {
