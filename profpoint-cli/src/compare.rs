@@ -2,7 +2,7 @@
 
 use crate::stats::{self, Dist};
 use crate::{Point, Run, load, split_option, value};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -285,15 +285,22 @@ pub(crate) fn compare(args: Vec<String>) -> Result<ExitCode, String> {
     if split == 0 || split == paths.len() {
         return Err("compare: expected at least one report on each side of --".into());
     }
-    // Reading a large report is most of compare's time: the files are read side by side (the
-    // first error in argument order is the one reported).
-    let mut runs: Vec<Run> = std::thread::scope(|s| {
-        let readers: Vec<_> = paths.iter().map(|p| s.spawn(move || load(p))).collect();
-        readers
-            .into_iter()
-            .map(|r| r.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-            .collect::<Result<_, _>>()
-    })?;
+    // Reading a large report is most of compare's time: the files are read side by side, as
+    // many at once as there are cores (the first error in argument order is the one reported).
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let mut runs: Vec<Run> = Vec::with_capacity(paths.len());
+    for batch in paths.chunks(cores) {
+        let read: Vec<Result<Run, String>> = std::thread::scope(|s| {
+            let readers: Vec<_> = batch.iter().map(|p| s.spawn(move || load(p))).collect();
+            readers
+                .into_iter()
+                .map(|r| r.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+                .collect()
+        });
+        for r in read {
+            runs.push(r?);
+        }
+    }
     let new: Vec<Run> = runs.split_off(split);
     let base = runs;
     let single = base.len() == 1 && new.len() == 1;
@@ -302,9 +309,9 @@ pub(crate) fn compare(args: Vec<String>) -> Result<ExitCode, String> {
     let new_ix: Vec<HashMap<&str, &Point>> = new.iter().map(index).collect();
     // Names in the order the new runs list them (longest total first), then the base runs'.
     let mut names: Vec<&str> = Vec::new();
-    let mut seen: HashMap<&str, ()> = HashMap::new();
+    let mut seen: HashSet<&str> = HashSet::new();
     for p in new.iter().chain(&base).flat_map(|r| &r.points) {
-        if seen.insert(p.name.as_str(), ()).is_none() {
+        if seen.insert(p.name.as_str()) {
             names.push(&p.name);
         }
     }
