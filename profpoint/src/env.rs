@@ -9,7 +9,7 @@
 //! | `PROFPOINT_DISABLE` | comma-separated globs of point names to turn off | none |
 //! | `PROFPOINT_ENABLE` | comma-separated globs to turn on (applied after `PROFPOINT_DISABLE`) | all on |
 //! | `PROFPOINT_SAMPLE` | `N` (every point) or comma-separated `GLOB=N`: time one call in about N | every call timed |
-//! | `PROFPOINT_BUDGET` | the share of CPU time the points' instrumentation may cost: `2%` (a percentage), or `off`; hot points are then timed on one call in N, counted only, or switched off (see `profpoint::set_budget`) | `2%` |
+//! | `PROFPOINT_BUDGET` | the share of CPU time the points' instrumentation may cost: `2%` (a percentage), or `off`; hot points are then timed on one call in N, counted only, or timed in bursts (see `profpoint::set_budget`) | `2%` |
 //! | `PROFPOINT_REPORT_EVERY` | a duration (`500ms`, `10s`, `5m`, `1h`): also write every destination of `PROFPOINT_REPORT` at that interval, with the interval's deltas; `{seq}` in a PATH becomes the report's sequence number | unset: at exit only |
 //! | `PROFPOINT_SERVE` (`PROFPOINT_SERVE_PUBLIC`, `PROFPOINT_SERVE_TOKEN`) | `HOST:PORT`: serve live reports over HTTP (feature `serve`); a non-loopback address needs `PROFPOINT_SERVE_PUBLIC=1`; the token, if set, is required as `Authorization: Bearer TOKEN` | no server |
 //! | `PROFPOINT_SIGNALS` | `0` or `1`: write the report when SIGINT, SIGTERM or SIGHUP ends the process (Unix) | `1` |

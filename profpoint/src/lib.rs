@@ -156,7 +156,8 @@ pub fn compensate(on: bool) {
 /// Sets the overhead budget: `Some(percent)` of the process's CPU time that the points'
 /// instrumentation may cost (2% by default, `PROFPOINT_BUDGET`), or `None` for no budget.
 /// Under it, a point too hot to time on every call is timed on one call in N, counted only,
-/// or (last resort) switched off, and timed fully again when it cools down; every change and
+/// or (last resort) timed in bursts (off but for one short burst a round, its calls between
+/// them estimated), and timed fully again when it cools down; every change and
 /// an error bar for every estimated total are in the report. Points you set to sampled,
 /// counted or off yourself stay as you set them. `None` times throttled points fully again.
 #[cfg_attr(feature = "off", inline(always))]

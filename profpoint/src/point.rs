@@ -35,7 +35,7 @@ use crate::shard::{self, Lease, Shard, Slot, bump};
 use std::marker::PhantomData;
 use std::mem::MaybeUninit;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, Ordering};
 
 /// The linker-gathered section of every point (the seed's `.profile.point`).
 #[cfg(not(feature = "off"))]
@@ -95,6 +95,9 @@ pub struct Point {
     /// The point's recent mean timed call, in ticks (kept by the overhead budget's
     /// controller): what an untimed call adds to the intervals around it.
     mean_ticks: AtomicU64,
+    /// Whether the status was last set by the overhead budget's controller (cleared by every
+    /// public setter): the controller manages only points in a state it gave them.
+    by_budget: AtomicBool,
     name: Name,
     resolved: OnceLock<&'static str>,
     file: &'static str,
@@ -152,6 +155,7 @@ impl Point {
             index: AtomicU32::new(u32::MAX),
             sample_every: AtomicU32::new(1),
             mean_ticks: AtomicU64::new(0),
+            by_budget: AtomicBool::new(false),
             name,
             resolved: OnceLock::new(),
             file,
@@ -209,7 +213,22 @@ impl Point {
     /// code too hot to time (its `nr` stays exact; its times are those recorded before).
     pub fn set_counting(&self) {
         // Relaxed: see `is_enabled`.
+        self.by_budget.store(false, Ordering::Relaxed);
         self.status.store(COUNT, Ordering::Relaxed);
+    }
+
+    /// Runs `set` (one of the public setters) for the overhead budget's controller, and marks
+    /// the state as the controller's: a later public setter (the user's) takes it back.
+    pub(crate) fn set_by_budget(&self, set: impl FnOnce(&Point)) {
+        set(self);
+        // Relaxed: a hint for the controller's next round, read by the controller alone.
+        self.by_budget.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether the status is as the budget's controller last set it (no public setter since).
+    pub(crate) fn is_by_budget(&self) -> bool {
+        // Relaxed: see `set_by_budget`.
+        self.by_budget.load(Ordering::Relaxed)
     }
 
     pub(crate) fn kind(&self) -> Kind {
@@ -219,6 +238,7 @@ impl Point {
     /// Turns the point on or off.
     pub fn set_enabled(&self, on: bool) {
         // Relaxed: see `is_enabled`. Turning on keeps sampled mode off; use `set_sampling`.
+        self.by_budget.store(false, Ordering::Relaxed);
         self.status
             .store(if on { ON } else { OFF }, Ordering::Relaxed);
     }
@@ -231,6 +251,7 @@ impl Point {
         // Relaxed: the rate is read by the sampling path only after it saw SAMPLED; a call
         // that reads an older rate still draws a valid countdown.
         self.sample_every.store(every, Ordering::Relaxed);
+        self.by_budget.store(false, Ordering::Relaxed);
         self.status
             .store(if every == 1 { ON } else { SAMPLED }, Ordering::Relaxed);
     }

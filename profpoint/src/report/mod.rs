@@ -227,7 +227,9 @@ pub struct PointReport {
     pub sampling: Option<u32>,
     /// Whether `total_ns`, `self_ns` and the percentiles are estimates from sampled timing.
     pub estimated: bool,
-    /// Calls completed (all of them, recursive and untimed ones included).
+    /// Calls completed (all of them, recursive and untimed ones included). For a point the
+    /// overhead budget times in bursts, the calls between bursts are estimated (from each
+    /// burst's calls and its share of the round) and `estimated` is true.
     pub nr: u64,
     /// Calls whose interval is in `total_ns` (outermost and timed).
     pub timed: u64,
@@ -466,8 +468,10 @@ fn point_report(
     // longest stall once, but others may be scaled, and the error bar must cover them.
     let (est_total, est_self, ci95) = est.resolve(c.timed, c.total, stddev);
     let in_hist: u64 = c.hist.iter().sum();
+    // Calls made between the budget's bursts, estimated (none for a point never in bursts).
+    let (unseen_outer, unseen_all) = est.unseen();
     // Outermost calls: the timed ones and those left untimed (estimated like them).
-    let outer = (c.timed + c.skipped) as f64;
+    let outer = (c.timed + c.skipped) as f64 + unseen_outer;
     let total_ticks = (est_total - sub_ticks * outer).max(0.0);
     let self_ticks = (est_self - sub_ticks * outer).max(0.0);
     let to_ns = |ticks: f64| clock.to_ns_f((ticks - sub_ticks).max(0.0)).round() as u64;
@@ -490,7 +494,7 @@ fn point_report(
         },
         sampling: p.sampling(),
         estimated,
-        nr: c.nr(),
+        nr: c.nr() + unseen_all.round() as u64,
         timed: c.timed,
         nested: c.nested,
         total_ns,

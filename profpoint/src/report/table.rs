@@ -256,7 +256,7 @@ fn write_budget(report: &Report, w: &mut dyn Write) -> io::Result<()> {
     }
     writeln!(
         w,
-        "{} points throttled to keep profpoint's cost under the budget (PROFPOINT_BUDGET); counts stay exact but for points switched off; every change is in the JSON report",
+        "{} points throttled to keep profpoint's cost under the budget (PROFPOINT_BUDGET); counts stay exact but for points in bursts (estimated between them); every change is in the JSON report",
         b.throttled.len()
     )?;
     Ok(())
