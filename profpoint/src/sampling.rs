@@ -26,6 +26,7 @@ pub(crate) fn start_pmu_from_env() -> bool {
             return false;
         }
     };
+    let hardware = config.clock == heatmap::pmu::Event::Cycles;
     match heatmap::pmu::start(config) {
         Ok(s) => {
             *PMU.lock().unwrap_or_else(|e| e.into_inner()) = Some(s);
@@ -40,12 +41,21 @@ pub(crate) fn start_pmu_from_env() -> bool {
             );
             true
         }
+        // No PMU at all: the software mode runs the same windows on the CPU clock instead.
+        Err(e @ heatmap::pmu::PmuError::NoPmu(_)) if hardware => {
+            eprintln!("profpoint: PROFPOINT_PMU: {e}{NO_PMU_HINT}");
+            true
+        }
         Err(e) => {
             eprintln!("profpoint: PROFPOINT_PMU: {e}");
             true
         }
     }
 }
+
+/// Appended to the line that says the hardware mode found no PMU.
+const NO_PMU_HINT: &str =
+    "; or try PROFPOINT_PMU=software (the same windows on the CPU clock, no PMU needed)";
 
 /// Stops the per-function metrics sampler (only when `stop`: it has no snapshot) and returns
 /// its windows, not yet symbolised.
