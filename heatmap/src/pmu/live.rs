@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::sys;
+use std::io;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
