@@ -99,38 +99,70 @@ impl std::fmt::Display for EnvError {
 
 impl std::error::Error for EnvError {}
 
-const REPORT_EXPECTED: &str = "a comma-separated list of stderr, stdout, json:PATH, csv:PATH, table:PATH, prom:PATH, svg:PATH or pprof:PATH, or off alone";
+/// The destinations `PROFPOINT_REPORT` accepts without a path, as spelled there.
+const PLAIN_DESTINATIONS: &[(&str, Destination)] = &[
+    ("stderr", Destination::Stderr),
+    ("stdout", Destination::Stdout),
+];
+
+/// A file destination's variant, made from its path.
+type FileDestination = fn(PathBuf) -> Destination;
+
+/// The file destinations `PROFPOINT_REPORT` accepts: the prefix before `:PATH`, and the
+/// destination it makes. The parser reads this table, and its error lists it.
+const FILE_DESTINATIONS: &[(&str, FileDestination)] = &[
+    ("json", Destination::Json),
+    ("csv", Destination::Csv),
+    ("table", Destination::Table),
+    ("prom", Destination::Prometheus),
+    ("svg", Destination::Svg),
+    ("pprof", Destination::Pprof),
+];
+
+/// What a bad `PROFPOINT_REPORT` is told, made once from the parser's tables: every
+/// destination it accepts.
+fn report_expected() -> &'static str {
+    static TEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TEXT.get_or_init(|| {
+        let mut all: Vec<String> = PLAIN_DESTINATIONS
+            .iter()
+            .map(|(name, _)| (*name).to_string())
+            .collect();
+        all.extend(
+            FILE_DESTINATIONS
+                .iter()
+                .map(|(kind, _)| format!("{kind}:PATH")),
+        );
+        let last = all.pop().unwrap_or_default();
+        format!(
+            "a comma-separated list of {} or {last}, or off alone",
+            all.join(", ")
+        )
+    })
+}
 
 /// Parses `PROFPOINT_REPORT`: `Ok(vec![])` means `off`.
 pub fn parse_report(value: &str) -> Result<Vec<Destination>, EnvError> {
     let err = || EnvError {
         var: "PROFPOINT_REPORT",
         value: value.to_string(),
-        expected: REPORT_EXPECTED,
+        expected: report_expected(),
     };
     let mut out = Vec::new();
     let mut off = false;
     for item in value.split(',').map(str::trim) {
-        let path = |p: &str| {
-            if p.is_empty() {
-                Err(err())
-            } else {
-                Ok(PathBuf::from(p))
-            }
-        };
-        match item {
-            "stderr" => out.push(Destination::Stderr),
-            "stdout" => out.push(Destination::Stdout),
-            "off" => off = true,
-            _ => match item.split_once(':') {
-                Some(("json", p)) => out.push(Destination::Json(path(p)?)),
-                Some(("csv", p)) => out.push(Destination::Csv(path(p)?)),
-                Some(("table", p)) => out.push(Destination::Table(path(p)?)),
-                Some(("prom", p)) => out.push(Destination::Prometheus(path(p)?)),
-                Some(("svg", p)) => out.push(Destination::Svg(path(p)?)),
-                Some(("pprof", p)) => out.push(Destination::Pprof(path(p)?)),
-                _ => return Err(err()),
-            },
+        if item == "off" {
+            off = true;
+            continue;
+        }
+        if let Some((_, d)) = PLAIN_DESTINATIONS.iter().find(|(name, _)| *name == item) {
+            out.push(d.clone());
+            continue;
+        }
+        let (kind, path) = item.split_once(':').ok_or_else(err)?;
+        match FILE_DESTINATIONS.iter().find(|(k, _)| *k == kind) {
+            Some((_, make)) if !path.is_empty() => out.push(make(PathBuf::from(path))),
+            _ => return Err(err()),
         }
     }
     if off && !out.is_empty() {
@@ -305,6 +337,25 @@ mod tests {
         assert!(e.to_string().contains("\"xml:foo\""), "{e}");
         assert!(parse_report("json:").is_err());
         assert!(parse_report("off,stderr").is_err());
+    }
+
+    #[test]
+    fn a_bad_report_value_lists_every_destination_the_parser_takes() {
+        let said = parse_report("xml:foo").unwrap_err().expected;
+        assert_eq!(
+            said,
+            "a comma-separated list of stderr, stdout, json:PATH, csv:PATH, table:PATH, \
+             prom:PATH, svg:PATH or pprof:PATH, or off alone"
+        );
+        // Every destination named there parses, with a path where it takes one.
+        for (kind, _) in FILE_DESTINATIONS {
+            let d = parse_report(&format!("{kind}:/tmp/r")).unwrap();
+            assert_eq!(d[0].to_string(), format!("{kind}:/tmp/r"));
+            assert!(said.contains(&format!("{kind}:PATH")), "{said}");
+        }
+        for (name, _) in PLAIN_DESTINATIONS {
+            assert_eq!(parse_report(name).unwrap()[0].to_string(), *name);
+        }
     }
 
     #[test]
