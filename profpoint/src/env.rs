@@ -1,7 +1,9 @@
 //! The `PROFPOINT_*` environment variables, read once at start-up.
 //!
 //! Every variable is optional. A bad value never stops the program: it gets one line on stderr
-//! naming the variable, the value and what was expected, and the default is used.
+//! naming the variable, the value and what was expected, and the default is used. So do, at
+//! start-up, a glob that matches no point (or tracepoint) and a report file whose folder is
+//! missing or not writable (see `exit.rs`).
 //!
 //! | variable | values | default |
 //! |---|---|---|
@@ -44,6 +46,19 @@ pub enum Destination {
 }
 
 impl Destination {
+    /// Its file path, for a file destination.
+    pub(crate) fn path(&self) -> Option<&std::path::Path> {
+        match self {
+            Destination::Stderr | Destination::Stdout => None,
+            Destination::Json(p)
+            | Destination::Csv(p)
+            | Destination::Table(p)
+            | Destination::Prometheus(p)
+            | Destination::Svg(p)
+            | Destination::Pprof(p) => Some(p),
+        }
+    }
+
     /// The same destination with its file path (if any) changed by `f`.
     pub(crate) fn map_path(&self, f: impl FnOnce(&std::path::Path) -> PathBuf) -> Destination {
         match self {

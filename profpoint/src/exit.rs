@@ -23,6 +23,10 @@
 //! - A destination that cannot be written gets one line on stderr (which, and why), and the
 //!   points table goes to stderr instead: a report is never dropped silently. The program's
 //!   exit status is not changed.
+//! - Said at start-up rather than after the run, one line each: a file destination whose
+//!   folder is missing or not writable (checked with `access`, nothing created; the path is
+//!   the one the exit report will use), and a glob of `PROFPOINT_DISABLE`, `PROFPOINT_ENABLE`,
+//!   `PROFPOINT_SAMPLE` or `PROFPOINT_TRACE` that matches no point (tracepoint) of this copy.
 
 use crate::env::{self, Destination};
 use crate::report::{Report, ReportOptions};
@@ -218,7 +222,8 @@ fn init_inner() {
     if let Some(v) = env::var("PROFPOINT_DISABLE") {
         match env::parse_globs("PROFPOINT_DISABLE", &v) {
             Ok(globs) => globs.iter().for_each(|g| {
-                crate::disable(g);
+                let n = crate::disable(g);
+                warn_unmatched("PROFPOINT_DISABLE", g, n, Names::Points);
             }),
             Err(e) => env::warn(&e, "no point disabled"),
         }
@@ -226,7 +231,8 @@ fn init_inner() {
     if let Some(v) = env::var("PROFPOINT_ENABLE") {
         match env::parse_globs("PROFPOINT_ENABLE", &v) {
             Ok(globs) => globs.iter().for_each(|g| {
-                crate::enable(g);
+                let n = crate::enable(g);
+                warn_unmatched("PROFPOINT_ENABLE", g, n, Names::Points);
             }),
             Err(e) => env::warn(&e, "the default (all points on)"),
         }
@@ -234,10 +240,14 @@ fn init_inner() {
     if let Some(v) = env::var("PROFPOINT_SAMPLE") {
         match env::parse_sample(&v) {
             Ok(rules) => rules.iter().for_each(|(g, n)| {
-                if *n == 0 {
-                    crate::count_only(g);
+                let matched = if *n == 0 {
+                    crate::count_only(g)
                 } else {
-                    crate::set_sampling(g, *n);
+                    crate::set_sampling(g, *n)
+                };
+                // A bare `N` has no glob of the user's to warn about.
+                if v.contains('=') {
+                    warn_unmatched("PROFPOINT_SAMPLE", g, matched, Names::Points);
                 }
             }),
             Err(e) => env::warn(&e, "timing of every call"),
@@ -246,7 +256,8 @@ fn init_inner() {
     if let Some(v) = env::var("PROFPOINT_TRACE") {
         match env::parse_globs("PROFPOINT_TRACE", &v) {
             Ok(globs) => globs.iter().for_each(|g| {
-                crate::trace_count(g);
+                let n = crate::trace_count(g);
+                warn_unmatched("PROFPOINT_TRACE", g, n, Names::Tracepoints);
             }),
             Err(e) => env::warn(&e, "no tracepoint counted"),
         }
@@ -292,7 +303,13 @@ fn init_inner() {
         match env::parse_report(&v) {
             // Relative paths name files in the folder the program started in, not the one it
             // happens to be in at exit.
-            Ok(d) => p.from_env = Some(d.iter().map(|d| d.map_path(absolute)).collect()),
+            Ok(d) => {
+                let resolved: Vec<Destination> = d.iter().map(|d| d.map_path(absolute)).collect();
+                for (given, at) in d.iter().zip(&resolved) {
+                    warn_unwritable(given, at);
+                }
+                p.from_env = Some(resolved);
+            }
             Err(e) => {
                 env::warn(&e, "stderr");
                 p.from_env = Some(vec![Destination::Stderr]);
@@ -326,6 +343,69 @@ fn init_inner() {
     if unsafe { libc::atexit(at_exit) } != 0 {
         eprintln!("profpoint: atexit registration failed; no report will be written at exit");
     }
+}
+
+/// The names a glob of a variable is matched against.
+#[derive(Clone, Copy)]
+enum Names {
+    Points,
+    Tracepoints,
+}
+
+/// One warning line for a glob of `var` that matched none of this copy's points (or
+/// tracepoints), `matched` being how many it did: how many there are, a name that looks like
+/// the glob, and a character the glob may have meant as another syntax's wildcard.
+///
+/// Another copy of profpoint seen in this process (a library's, see `crate::copies`) may hold
+/// the points this glob names, and this copy cannot read that copy's names: then no warning.
+/// A library loaded later (`dlopen`) is not seen at all; the line names this copy's object,
+/// so a glob meant for such a library's points reads as what it is.
+fn warn_unmatched(var: &str, glob: &str, matched: usize, names: Names) {
+    if matched > 0 || crate::copies::all().len() > 1 {
+        return;
+    }
+    let (all, what): (Vec<&str>, &str) = match names {
+        Names::Points => (crate::points().map(|p| p.name()).collect(), "points"),
+        Names::Tracepoints => (
+            crate::tracepoint::all().iter().map(|t| t.name()).collect(),
+            "tracepoints",
+        ),
+    };
+    let object = crate::copies::own_name();
+    let mut line = match all.len() {
+        0 => format!("profpoint: {var}={glob}: matches nothing: there are no {what} in {object}"),
+        n => format!("profpoint: {var}={glob}: matches none of the {n} {what} in {object}"),
+    };
+    // The name sharing the longest start with the glob's literal part (the first on a tie).
+    let literal = &glob[..glob.find(['*', '?']).unwrap_or(glob.len())];
+    let common = |n: &str| {
+        n.chars()
+            .zip(literal.chars())
+            .take_while(|(a, b)| a == b)
+            .count()
+    };
+    if let Some(like) = all.iter().rev().max_by_key(|n| common(n)) {
+        line.push_str(&format!(" (names look like {like})"));
+    }
+    if let Some(c) = crate::glob::foreign_syntax(glob) {
+        line.push_str(&format!("; only * and ? are wildcards, {c} matches itself"));
+    }
+    eprintln!("{line}");
+}
+
+/// One warning line at start-up for a file destination of `PROFPOINT_REPORT` that cannot be
+/// written as things stand: `given` as the variable spells it, `at` made absolute. The path
+/// is the one the exit report will use ([`destination_for`]); nothing is created or written.
+fn warn_unwritable(given: &Destination, at: &Destination) {
+    // Report 1: a `{seq}` in the path is checked as the first of a series.
+    let at = destination_for(at, 1);
+    let Some(why) = at.path().and_then(cannot_write) else {
+        return;
+    };
+    eprintln!(
+        "profpoint: PROFPOINT_REPORT={given}: {why}; the points table will go to stderr at \
+         exit instead, unless that changes by then"
+    );
 }
 
 /// Arms the report at exit (idempotent).
@@ -535,6 +615,82 @@ fn write_raw_fd(fd: std::os::fd::RawFd, bytes: &[u8]) -> std::io::Result<()> {
     f.write_all(bytes)
 }
 
+/// How [`write_file`] writes a path.
+enum FileTarget {
+    /// Opened and written where it is: it exists and is not a regular file.
+    InPlace,
+    /// Replaced whole by a temporary file renamed over this regular file (or file to be).
+    Replace(std::path::PathBuf),
+}
+
+/// How [`write_file`] writes `path`: in place, or by replacing which file (a symbolic link's
+/// target, not the link).
+fn file_target(path: &std::path::Path) -> std::io::Result<FileTarget> {
+    Ok(match std::fs::metadata(path) {
+        Ok(m) if !m.is_file() => FileTarget::InPlace,
+        Ok(_) if path.is_symlink() => FileTarget::Replace(std::fs::canonicalize(path)?),
+        _ => FileTarget::Replace(path.to_path_buf()),
+    })
+}
+
+/// Why [`write_file`] would fail on `path` now, as far as can be told without writing
+/// anything: the folder of the file it replaces is missing, not a folder or not writable; a
+/// file written in place is a folder or not writable. `None` when nothing stands in the way
+/// (a full disk is still found only by writing).
+fn cannot_write(path: &std::path::Path) -> Option<String> {
+    let target = match file_target(path) {
+        Err(e) => return Some(format!("{}: {}", path.display(), reason(&e))),
+        Ok(FileTarget::InPlace) => {
+            if path.is_dir() {
+                return Some(format!("{} is a folder", path.display()));
+            }
+            return not_writable(path)
+                .map(|e| format!("{} is not writable ({})", path.display(), reason(&e)));
+        }
+        Ok(FileTarget::Replace(target)) => target,
+    };
+    let folder = match target.parent() {
+        Some(f) if !f.as_os_str().is_empty() => f,
+        _ => std::path::Path::new("."),
+    };
+    match std::fs::metadata(folder) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Some(format!("folder {} does not exist", folder.display()))
+        }
+        Err(e) => Some(format!("folder {}: {}", folder.display(), reason(&e))),
+        Ok(m) if !m.is_dir() => Some(format!("{} is not a folder", folder.display())),
+        Ok(_) => not_writable(folder).map(|e| {
+            format!(
+                "folder {} is not writable ({})",
+                folder.display(),
+                reason(&e)
+            )
+        }),
+    }
+}
+
+/// The system's answer when asked whether this process may write `path` (`access(W_OK)`: the
+/// real user's rights, a read-only file system), `None` when it may.
+#[cfg(unix)]
+fn not_writable(path: &std::path::Path) -> Option<std::io::Error> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    // SAFETY: `c` is a NUL-terminated path alive across the call; `access` only reads it.
+    (unsafe { libc::access(c.as_ptr(), libc::W_OK) } != 0).then(std::io::Error::last_os_error)
+}
+
+/// Elsewhere: a file marked read-only (a folder's read-only mark does not stop new files in
+/// it on Windows).
+#[cfg(not(unix))]
+fn not_writable(path: &std::path::Path) -> Option<std::io::Error> {
+    match std::fs::metadata(path) {
+        Ok(m) if !m.is_dir() && m.permissions().readonly() => {
+            Some(std::io::ErrorKind::PermissionDenied.into())
+        }
+        _ => None,
+    }
+}
+
 /// Temporary files made by this process (their names stay unique across threads).
 static TMP_SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
@@ -551,10 +707,9 @@ fn write_file(
         let mut f = std::fs::File::create(path)?;
         fill(&mut f)
     };
-    let target = match std::fs::metadata(path) {
-        Ok(m) if !m.is_file() => return in_place(fill),
-        Ok(_) if path.is_symlink() => std::fs::canonicalize(path)?,
-        _ => path.to_path_buf(),
+    let target = match file_target(path)? {
+        FileTarget::InPlace => return in_place(fill),
+        FileTarget::Replace(target) => target,
     };
     let Some(name) = target.file_name() else {
         // `..` or `/`: let the system say why it is not a file.

@@ -30,9 +30,28 @@ pub fn matches(pattern: &str, name: &str) -> bool {
     pi == p.len()
 }
 
+/// The first character of `pattern` that other glob syntaxes treat as special (`[`, `]`, `{`,
+/// `}`, `!`, `\`) but this one matches literally, if any: a pattern that matches nothing
+/// may have been written for another syntax, and a warning can say so.
+pub(crate) fn foreign_syntax(pattern: &str) -> Option<char> {
+    pattern
+        .chars()
+        .find(|c| matches!(c, '[' | ']' | '{' | '}' | '!' | '\\'))
+}
+
 #[cfg(test)]
 mod tests {
-    use super::matches;
+    use super::{foreign_syntax, matches};
+
+    #[test]
+    fn characters_of_other_syntaxes_are_found() {
+        assert_eq!(foreign_syntax("db::*"), None);
+        assert_eq!(foreign_syntax("a?c"), None);
+        assert_eq!(foreign_syntax("["), Some('['));
+        assert_eq!(foreign_syntax("db::{get,put}"), Some('{'));
+        // A bracket matches itself.
+        assert!(matches("v[0]", "v[0]"));
+    }
 
     #[test]
     fn globs() {

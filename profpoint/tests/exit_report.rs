@@ -424,11 +424,13 @@ fn bad_environment_values_get_one_clear_line_and_the_default() {
         .lines()
         .find(|l| l.contains("PROFPOINT_REPORT="))
         .expect(&e);
-    assert!(
-        line.starts_with("profpoint: PROFPOINT_REPORT=\"xml:/tmp/x\": expected"),
-        "{line}"
+    // Every destination the parser takes, named.
+    assert_eq!(
+        line,
+        "profpoint: PROFPOINT_REPORT=\"xml:/tmp/x\": expected a comma-separated list of \
+         stderr, stdout, json:PATH, csv:PATH, table:PATH, prom:PATH, svg:PATH or pprof:PATH, \
+         or off alone; using stderr"
     );
-    assert!(line.ends_with("using stderr"), "{line}");
     assert!(e.contains("PROFPOINT_SAMPLE=\"often\": expected"), "{e}");
     assert!(
         e.contains("PROFPOINT_SUBTRACT_OVERHEAD=\"maybe\": expected 0 or 1"),
@@ -588,6 +590,154 @@ fn environment_globs_set_the_status_at_start() {
     assert_eq!((f[0], f[4]), ("off", "0"), "{row}");
 }
 
+/// The `profpoint:` lines of a child's stderr.
+fn profpoint_lines(e: &str) -> Vec<&str> {
+    e.lines().filter(|l| l.starts_with("profpoint")).collect()
+}
+
+/// The name this test binary's copy of profpoint calls itself by in warnings.
+fn this_object() -> String {
+    let exe = std::env::current_exe().unwrap();
+    exe.file_name().unwrap().to_string_lossy().into_owned()
+}
+
+/// A glob that matches nothing, in any variable that takes globs: one line each, naming the
+/// variable, the glob and a name that looks like it; the program runs as before.
+fn globs_that_match_nothing_get_one_line_each() {
+    let o = run_child(
+        "child_opted_in_then_process_exit",
+        &[
+            ("PROFPOINT_DISABLE", "nosuch::*,["),
+            ("PROFPOINT_ENABLE", "exit_report::*, exit_report::work_fats"),
+            ("PROFPOINT_SAMPLE", "exit_report::work=2,nosuch=count"),
+            ("PROFPOINT_TRACE", "nosuch::*"),
+        ],
+    );
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(3), "{e}");
+    let points = profpoint::points().count();
+    let in_here = format!("{points} points in {}", this_object());
+    let like = |name: &str| format!("(names look like {name})");
+    let traces = if cfg!(target_os = "linux") {
+        format!(
+            "matches none of the 1 tracepoints in {} (names look like {})",
+            this_object(),
+            profpoint::tracepoints()[0].name
+        )
+    } else {
+        format!(
+            "matches nothing: there are no tracepoints in {}",
+            this_object()
+        )
+    };
+    assert_eq!(
+        profpoint_lines(&e),
+        [
+            format!(
+                "profpoint: PROFPOINT_DISABLE=nosuch::*: matches none of the {in_here} {}",
+                like(profpoint::points().next().unwrap().name())
+            ),
+            format!(
+                "profpoint: PROFPOINT_DISABLE=[: matches none of the {in_here} {}; only * and ? \
+                 are wildcards, [ matches itself",
+                like(profpoint::points().next().unwrap().name())
+            ),
+            format!(
+                "profpoint: PROFPOINT_ENABLE=exit_report::work_fats: matches none of the \
+                 {in_here} {}",
+                like("exit_report::work_fast")
+            ),
+            format!(
+                "profpoint: PROFPOINT_SAMPLE=nosuch: matches none of the {in_here} {}",
+                like(profpoint::points().next().unwrap().name())
+            ),
+            format!("profpoint: PROFPOINT_TRACE=nosuch::*: {traces}"),
+        ],
+        "{e}"
+    );
+    // The globs that matched did their work: the report is there, work timed one call in 2.
+    let row = e
+        .lines()
+        .find(|l| l.contains("exit_report::work "))
+        .expect(&e);
+    assert!(row.trim_start().starts_with("1/2 "), "{row}");
+}
+
+/// Every variable set to something that works: not one line from profpoint.
+fn a_good_configuration_prints_nothing() {
+    let dir = std::env::temp_dir().join(format!("profpoint-good-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let spec = format!(
+        "json:{},csv:{}",
+        dir.join("r-{pid}.json").display(),
+        dir.join("r.csv").display()
+    );
+    let mut env = vec![
+        ("PROFPOINT_REPORT", spec.as_str()),
+        ("PROFPOINT_DISABLE", "exit_report::work_fast"),
+        ("PROFPOINT_ENABLE", "exit_report::w*, exit_report::?ork"),
+        ("PROFPOINT_SAMPLE", "exit_report::work=2"),
+    ];
+    if cfg!(target_os = "linux") {
+        env.push(("PROFPOINT_TRACE", "*::refused"));
+    }
+    let o = run_child("child_silent", &env);
+    let e = stderr(&o);
+    assert!(o.status.success(), "{e}");
+    assert_eq!(e, "");
+    assert!(dir.join("r.csv").is_file());
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A report folder that does not exist is said at start-up, for the path the exit report
+/// uses (relative to the starting folder, `{pid}` replaced), and at exit the table still
+/// reaches stderr, with the program's exit status.
+fn a_missing_report_folder_is_said_at_start_and_the_table_kept() {
+    let dir = std::env::temp_dir().join(format!("profpoint-missing-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let child = common::runner::target_command(std::env::current_exe().unwrap())
+        .current_dir(&dir)
+        .env("PROFPOINT_TEST_CHILD", "child_opted_in_then_process_exit")
+        .env("PROFPOINT_REPORT", "json:out-{pid}/r.json")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let o = child.wait_with_output().unwrap();
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(3), "{e}");
+    let folder = dir.join(format!("out-{pid}"));
+    assert_eq!(
+        profpoint_lines(&e),
+        [
+            format!(
+                "profpoint: PROFPOINT_REPORT=json:out-{{pid}}/r.json: folder {} does not exist; \
+                 the points table will go to stderr at exit instead, unless that changes by then",
+                folder.display()
+            ),
+            format!(
+                "profpoint: could not write the report to json:{}: No such file or directory; \
+                 the points table goes to stderr instead",
+                folder.join("r.json").display()
+            ),
+        ],
+        "{e}"
+    );
+    // The start-up line comes before the run's report, and the report is all there.
+    let said = e.find("folder ").unwrap();
+    let table = e.find("Profile Points").expect(&e);
+    assert!(said < table, "{e}");
+    let row = e
+        .lines()
+        .find(|l| l.contains("exit_report::work "))
+        .expect(&e);
+    assert_eq!(row.split_whitespace().nth(4), Some("2"), "{row}");
+    // Nothing was made at start-up.
+    assert!(!folder.exists());
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 fn subtracting_the_overhead_is_said_in_the_header() {
     let o = run_child(
         "child_silent",
@@ -734,6 +884,13 @@ fn an_unwritable_report_is_one_line_and_the_table_goes_to_stderr() {
     } else {
         locked.join("r.json")
     };
+    // As root, `access` calls the 0555 folder writable (and /sys too): only the write fails.
+    let unwritable_at_start = (unwritable != std::path::Path::new("/sys/r.json")).then(|| {
+        format!(
+            "folder {} is not writable (Permission denied)",
+            unwritable.parent().unwrap().display()
+        )
+    });
     let too_large = dir.join("big.json");
     let cases: Vec<(String, String, &str, Option<i32>)> = vec![
         (
@@ -801,13 +958,27 @@ fn an_unwritable_report_is_one_line_and_the_table_goes_to_stderr() {
         let e = stderr(&o);
         assert_eq!(o.status.code(), Some(3), "{spec}: {e}");
         let lines: Vec<&str> = e.lines().filter(|l| l.starts_with("profpoint:")).collect();
-        assert_eq!(
-            lines,
-            [format!(
-                "profpoint: could not write the report to {shown}: {why}; the points table goes to stderr instead"
-            )],
-            "{spec}"
-        );
+        // A missing or unwritable folder is said at start-up too, before the run.
+        let at_start = match why {
+            "No such file or directory" => Some(format!(
+                "folder {} does not exist",
+                dir.join("missing").display()
+            )),
+            "Permission denied" => unwritable_at_start.clone(),
+            _ => None,
+        };
+        let mut expected: Vec<String> = at_start
+            .map(|w| {
+                format!(
+                    "profpoint: PROFPOINT_REPORT={spec}: {w}; the points table will go to stderr at exit instead, unless that changes by then"
+                )
+            })
+            .into_iter()
+            .collect();
+        expected.push(format!(
+            "profpoint: could not write the report to {shown}: {why}; the points table goes to stderr instead"
+        ));
+        assert_eq!(lines, expected, "{spec}");
         assert!(e.contains("exit_report::work"), "{spec}: {e}");
     }
     // The failed write left nothing behind: no report, no temporary file.
@@ -880,6 +1051,21 @@ fn main() {
             environment_globs_set_the_status_at_start();
             Ok(())
         }),
+        libtest_mimic::Trial::test("globs_that_match_nothing_get_one_line_each", || {
+            globs_that_match_nothing_get_one_line_each();
+            Ok(())
+        }),
+        libtest_mimic::Trial::test("a_good_configuration_prints_nothing", || {
+            a_good_configuration_prints_nothing();
+            Ok(())
+        }),
+        libtest_mimic::Trial::test(
+            "a_missing_report_folder_is_said_at_start_and_the_table_kept",
+            || {
+                a_missing_report_folder_is_said_at_start_and_the_table_kept();
+                Ok(())
+            },
+        ),
         libtest_mimic::Trial::test("subtracting_the_overhead_is_said_in_the_header", || {
             subtracting_the_overhead_is_said_in_the_header();
             Ok(())
