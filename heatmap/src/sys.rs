@@ -64,6 +64,52 @@ pub(crate) const PERF_EVENT_IOC_ENABLE: libc::c_ulong = 0x2400;
 /// `PERF_EVENT_IOC_DISABLE`: `_IO('$', 1)`.
 pub(crate) const PERF_EVENT_IOC_DISABLE: libc::c_ulong = 0x2401;
 
+/// `PERF_EVENT_IOC_REFRESH`: `_IO('$', 2)`: enables the event for that many more overflows.
+pub(crate) const PERF_EVENT_IOC_REFRESH: libc::c_ulong = 0x2402;
+/// `PERF_EVENT_IOC_PERIOD`: `_IOW('$', 4, __u64)`; its argument is a *pointer* to the period.
+pub(crate) const PERF_EVENT_IOC_PERIOD: libc::c_ulong = 0x4008_2404;
+
+/// `PERF_TYPE_HARDWARE` from `enum perf_type_id`: the generic hardware events below.
+pub(crate) const PERF_TYPE_HARDWARE: u32 = 0;
+/// `PERF_TYPE_HW_CACHE` from `enum perf_type_id`: cache events, configured by
+/// [`hw_cache_config`].
+pub(crate) const PERF_TYPE_HW_CACHE: u32 = 3;
+/// `PERF_COUNT_HW_CPU_CYCLES` from `enum perf_hw_id`.
+pub(crate) const PERF_COUNT_HW_CPU_CYCLES: u64 = 0;
+/// `PERF_COUNT_HW_INSTRUCTIONS` from `enum perf_hw_id`.
+pub(crate) const PERF_COUNT_HW_INSTRUCTIONS: u64 = 1;
+/// `PERF_COUNT_HW_CACHE_REFERENCES` from `enum perf_hw_id`.
+pub(crate) const PERF_COUNT_HW_CACHE_REFERENCES: u64 = 2;
+/// `PERF_COUNT_HW_CACHE_MISSES` from `enum perf_hw_id`.
+pub(crate) const PERF_COUNT_HW_CACHE_MISSES: u64 = 3;
+/// `PERF_COUNT_HW_BRANCH_INSTRUCTIONS` from `enum perf_hw_id`.
+pub(crate) const PERF_COUNT_HW_BRANCH_INSTRUCTIONS: u64 = 4;
+/// `PERF_COUNT_HW_BRANCH_MISSES` from `enum perf_hw_id`.
+pub(crate) const PERF_COUNT_HW_BRANCH_MISSES: u64 = 5;
+/// `PERF_COUNT_SW_PAGE_FAULTS` from `enum perf_sw_ids`.
+pub(crate) const PERF_COUNT_SW_PAGE_FAULTS: u64 = 2;
+/// `PERF_COUNT_HW_CACHE_L1D` from `enum perf_hw_cache_id`.
+pub(crate) const PERF_COUNT_HW_CACHE_L1D: u64 = 0;
+/// `PERF_COUNT_HW_CACHE_OP_READ` from `enum perf_hw_cache_op_id`.
+pub(crate) const PERF_COUNT_HW_CACHE_OP_READ: u64 = 0;
+/// `PERF_COUNT_HW_CACHE_RESULT_ACCESS` from `enum perf_hw_cache_op_result_id`.
+pub(crate) const PERF_COUNT_HW_CACHE_RESULT_ACCESS: u64 = 0;
+/// `PERF_COUNT_HW_CACHE_RESULT_MISS` from `enum perf_hw_cache_op_result_id`.
+pub(crate) const PERF_COUNT_HW_CACHE_RESULT_MISS: u64 = 1;
+
+/// A `PERF_TYPE_HW_CACHE` config: `cache id | (op id << 8) | (result id << 16)` (the comment
+/// above `enum perf_hw_cache_id` in the header).
+pub(crate) const fn hw_cache_config(cache: u64, op: u64, result: u64) -> u64 {
+    cache | (op << 8) | (result << 16)
+}
+
+/// `PERF_FORMAT_TOTAL_TIME_ENABLED` from `enum perf_event_read_format`.
+pub(crate) const PERF_FORMAT_TOTAL_TIME_ENABLED: u64 = 1 << 0;
+/// `PERF_FORMAT_TOTAL_TIME_RUNNING` from `enum perf_event_read_format`.
+pub(crate) const PERF_FORMAT_TOTAL_TIME_RUNNING: u64 = 1 << 1;
+/// `PERF_FORMAT_GROUP` from `enum perf_event_read_format`: one read gives every member.
+pub(crate) const PERF_FORMAT_GROUP: u64 = 1 << 3;
+
 /// Bits of the flags word (the C bitfield after `read_format`), in declaration order.
 pub(crate) const ATTR_DISABLED: u64 = 1 << 0;
 /// `exclude_kernel`: required at `perf_event_paranoid` 2 (user space only).
@@ -96,6 +142,13 @@ pub(crate) struct PerfEventAttr {
     /// `bp_addr` / `config1`.
     pub(crate) config1: u64,
 }
+
+// === siginfo: include/uapi/asm-generic/siginfo.h ===
+
+/// Offset of `si_fd` in a `SIGPOLL`-style siginfo (the overflowing descriptor, set because of
+/// `F_SETSIG`): the union starts at byte 16 on 64-bit Linux, `si_band` (a long) then `si_fd`
+/// (an int).
+pub(crate) const SI_FD_OFFSET: usize = 24;
 
 /// Opens a task-clock software event on thread `tid` of this process that overflows every
 /// `period_ns` nanoseconds of the thread's user-space CPU time. The event starts disabled.
@@ -178,8 +231,6 @@ pub(crate) fn route_signal(
     Ok(())
 }
 
-/// Disables and closes a perf event descriptor. After `close` returns, the kernel has synced
-/// the event's pending work, so it sends no further signal.
 /// The count of a perf event opened with no `read_format` (one u64): for `task-clock`, the ns
 /// its thread ran while it was enabled. Readable after the thread exited.
 pub(crate) fn read_count(fd: libc::c_int) -> Option<u64> {
@@ -190,6 +241,8 @@ pub(crate) fn read_count(fd: libc::c_int) -> Option<u64> {
     (n == 8).then_some(v)
 }
 
+/// Disables and closes a perf event descriptor. After `close` returns, the kernel has synced
+/// the event's pending work, so it sends no further signal.
 pub(crate) fn disable_and_close(fd: libc::c_int) {
     // SAFETY: `fd` is a perf event descriptor we own and close exactly once, here.
     unsafe {
@@ -372,6 +425,51 @@ mod tests {
         unsafe {
             libc::close(fds[0]);
             libc::close(fds[1]);
+        }
+    }
+
+    #[test]
+    fn ioctl_numbers_match_the_kernel_header() {
+        // _IO('$', 2) and _IOW('$', 4, __u64): dir 1 (write) << 30 | size 8 << 16 | '$' << 8 | nr.
+        assert_eq!(PERF_EVENT_IOC_REFRESH, (b'$' as libc::c_ulong) << 8 | 2);
+        assert_eq!(
+            PERF_EVENT_IOC_PERIOD,
+            1 << 30 | 8 << 16 | (b'$' as libc::c_ulong) << 8 | 4
+        );
+    }
+
+    #[test]
+    fn si_fd_is_where_we_read_it() {
+        // A pipe with F_SETSIG raises our signal with si_fd set: read it back at our offset.
+        use std::sync::atomic::AtomicI64;
+        static SEEN: AtomicI64 = AtomicI64::new(-1);
+        extern "C" fn h(_: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
+            // SAFETY: a valid siginfo from the kernel, carrying si_fd because of F_SETSIG.
+            let fd = unsafe { *((info as *const u8).add(SI_FD_OFFSET) as *const libc::c_int) };
+            SEEN.store(fd as i64, std::sync::atomic::Ordering::SeqCst);
+        }
+        let sig = libc::SIGRTMIN() + 7;
+        // SAFETY: zeroed sigaction, then filled; pipe/fcntl/write on our own descriptors.
+        unsafe {
+            let mut act: libc::sigaction = std::mem::zeroed();
+            act.sa_sigaction =
+                h as extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) as usize;
+            act.sa_flags = libc::SA_SIGINFO;
+            libc::sigaction(sig, &act, std::ptr::null_mut());
+            let mut p = [0; 2];
+            assert_eq!(libc::pipe(p.as_mut_ptr()), 0);
+            route_signal(p[0], gettid(), sig).unwrap();
+            libc::write(p[1], b"x".as_ptr().cast(), 1);
+            for _ in 0..100 {
+                if SEEN.load(std::sync::atomic::Ordering::SeqCst) >= 0 {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            assert_eq!(SEEN.load(std::sync::atomic::Ordering::SeqCst), p[0] as i64);
+            libc::close(p[0]);
+            libc::close(p[1]);
+            libc::signal(sig, libc::SIG_DFL);
         }
     }
 }

@@ -81,3 +81,31 @@ impl Event {
 
 /// Most counters in a group: the leader and up to this many members.
 pub(super) const MAX_MEMBERS: usize = 6;
+
+#[cfg(target_os = "linux")]
+impl Event {
+    /// `(type, config)` of `perf_event_attr`.
+    pub(crate) fn kind(self) -> (u32, u64) {
+        use crate::sys::*;
+        let l1d_read =
+            |result| hw_cache_config(PERF_COUNT_HW_CACHE_L1D, PERF_COUNT_HW_CACHE_OP_READ, result);
+        match self {
+            Event::Cycles => (PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES),
+            Event::Instructions => (PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS),
+            Event::CacheReferences => (PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_REFERENCES),
+            Event::CacheMisses => (PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_MISSES),
+            Event::BranchInstructions => (PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_INSTRUCTIONS),
+            Event::BranchMisses => (PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_MISSES),
+            Event::TaskClock => (PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK),
+            Event::PageFaults => (PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS),
+            Event::L1dReads => (
+                PERF_TYPE_HW_CACHE,
+                l1d_read(PERF_COUNT_HW_CACHE_RESULT_ACCESS),
+            ),
+            Event::L1dReadMisses => (
+                PERF_TYPE_HW_CACHE,
+                l1d_read(PERF_COUNT_HW_CACHE_RESULT_MISS),
+            ),
+        }
+    }
+}

@@ -68,14 +68,6 @@ pub use events::Event;
 pub use report::{Method, PmuReport, PmuRow};
 pub use window::{PmuProfile, Window};
 
-// What the live half shares with the rest (it imports `super::*`).
-#[cfg(target_os = "linux")]
-use calibration::in_calibration_loop;
-#[cfg(target_os = "linux")]
-use events::MAX_MEMBERS;
-#[cfg(target_os = "linux")]
-use window::overlong;
-
 /// A loop of integer adds: no branch misses to speak of, no memory but one stack slot.
 ///
 /// It lives here, not in `calibration.rs`, because profpoint's heatmap section leaves it out
@@ -99,9 +91,6 @@ fn calibration_loop(iters: u64) -> u64 {
 mod live;
 #[cfg(target_os = "linux")]
 pub use live::{Counters, PmuSampler, available, start};
-// The tests reach the live half's internals.
-#[cfg(all(test, target_os = "linux"))]
-use live::*;
 
 #[cfg(not(target_os = "linux"))]
 mod unsupported;

@@ -1,61 +1,8 @@
-//! Unit tests of the mode: event names, the environment, attribution, the table, and (on
-//! Linux) the kernel interfaces the live half relies on.
+//! Unit tests of the mode: event names, the environment, attribution and the table (the
+//! kernel interfaces the live half relies on are pinned in `sys.rs`).
 
 use super::events::{EVENT_NAMES, MAX_MEMBERS};
 use super::*;
-#[cfg(target_os = "linux")]
-use crate::sys;
-#[cfg(target_os = "linux")]
-use std::sync::atomic::Ordering;
-#[cfg(target_os = "linux")]
-use std::time::Duration;
-
-#[cfg(target_os = "linux")]
-#[test]
-fn ioctl_numbers_match_the_kernel_header() {
-    // _IO('$', 2) and _IOW('$', 4, __u64): dir 1 (write) << 30 | size 8 << 16 | '$' << 8 | nr.
-    assert_eq!(IOC_REFRESH, (b'$' as libc::c_ulong) << 8 | 2);
-    assert_eq!(
-        IOC_PERIOD,
-        1 << 30 | 8 << 16 | (b'$' as libc::c_ulong) << 8 | 4
-    );
-}
-
-#[cfg(target_os = "linux")]
-#[test]
-fn si_fd_is_where_we_read_it() {
-    // A pipe with F_SETSIG raises our signal with si_fd set: read it back at our offset.
-    use std::sync::atomic::AtomicI64;
-    static SEEN: AtomicI64 = AtomicI64::new(-1);
-    extern "C" fn h(_: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
-        // SAFETY: a valid siginfo from the kernel, carrying si_fd because of F_SETSIG.
-        let fd = unsafe { *((info as *const u8).add(SI_FD_OFFSET) as *const libc::c_int) };
-        SEEN.store(fd as i64, Ordering::SeqCst);
-    }
-    let sig = libc::SIGRTMIN() + 7;
-    // SAFETY: zeroed sigaction, then filled; pipe/fcntl/write on our own descriptors.
-    unsafe {
-        let mut act: libc::sigaction = std::mem::zeroed();
-        act.sa_sigaction =
-            h as extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) as usize;
-        act.sa_flags = libc::SA_SIGINFO;
-        libc::sigaction(sig, &act, std::ptr::null_mut());
-        let mut p = [0; 2];
-        assert_eq!(libc::pipe(p.as_mut_ptr()), 0);
-        sys::route_signal(p[0], sys::gettid(), sig).unwrap();
-        libc::write(p[1], b"x".as_ptr().cast(), 1);
-        for _ in 0..100 {
-            if SEEN.load(Ordering::SeqCst) >= 0 {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        assert_eq!(SEEN.load(Ordering::SeqCst), p[0] as i64);
-        libc::close(p[0]);
-        libc::close(p[1]);
-        libc::signal(sig, libc::SIG_DFL);
-    }
-}
 
 fn profile(windows: Vec<Window>) -> PmuProfile {
     PmuProfile {
