@@ -6,6 +6,7 @@ use super::events::{Event, MAX_MEMBERS};
 use super::report::{Method, PmuReport, PmuRow};
 use super::window::{PmuProfile, Window, overlong};
 use crate::symbolize::Symbolizer;
+use std::collections::HashMap;
 
 /// Runs `f` with a namer of this process's pcs by function (symbolised from its current
 /// mappings), crediting code inside `transparent` wrappers to the function whose closure they
@@ -134,15 +135,7 @@ impl PmuProfile {
         let mut events = vec![self.config.clock];
         events.extend(&self.config.events);
         let pos = |e: Event| events.iter().position(|x| *x == e);
-        let mut per_fn: std::collections::HashMap<String, (u64, [f64; MAX_MEMBERS + 1])> =
-            std::collections::HashMap::new();
-        for (f, d) in credited {
-            let e = per_fn.entry(f).or_insert((0, [0.0; MAX_MEMBERS + 1]));
-            e.0 += 1;
-            for (sum, x) in e.1.iter_mut().zip(d).take(events.len()) {
-                *sum += x;
-            }
-        }
+        let per_fn = per_function(credited, events.len());
         let total = |k: usize| per_fn.values().map(|v| v.1[k]).sum::<f64>();
         let (tc, ti, tb) = (
             total(0),
@@ -204,4 +197,21 @@ impl PmuProfile {
             rows,
         }
     }
+}
+
+/// Per function: the windows credited to it and the sums of their deltas (the first
+/// `nevents` counters).
+fn per_function(
+    credited: Vec<(String, [f64; MAX_MEMBERS + 1])>,
+    nevents: usize,
+) -> HashMap<String, (u64, [f64; MAX_MEMBERS + 1])> {
+    let mut per_fn: HashMap<String, (u64, [f64; MAX_MEMBERS + 1])> = HashMap::new();
+    for (f, d) in credited {
+        let e = per_fn.entry(f).or_insert((0, [0.0; MAX_MEMBERS + 1]));
+        e.0 += 1;
+        for (sum, x) in e.1.iter_mut().zip(d).take(nevents) {
+            *sum += x;
+        }
+    }
+    per_fn
 }

@@ -170,55 +170,17 @@ impl PmuSampler {
         // the fork, and the descriptors name the parent's counters, which a disable would stop
         // for the parent too. The child only closes its copies.
         let forked = std::process::id() != self.pid;
-        // Relaxed: a stop flag (the watcher and the calibration poll it).
-        self.stop_watcher.store(true, Ordering::Relaxed);
-        if let Some(c) = self.calibrator.take() {
-            if forked {
-                // Not copied into the child: joining it would wait forever.
-                std::mem::forget(c);
-            } else if let Ok(c) = c.join() {
-                self.calibration = c;
-            }
-        }
-        self.stop_watcher.store(true, Ordering::Relaxed);
-        if let Some(w) = self.watcher.take() {
-            if forked {
-                std::mem::forget(w);
-            } else {
-                let _ = w.join();
-            }
-        }
-        let mut multiplexed = 0;
-        let mut never_counted = 0;
-        let threads = if forked {
-            self.threads
-                .try_lock()
-                .map(|mut t| std::mem::take(&mut *t))
-                .unwrap_or_default()
-        } else {
-            std::mem::take(&mut *self.threads.lock().unwrap_or_else(|e| e.into_inner()))
-        };
+        self.join_threads(forked);
+        let threads = self.take_threads(forked);
         let nthreads = threads.len();
         // Order matters: stop the counters, unpublish and drain the handlers, discard pending
         // signals, and only then close the descriptors. Closing first would let a queued
         // signal's handler `read`/`ioctl` a descriptor number the program has reused.
-        for (_, fds) in threads.iter().filter(|_| !forked) {
-            if let Some(&leader) = fds.first() {
-                // SAFETY: disabling a group we own; no argument.
-                unsafe { libc::ioctl(leader, sys::PERF_EVENT_IOC_DISABLE as _, 0) };
-                let mut buf = [0u64; 3 + MAX_MEMBERS + 1];
-                // SAFETY: reading the group of a descriptor we own.
-                let n = unsafe {
-                    libc::read(leader, buf.as_mut_ptr().cast(), std::mem::size_of_val(&buf))
-                };
-                if n >= 24 && buf[2] < buf[1] {
-                    multiplexed += 1;
-                }
-                if n >= 24 && buf[1] > 0 && buf[2] == 0 {
-                    never_counted += 1;
-                }
-            }
-        }
+        let (multiplexed, never_counted) = if forked {
+            (0, 0)
+        } else {
+            disable_groups(&threads)
+        };
         SHARED.store(std::ptr::null_mut(), Ordering::SeqCst);
         // In a forked child, ACTIVE may count a handler of a thread that was not copied: it
         // would never drain (and no handler of ours runs here: the counters signal the
@@ -248,6 +210,61 @@ impl PmuSampler {
         RUNNING.store(false, Ordering::SeqCst);
         let n = s.next.load(Ordering::Relaxed).min(RECORDS);
         let windows = (0..n).map(|i| load(&s, i)).collect();
+        let warnings = self.warnings(&s, nthreads, multiplexed, never_counted);
+        PmuProfile {
+            config: self.config.clone(),
+            windows,
+            calibration: self.calibration,
+            threads: s.threads_seen.load(Ordering::Relaxed),
+            wall_seconds: self.started.elapsed().as_secs_f64(),
+            warnings,
+        }
+    }
+
+    /// Stops the calibration and the watcher and joins them (in a forked child, where they
+    /// were not copied, forgets them instead).
+    fn join_threads(&mut self, forked: bool) {
+        // Relaxed: a stop flag (the watcher and the calibration poll it).
+        self.stop_watcher.store(true, Ordering::Relaxed);
+        if let Some(c) = self.calibrator.take() {
+            if forked {
+                // Not copied into the child: joining it would wait forever.
+                std::mem::forget(c);
+            } else if let Ok(c) = c.join() {
+                self.calibration = c;
+            }
+        }
+        self.stop_watcher.store(true, Ordering::Relaxed);
+        if let Some(w) = self.watcher.take() {
+            if forked {
+                std::mem::forget(w);
+            } else {
+                let _ = w.join();
+            }
+        }
+    }
+
+    /// The threads sampled and their groups, taken out of the shared list.
+    fn take_threads(&self, forked: bool) -> Vec<(libc::pid_t, Vec<libc::c_int>)> {
+        if forked {
+            self.threads
+                .try_lock()
+                .map(|mut t| std::mem::take(&mut *t))
+                .unwrap_or_default()
+        } else {
+            std::mem::take(&mut *self.threads.lock().unwrap_or_else(|e| e.into_inner()))
+        }
+    }
+
+    /// What the report should say about the run: groups never scheduled or multiplexed, a
+    /// lowered sample rate, threads left unsampled, a short calibration, dropped windows.
+    fn warnings(
+        &self,
+        s: &Shared,
+        nthreads: usize,
+        multiplexed: usize,
+        never_counted: usize,
+    ) -> Vec<String> {
         let mut warnings = Vec::new();
         if never_counted > 0 {
             warnings.push(format!(
@@ -292,15 +309,32 @@ impl PmuSampler {
         if dropped > 0 {
             warnings.push(format!("{dropped} windows did not fit the record buffer"));
         }
-        PmuProfile {
-            config: self.config.clone(),
-            windows,
-            calibration: self.calibration,
-            threads: s.threads_seen.load(Ordering::Relaxed),
-            wall_seconds: self.started.elapsed().as_secs_f64(),
-            warnings,
+        warnings
+    }
+}
+
+/// Disables every group and counts those multiplexed (time running < time enabled) and never
+/// scheduled (running 0): `(multiplexed, never_counted)`.
+fn disable_groups(threads: &[(libc::pid_t, Vec<libc::c_int>)]) -> (usize, usize) {
+    let mut multiplexed = 0;
+    let mut never_counted = 0;
+    for (_, fds) in threads {
+        if let Some(&leader) = fds.first() {
+            // SAFETY: disabling a group we own; no argument.
+            unsafe { libc::ioctl(leader, sys::PERF_EVENT_IOC_DISABLE as _, 0) };
+            let mut buf = [0u64; 3 + MAX_MEMBERS + 1];
+            // SAFETY: reading the group of a descriptor we own.
+            let n =
+                unsafe { libc::read(leader, buf.as_mut_ptr().cast(), std::mem::size_of_val(&buf)) };
+            if n >= 24 && buf[2] < buf[1] {
+                multiplexed += 1;
+            }
+            if n >= 24 && buf[1] > 0 && buf[2] == 0 {
+                never_counted += 1;
+            }
         }
     }
+    (multiplexed, never_counted)
 }
 
 impl Drop for PmuSampler {

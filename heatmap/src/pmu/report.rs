@@ -121,7 +121,6 @@ impl PmuReport {
                     .join(", ")
             )?;
         }
-        let opt = |x: Option<f64>, p: usize| x.map_or("-".to_string(), |v| format!("{v:.p$}"));
         let sw = self
             .rows
             .iter()
@@ -130,85 +129,102 @@ impl PmuReport {
             .unwrap_or(6)
             .clamp(6, 60);
         if software {
-            writeln!(
-                w,
-                "{:<sw$}  {:>7}  {:>6}  {:>8}",
-                "Symbol", "#", "%T", "PF/ms"
-            )?;
-            for r in &self.rows {
-                let name: String = r.symbol.chars().take(sw).collect();
-                writeln!(
-                    w,
-                    "{:<sw$}  {:>7}  {:>6.2}  {:>8}",
-                    name,
-                    r.windows,
-                    r.clock_percent,
-                    opt(r.page_faults_per_ms, 2)
-                )?;
-            }
-            writeln!(
-                w,
-                "%T share of CPU time; PF/ms page faults per millisecond of CPU time (both over the windows credited)."
-            )?;
+            self.write_software_rows(w, sw)?;
         } else {
-            // The L1D shares only when those events were counted.
-            let l1d = self.events.contains(&Event::L1dReads)
-                || self.events.contains(&Event::L1dReadMisses);
-            write!(
-                w,
-                "{:<sw$}  {:>7}  {:>6}  {:>6}  {:>6}  {:>6}  {:>6}  {:>6}  {:>6}",
-                "Symbol", "#", "CPI", "BM/KI", "CM/KI", "%CM", "%CY", "%I", "%BM"
-            )?;
-            if l1d {
-                write!(w, "  {:>6}  {:>6}", "%L1DA", "%L1DM")?;
-            }
-            writeln!(w)?;
-            for r in &self.rows {
-                let name: String = r.symbol.chars().take(sw).collect();
-                write!(
-                    w,
-                    "{:<sw$}  {:>7}  {:>6}  {:>6}  {:>6}  {:>6}  {:>6.2}  {:>6}  {:>6}",
-                    name,
-                    r.windows,
-                    opt(r.cpi, 2),
-                    opt(r.bm_per_ki, 2),
-                    opt(r.cm_per_ki, 2),
-                    opt(r.cm_percent, 1),
-                    r.clock_percent,
-                    opt(r.instructions_percent, 2),
-                    opt(r.branch_misses_percent, 2),
-                )?;
-                if l1d {
-                    write!(
-                        w,
-                        "  {:>6}  {:>6}",
-                        opt(r.l1d_reads_percent, 2),
-                        opt(r.l1d_misses_percent, 2)
-                    )?;
-                }
-                writeln!(w)?;
-            }
-            writeln!(
-                w,
-                "CPI cycles/instruction; BM/KI branch misses per 1000 instructions; CM/KI cache misses per 1000 instructions;"
-            )?;
-            writeln!(
-                w,
-                "%CM cache misses per cache reference; %CY %I %BM shares of cycles, instructions, branch misses. The generic"
-            )?;
-            writeln!(
-                w,
-                "cache events count the last level (or L2) on most CPUs, not L1D.{}",
-                if l1d {
-                    " %L1DA %L1DM shares of L1D reads and L1D read misses."
-                } else {
-                    ""
-                }
-            )?;
+            self.write_hardware_rows(w, sw)?;
         }
         for warning in &self.warnings {
             writeln!(w, "warning: {warning}")?;
         }
         Ok(())
     }
+
+    /// The software mode's columns and legend: Symbol, #, %T, PF/ms (`sw`: the symbol width).
+    fn write_software_rows(&self, w: &mut dyn Write, sw: usize) -> io::Result<()> {
+        writeln!(
+            w,
+            "{:<sw$}  {:>7}  {:>6}  {:>8}",
+            "Symbol", "#", "%T", "PF/ms"
+        )?;
+        for r in &self.rows {
+            let name: String = r.symbol.chars().take(sw).collect();
+            writeln!(
+                w,
+                "{:<sw$}  {:>7}  {:>6.2}  {:>8}",
+                name,
+                r.windows,
+                r.clock_percent,
+                opt(r.page_faults_per_ms, 2)
+            )?;
+        }
+        writeln!(
+            w,
+            "%T share of CPU time; PF/ms page faults per millisecond of CPU time (both over the windows credited)."
+        )?;
+        Ok(())
+    }
+
+    /// The hardware mode's columns and legend: the seed's, and the L1D shares when counted.
+    fn write_hardware_rows(&self, w: &mut dyn Write, sw: usize) -> io::Result<()> {
+        // The L1D shares only when those events were counted.
+        let l1d =
+            self.events.contains(&Event::L1dReads) || self.events.contains(&Event::L1dReadMisses);
+        write!(
+            w,
+            "{:<sw$}  {:>7}  {:>6}  {:>6}  {:>6}  {:>6}  {:>6}  {:>6}  {:>6}",
+            "Symbol", "#", "CPI", "BM/KI", "CM/KI", "%CM", "%CY", "%I", "%BM"
+        )?;
+        if l1d {
+            write!(w, "  {:>6}  {:>6}", "%L1DA", "%L1DM")?;
+        }
+        writeln!(w)?;
+        for r in &self.rows {
+            let name: String = r.symbol.chars().take(sw).collect();
+            write!(
+                w,
+                "{:<sw$}  {:>7}  {:>6}  {:>6}  {:>6}  {:>6}  {:>6.2}  {:>6}  {:>6}",
+                name,
+                r.windows,
+                opt(r.cpi, 2),
+                opt(r.bm_per_ki, 2),
+                opt(r.cm_per_ki, 2),
+                opt(r.cm_percent, 1),
+                r.clock_percent,
+                opt(r.instructions_percent, 2),
+                opt(r.branch_misses_percent, 2),
+            )?;
+            if l1d {
+                write!(
+                    w,
+                    "  {:>6}  {:>6}",
+                    opt(r.l1d_reads_percent, 2),
+                    opt(r.l1d_misses_percent, 2)
+                )?;
+            }
+            writeln!(w)?;
+        }
+        writeln!(
+            w,
+            "CPI cycles/instruction; BM/KI branch misses per 1000 instructions; CM/KI cache misses per 1000 instructions;"
+        )?;
+        writeln!(
+            w,
+            "%CM cache misses per cache reference; %CY %I %BM shares of cycles, instructions, branch misses. The generic"
+        )?;
+        writeln!(
+            w,
+            "cache events count the last level (or L2) on most CPUs, not L1D.{}",
+            if l1d {
+                " %L1DA %L1DM shares of L1D reads and L1D read misses."
+            } else {
+                ""
+            }
+        )?;
+        Ok(())
+    }
+}
+
+/// A column's value to `p` decimals, or `-` when the chosen events cannot give it.
+fn opt(x: Option<f64>, p: usize) -> String {
+    x.map_or("-".to_string(), |v| format!("{v:.p$}"))
 }
