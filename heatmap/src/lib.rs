@@ -31,7 +31,7 @@
 //! | `symbolize.rs` | addresses to names from ELF symbol tables |
 //! | `report.rs` | [`Report`]: ranking, exclusion, table and JSON |
 //! | `dump.rs` | the versioned dump format |
-//! | `pmu.rs` | per-function hardware metrics by alternating sample periods ([`pmu::start`]) |
+//! | `pmu/` | per-function hardware metrics by alternating sample periods ([`pmu::start`]); its `mod.rs` maps its files |
 //! | `bin/heatmap.rs` | the `heatmap` command: a report from a dump |
 //!
 //! Beside the crate: `examples/heatmap_demo.rs` (a workload that writes a dump),

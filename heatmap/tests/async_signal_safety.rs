@@ -9,7 +9,7 @@
 //!    with its exact expected checksum, and the sample total is accounted for exactly
 //!    (buckets + other).
 
-// Linux only: the samplers it tests run on Linux only (elsewhere they say so; see pmu.rs and unsupported.rs).
+// Linux only: the samplers it tests run on Linux only (elsewhere they say so; see pmu/unsupported.rs and unsupported.rs).
 #![cfg(target_os = "linux")]
 
 mod common;

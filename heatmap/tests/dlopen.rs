@@ -4,7 +4,7 @@
 //! warnings name it. Each test loads a different library, so the order of tests in one
 //! process does not matter.
 
-// Linux only: the samplers it tests run on Linux only (elsewhere they say so; see pmu.rs and unsupported.rs).
+// Linux only: the samplers it tests run on Linux only (elsewhere they say so; see pmu/unsupported.rs and unsupported.rs).
 #![cfg(target_os = "linux")]
 
 mod common;

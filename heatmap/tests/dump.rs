@@ -2,7 +2,7 @@
 //! truncation, every single-bit flip and arbitrary bytes give a `DumpError`, never a panic;
 //! the `heatmap` command reports from a dump and names bad arguments and bad files.
 
-// Linux only: the samplers it tests run on Linux only (elsewhere they say so; see pmu.rs and unsupported.rs).
+// Linux only: the samplers it tests run on Linux only (elsewhere they say so; see pmu/unsupported.rs and unsupported.rs).
 #![cfg(target_os = "linux")]
 
 mod common;

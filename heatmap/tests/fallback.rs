@@ -5,7 +5,7 @@
 //! seccomp filter that makes `perf_event_open` fail with `EACCES`, as a container's default
 //! seccomp profile or `perf_event_paranoid` 3 would. The filter stays in the child.
 
-// Linux only: the samplers it tests run on Linux only (elsewhere they say so; see pmu.rs and unsupported.rs).
+// Linux only: the samplers it tests run on Linux only (elsewhere they say so; see pmu/unsupported.rs and unsupported.rs).
 #![cfg(target_os = "linux")]
 #![cfg(target_arch = "x86_64")]
 

@@ -6,7 +6,7 @@
 //! (joining a thread that the child never had returns at once there); the guard keeps us from
 //! relying on that undefined behaviour.
 
-// Linux only: the samplers it tests run on Linux only (elsewhere they say so; see pmu.rs and unsupported.rs).
+// Linux only: the samplers it tests run on Linux only (elsewhere they say so; see pmu/unsupported.rs and unsupported.rs).
 #![cfg(target_os = "linux")]
 
 mod common;

@@ -16,7 +16,7 @@
 //! Every wait is on an event, with a 60 s cap and a message; no test assumes what a quiet
 //! machine delivers in a fixed time.
 
-// Linux only: the samplers it tests run on Linux only (elsewhere they say so; see pmu.rs and unsupported.rs).
+// Linux only: the samplers it tests run on Linux only (elsewhere they say so; see pmu/unsupported.rs and unsupported.rs).
 #![cfg(target_os = "linux")]
 
 mod common;

@@ -12,7 +12,7 @@
 //! Each test runs in its own process under nextest; the sampler is one per process, so the tests
 //! here also take a lock.
 
-// Linux only: the samplers it tests run on Linux only (elsewhere they say so; see pmu.rs and unsupported.rs).
+// Linux only: the samplers it tests run on Linux only (elsewhere they say so; see pmu/unsupported.rs and unsupported.rs).
 #![cfg(target_os = "linux")]
 
 use heatmap::pmu::{self, Counters, Event, PmuConfig};
@@ -148,7 +148,7 @@ fn software_windows_credit_page_faults_to_the_function_that_takes_them() {
     );
     assert!(sr < fr / 20.0, "spin: {sr:.2}/ms vs {fr:.1}/ms\n{text}");
     // (No bound on the shares: windows can only begin in user space, so fault_pages, which
-    // spends most of its time in the kernel's fault handler, gets a small %T; see pmu.rs.)
+    // spends most of its time in the kernel's fault handler, gets a small %T; see the docs in pmu/mod.rs.)
 
     // The seed's baseline from the same run: uniform sampling at the long period credits each
     // period's faults to the function where it ended, so spin is charged with faults that

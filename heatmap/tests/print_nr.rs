@@ -2,7 +2,7 @@
 //! child process (this test binary re-run on one test) samples, prints the top 3, and the
 //! parent reads the child's stderr.
 
-// Linux only: the samplers it tests run on Linux only (elsewhere they say so; see pmu.rs and unsupported.rs).
+// Linux only: the samplers it tests run on Linux only (elsewhere they say so; see pmu/unsupported.rs and unsupported.rs).
 #![cfg(target_os = "linux")]
 
 mod common;

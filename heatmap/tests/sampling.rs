@@ -4,7 +4,7 @@
 //!
 //! Bounds are generous and one-sided (a VM's timing is noisy); speed belongs to the benches.
 
-// Linux only: the samplers it tests run on Linux only (elsewhere they say so; see pmu.rs and unsupported.rs).
+// Linux only: the samplers it tests run on Linux only (elsewhere they say so; see pmu/unsupported.rs and unsupported.rs).
 #![cfg(target_os = "linux")]
 
 mod common;

@@ -3,7 +3,7 @@
 //! after stop does not kill a program whose disposition was `SIG_DFL`, and a restartable
 //! system call interrupted by our handler restarts.
 
-// Linux only: the samplers it tests run on Linux only (elsewhere they say so; see pmu.rs and unsupported.rs).
+// Linux only: the samplers it tests run on Linux only (elsewhere they say so; see pmu/unsupported.rs and unsupported.rs).
 #![cfg(target_os = "linux")]
 
 mod common;

@@ -3,7 +3,7 @@
 //! `epoll_wait`, none of which `SA_RESTART` restarts. A control at the end sends one `SIGPROF`
 //! by hand to the sleeping thread and sees its `EINTR`, so the counters can see one.
 
-// Linux only: the samplers it tests run on Linux only (elsewhere they say so; see pmu.rs and unsupported.rs).
+// Linux only: the samplers it tests run on Linux only (elsewhere they say so; see pmu/unsupported.rs and unsupported.rs).
 #![cfg(target_os = "linux")]
 
 mod common;

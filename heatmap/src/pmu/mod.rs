@@ -52,6 +52,25 @@
 //! end firing was skipped runs twice as long: such *overlong* windows are not credited. And the
 //! shares (%T) lean towards user-space time for the same reason; the rates over credited
 //! windows (page faults per ms) do not.
+//!
+//! # Files
+//! | file | what |
+//! | --- | --- |
+//! | `events.rs` | [`Event`]: the counters, their names, their `perf_event_attr` encoding |
+//! | `config.rs` | [`PmuConfig`], its limits, its parsing from `PROFPOINT_PMU*` |
+//! | `error.rs` | [`PmuError`]: why the mode cannot run, with the fix |
+//! | `window.rs` | [`Window`] and [`PmuProfile`]: what a run records; the overlong test |
+//! | `calibration.rs` | [`Calibration`]: the fixed cost, where its loop lies, its run at start |
+//! | `attribution.rs` | windows credited to functions, summed and ranked |
+//! | `report.rs` | [`PmuReport`], [`PmuRow`], [`Method`] and the seed's table |
+//! | `live.rs` | [`start`], [`PmuSampler`] and its stop (Linux) |
+//! | `live/group.rs` | perf groups: opening, the refusals named, reading; [`Counters`] |
+//! | `live/handler.rs` | the overflow handler and its per-thread window state machine |
+//! | `live/watcher.rs` | the thread scan: new threads given groups, ended ones closed |
+//! | `unsupported.rs` | the same API elsewhere than Linux, every start an error |
+//!
+//! `calibration_loop` stays in this file: profpoint's heatmap section leaves it out by its
+//! path.
 
 mod attribution;
 mod calibration;
