@@ -737,8 +737,12 @@ fn cpu_ns(which: Cpu) -> u64 {
 
 /// The controller thread.
 fn run() {
-    // The cost model, measured here (about 2 ms), not on a thread of the program.
+    // The cost model, measured here (about 2 ms), not on a thread of the program; and the
+    // overhead that compensation subtracts in bursts (about 1 ms), here too: measured at the
+    // first burst, a fork during it left the child's `OnceLock` mid-initialisation, and the
+    // child's own controller waited on it for ever at its first burst.
     let costs = overhead::mode_costs();
+    overhead::measure();
     {
         let mut c = state();
         c.costs = Some(costs);
@@ -759,11 +763,11 @@ fn run() {
             c.controller_ns += cpu_ns(Cpu::Thread).saturating_sub(began);
             (calls, c.plan.take())
         };
+        // Relaxed: a tally.
+        ROUNDS.fetch_add(1, Ordering::Relaxed);
         if let Some((points, window)) = plan {
             burst(&points, window);
         }
-        // Relaxed: a tally.
-        ROUNDS.fetch_add(1, Ordering::Relaxed);
         interval = if calls == 0 {
             (interval * 2).min(IDLE_INTERVAL)
         } else {
@@ -781,8 +785,8 @@ fn burst(points: &[usize], window: Duration) {
     // The burst's calls are compensated (each call's and its children's instrumentation taken
     // out of its time: [`crate::compensate`]) whether or not the program asked for it: their
     // mean stands for calls made with no point on, and an uncompensated 1 ns function timed
-    // at ~10 ns would stand for ten times its work. Measured once, here, before the burst.
-    overhead::measure();
+    // at ~10 ns would stand for ten times its work (measured once, when the controller
+    // started).
     let compensating = overhead::compensating();
     {
         let mut c = state();
