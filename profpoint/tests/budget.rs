@@ -260,13 +260,10 @@ fn a_point_too_hot_even_to_count_is_timed_in_bursts_with_estimated_calls() {
             cold();
             cold();
         },
-        |r| {
-            let c = point(r, "budget::cold");
-            !point(r, "budget::tiny").enabled
-                && c.enabled
-                && c.sampling.is_none()
-                && r.budget.bursts >= 40
-        },
+        // `cold` is the reference the estimate is taken against, counted all the time: timed
+        // on every call here, counted only under emulation (qemu-aarch64 prices a timed call
+        // at ~120 ns, and its ~14,000 calls a second then cost more than 0.1%).
+        |r| !point(r, "budget::tiny").enabled && r.budget.bursts >= 40,
     );
     let t = r
         .budget
@@ -300,12 +297,12 @@ fn a_point_too_hot_even_to_count_is_timed_in_bursts_with_estimated_calls() {
         r.budget
     );
     assert!(p.total_ci95_ns > 0, "{p:?}");
-    // The cheap point is timed on every call (the condition above), and was never off.
+    // The cheap point, the estimate's reference, was never off nor in bursts.
     assert!(
         r.budget
             .events
             .iter()
-            .all(|e| e.point != "budget::cold" || e.to != "off"),
+            .all(|e| e.point != "budget::cold" || (e.to != "off" && e.to != "burst")),
         "{:?}",
         r.budget
     );
