@@ -5,6 +5,7 @@
 //! arithmetic) is in the other files of `pmu/`, on every system; elsewhere `unsupported.rs`
 //! has stubs that say the mode is not available.
 
+mod calibrate;
 mod group;
 mod handler;
 mod watcher;
@@ -13,12 +14,12 @@ pub use group::{Counters, available};
 pub(super) use handler::{RECORDS, Shared, load};
 pub(super) use watcher::Threads;
 
-use super::calibration::{MIN_CALIBRATION_WINDOWS, spawn_calibrator};
 use super::config::{MIN_LONG_PERIOD, MIN_SOFTWARE_WINDOW, PmuConfig};
 use super::error::PmuError;
 use super::events::{Event, MAX_MEMBERS};
 use super::{Calibration, PmuProfile};
 use crate::sys;
+use calibrate::{MIN_CALIBRATION_WINDOWS, spawn_calibrator};
 use group::{available_for, max_sample_rate};
 use handler::{ACTIVE, RUNNING, SHARED, SLOTS, signal};
 use std::sync::Arc;

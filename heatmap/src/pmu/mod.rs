@@ -60,13 +60,14 @@
 //! | `config.rs` | [`PmuConfig`], its limits, its parsing from `PROFPOINT_PMU*` |
 //! | `error.rs` | [`PmuError`]: why the mode cannot run, with the fix |
 //! | `window.rs` | [`Window`] and [`PmuProfile`]: what a run records; the overlong test |
-//! | `calibration.rs` | [`Calibration`]: the fixed cost, where its loop lies, its run at start |
+//! | `calibration.rs` | [`Calibration`]: the fixed cost, where its loop lies |
 //! | `attribution.rs` | windows credited to functions, summed and ranked |
 //! | `report.rs` | [`PmuReport`], [`PmuRow`], [`Method`] and the seed's table |
 //! | `live.rs` | [`start`], [`PmuSampler`] and its stop (Linux) |
 //! | `live/group.rs` | perf groups: opening, the refusals named, reading; [`Counters`] |
 //! | `live/handler.rs` | the overflow handler and its per-thread window state machine |
 //! | `live/watcher.rs` | the thread scan: new threads given groups, ended ones closed |
+//! | `live/calibrate.rs` | the calibration run at start, on a thread of its own |
 //! | `unsupported.rs` | the same API elsewhere than Linux, every start an error |
 //!
 //! `calibration_loop` stays in this file: profpoint's heatmap section leaves it out by its
