@@ -844,18 +844,25 @@ fn burst(points: &[usize], window: Duration) {
     c.controller_ns += cpu_ns(Cpu::Thread).saturating_sub(began);
 }
 
-/// When the last burst ran within the span from `since` to `now` (raw clock): the ticks its
-/// points were on (up to `now` while it runs), or `None` if it did not.
-fn burst_ticks(c: &Controller, since: u64, now: u64) -> Option<u64> {
-    if c.window_start == 0 || c.window_start < since {
-        return None;
+impl Controller {
+    /// The burst that ran in the span from `since` to `now` (raw clock) and what it saw, or
+    /// `None` if none did, or one still runs (a report made during a burst: it stands for
+    /// nothing yet). `cur`: every point's counters at `now` (since process start).
+    fn burst_round(&self, since: u64, now: u64, cur: &[Scalars]) -> Option<BurstRound> {
+        if self.window_start == 0
+            || self.window_start < since
+            || self.window_end < self.window_start
+        {
+            return None;
+        }
+        Some(BurstRound {
+            reference: Reference::of(&self.points, &self.window_calls, cur),
+            dt: now.saturating_sub(since).max(1) as f64,
+            on: self.window_end.saturating_sub(self.window_start).max(1) as f64,
+            saw: burst_saw_calls(&self.points, &self.window_calls),
+            reliable: self.window_reliable,
+        })
     }
-    let end = if c.window_end >= c.window_start {
-        c.window_end
-    } else {
-        now
-    };
-    Some(end.saturating_sub(c.window_start).max(1))
 }
 
 /// The calls of the points beside the bursts (not in them: counted all the time) in the last
@@ -986,20 +993,14 @@ impl Controller {
         let now = clock::now();
         let cpu = cpu_ns(Cpu::Process);
         let dt = now.saturating_sub(self.last_tick).max(1);
-        let on = burst_ticks(self, self.last_tick, now);
+        let since = self.last_tick;
         let dcpu = cpu.saturating_sub(self.last_cpu_ns);
         self.last_tick = now;
         self.last_cpu_ns = cpu;
         let mut scratch = std::mem::take(&mut self.scratch);
         shard::read_all_scalars(&mut scratch);
         // The round's burst, if one ran.
-        let burst = on.map(|on| BurstRound {
-            reference: Reference::of(&self.points, &self.window_calls, &scratch),
-            dt: dt as f64,
-            on: on as f64,
-            saw: burst_saw_calls(&self.points, &self.window_calls),
-            reliable: self.window_reliable,
-        });
+        let burst = self.burst_round(since, now, &scratch);
         self.points.resize(points.len(), PointState::default());
         // The cost of the points in steady states, and of the burst.
         let mut cost = 0.0;
@@ -1306,16 +1307,7 @@ pub(crate) fn estimates(abs: &[Scalars]) -> Option<Vec<Est>> {
     }
     // Points in bursts: the span since the last round over the burst in it (if one ran).
     let now = clock::now();
-    // A burst still running when the report is made stands for nothing yet.
-    let burst = burst_ticks(&c, c.last_tick, now)
-        .filter(|_| c.window_end >= c.window_start)
-        .map(|on| BurstRound {
-            reference: Reference::of(&c.points, &c.window_calls, abs),
-            dt: now.saturating_sub(c.last_tick).max(1) as f64,
-            on: on as f64,
-            saw: burst_saw_calls(&c.points, &c.window_calls),
-            reliable: c.window_reliable,
-        });
+    let burst = c.burst_round(c.last_tick, now, abs);
     Some(
         abs.iter()
             .enumerate()
