@@ -38,6 +38,17 @@ impl std::fmt::Display for KeyError {
 
 impl std::error::Error for KeyError {}
 
+#[cfg(all(
+    target_arch = "x86_64",
+    target_os = "linux",
+    not(feature = "tracepoint-atomic")
+))]
+impl From<super::patch::PatchError> for KeyError {
+    fn from(e: super::patch::PatchError) -> KeyError {
+        KeyError(e.0)
+    }
+}
+
 impl Key {
     const_fn_unless_loom! {
         /// A key that starts off.
@@ -83,7 +94,7 @@ impl Key {
                     return match super::patch::set(owner, false) {
                         Ok(()) => {
                             self.on.store(false, Ordering::Relaxed);
-                            Err(e)
+                            Err(e.into())
                         }
                         Err(back) => Err(KeyError(format!(
                             "{e}; switching its patched sites back off failed too ({back}): \

@@ -32,8 +32,18 @@
 //! clobbers: the trampoline skips the red zone, saves every caller-saved register and the whole
 //! extended state (`xsave`), aligns the stack and calls the tracepoint's thunk.
 
-use super::key::KeyError;
 use std::sync::Mutex;
+
+/// Why sites could not be patched: the message names the site and the cause. The key wraps it
+/// in its public error (`key::KeyError`), so this file needs nothing from the key's.
+#[derive(Debug)]
+pub(crate) struct PatchError(pub(crate) String);
+
+impl std::fmt::Display for PatchError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
 
 /// One site, as the site's `asm!` block writes it: each field is relative to its own address.
 #[repr(C)]
@@ -116,7 +126,7 @@ fn jmp5(site: usize, target: usize) -> [u8; 5] {
 static PATCH: Mutex<()> = Mutex::new(());
 
 /// Points every site of the tracepoint at `key` at its enabled block (`on`) or at the nop.
-pub(crate) fn set(key: usize, on: bool) -> Result<(), KeyError> {
+pub(crate) fn set(key: usize, on: bool) -> Result<(), PatchError> {
     let _lock = PATCH.lock().unwrap_or_else(|e| e.into_inner());
     let sites = sites_of(key);
     for &(site, target) in &sites {
@@ -128,7 +138,7 @@ pub(crate) fn set(key: usize, on: bool) -> Result<(), KeyError> {
             continue;
         }
         if have != NOP5 && have[0] != 0xe9 {
-            return Err(KeyError(format!(
+            return Err(PatchError(format!(
                 "tracepoint site at {site:#x} holds {have:02x?}, neither the nop nor a jmp we wrote: refusing to patch"
             )));
         }
@@ -148,9 +158,9 @@ struct Mapping {
     path: String,
 }
 
-fn mapping_of(addr: usize) -> Result<Mapping, KeyError> {
+fn mapping_of(addr: usize) -> Result<Mapping, PatchError> {
     let maps = std::fs::read_to_string("/proc/self/maps").map_err(|e| {
-        KeyError(format!(
+        PatchError(format!(
             "cannot read /proc/self/maps to patch a tracepoint: {e}"
         ))
     })?;
@@ -173,7 +183,7 @@ fn mapping_of(addr: usize) -> Result<Mapping, KeyError> {
         let inode = f.next().and_then(|i| i.parse::<u64>().ok()).unwrap_or(0);
         let path = f.next().unwrap_or("").to_string();
         if !perms.contains('x') || !path.starts_with('/') {
-            return Err(KeyError(format!(
+            return Err(PatchError(format!(
                 "tracepoint site {addr:#x} is not in a file-backed executable mapping ({line})"
             )));
         }
@@ -186,7 +196,7 @@ fn mapping_of(addr: usize) -> Result<Mapping, KeyError> {
             path,
         });
     }
-    Err(KeyError(format!(
+    Err(PatchError(format!(
         "tracepoint site {addr:#x} is in no mapping"
     )))
 }
@@ -217,7 +227,7 @@ fn spans(first: &Mapping, second: Option<&Mapping>, lo: usize, len: usize) -> Re
 }
 
 /// Writes `bytes` at `site` by swapping in a patched copy of its page(s).
-fn patch(site: usize, bytes: &[u8; 5]) -> Result<(), KeyError> {
+fn patch(site: usize, bytes: &[u8; 5]) -> Result<(), PatchError> {
     let lo = site & !(PAGE - 1);
     let hi = (site + bytes.len() - 1) & !(PAGE - 1);
     let len = hi + PAGE - lo;
@@ -231,7 +241,7 @@ fn patch(site: usize, bytes: &[u8; 5]) -> Result<(), KeyError> {
         None
     };
     spans(&m, next.as_ref(), lo, len).map_err(|why| {
-        KeyError(format!(
+        PatchError(format!(
             "tracepoint site {site:#x} straddles two mappings ({why}): cannot patch it atomically"
         ))
     })?;
@@ -243,11 +253,11 @@ fn patch(site: usize, bytes: &[u8; 5]) -> Result<(), KeyError> {
         Err(_) => {
             use std::os::unix::fs::MetadataExt;
             let f = std::fs::File::open(&m.path).map_err(|e| {
-                KeyError(format!("cannot open {} to patch a tracepoint: {e}", m.path))
+                PatchError(format!("cannot open {} to patch a tracepoint: {e}", m.path))
             })?;
             let ino = f.metadata().map(|md| md.ino()).unwrap_or(0);
             if ino != m.inode {
-                return Err(KeyError(format!(
+                return Err(PatchError(format!(
                     "{} was replaced since it was mapped (inode {ino}, mapped {}): cannot patch its tracepoints",
                     m.path, m.inode
                 )));
@@ -271,7 +281,7 @@ fn patch(site: usize, bytes: &[u8; 5]) -> Result<(), KeyError> {
     };
     if scratch == libc::MAP_FAILED {
         let err = std::io::Error::last_os_error();
-        return Err(KeyError(format!(
+        return Err(PatchError(format!(
             "mmap of {} for patching failed: {err}{}",
             m.path,
             denial_hint("mmap", &err, seccomp_filtered())
@@ -280,7 +290,7 @@ fn patch(site: usize, bytes: &[u8; 5]) -> Result<(), KeyError> {
     let fail = |what: &str, err: std::io::Error| {
         // SAFETY: `scratch` is our mapping of `len` bytes, unused by anything else.
         unsafe { libc::munmap(scratch, len) };
-        KeyError(format!(
+        PatchError(format!(
             "{what} failed while patching a tracepoint: {err}{}",
             denial_hint(what, &err, seccomp_filtered())
         ))
