@@ -36,3 +36,11 @@ ensure_target() {
     fi
     rustup target add "$1" >&2 || { echo "rustup target add $1 failed" >&2; return 1; }
 }
+
+# The programs that consume profpoint's exports, which the consumer tests run
+# (profpoint/tests/consumers.rs, scripts/render-svg): `go tool pprof` (golang-go), `protoc`
+# (protobuf-compiler), `promtool` (Debian ships it in the server's package, prometheus) and
+# headless `chromium`. Measured here (2026-11-24, Debian 12): protobuf-compiler and chromium
+# with their libraries 16 s, apt-get update included; golang-go and prometheus 21 s (96 MB
+# downloaded); nothing when they are present.
+CONSUMER_DEBS=(golang-go protobuf-compiler prometheus chromium)
