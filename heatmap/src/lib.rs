@@ -81,7 +81,8 @@ pub use config::{Config, Mode, Source};
 pub use dump::{MAGIC as DUMP_MAGIC, VERSION as DUMP_VERSION};
 pub use error::{DumpError, EnvError, StartError};
 pub use profile::{Profile, Segment, SourceUsed};
-pub use report::{By, Report, ReportOptions, Row, glob_match};
+pub use profpoint_glob::glob_matches;
+pub use report::{By, Report, ReportOptions, Row};
 pub use sampler::{Sampler, start};
 
 /// Prints the top `n` functions of `profile` to standard error: the seed's

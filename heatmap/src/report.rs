@@ -16,6 +16,7 @@ use std::io::Write;
 use serde::Serialize;
 
 use crate::config::Mode;
+use profpoint_glob::glob_matches as glob_match;
 use crate::profile::Profile;
 use crate::symbolize::Symbolizer;
 
@@ -412,61 +413,17 @@ fn truncate(s: &str, width: usize) -> String {
     }
 }
 
-/// Whole-string glob match: `*` matches any run of characters (also none), `?` one character.
-pub fn glob_match(pattern: &str, text: &str) -> bool {
-    let p: Vec<char> = pattern.chars().collect();
-    let t: Vec<char> = text.chars().collect();
-    // Iterative matcher with single-star backtracking: O(len(p) * len(t)) worst case.
-    let (mut pi, mut ti) = (0usize, 0usize);
-    let mut star: Option<(usize, usize)> = None;
-    while ti < t.len() {
-        if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
-            pi += 1;
-            ti += 1;
-        } else if pi < p.len() && p[pi] == '*' {
-            star = Some((pi, ti));
-            pi += 1;
-        } else if let Some((sp, st)) = star {
-            pi = sp + 1;
-            ti = st + 1;
-            star = Some((sp, st + 1));
-        } else {
-            return false;
-        }
-    }
-    while pi < p.len() && p[pi] == '*' {
-        pi += 1;
-    }
-    pi == p.len()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::buckets::{ObjectFile, ObjectKind};
     use crate::profile::{Segment, SourceUsed};
 
-    #[test]
-    fn glob() {
-        assert!(glob_match(
-            "std::thread::park*",
-            "std::thread::park_timeout"
-        ));
-        assert!(glob_match("std::thread::park*", "std::thread::park"));
-        assert!(!glob_match("std::thread::park*", "xstd::thread::park"));
-        assert!(glob_match("*idle*", "cpu_idle"));
-        assert!(glob_match("cpu_?dle", "cpu_idle"));
-        assert!(!glob_match("cpu_?dle", "cpu_iidle"));
-        assert!(glob_match("*", ""));
-        assert!(glob_match("a*b*c", "aXXbYYc"));
-        assert!(!glob_match("a*b*c", "aXXbYY"));
-    }
-
     /// A profile over this test binary: two known functions with known counts.
     fn synthetic() -> (Profile, u64, u64) {
         let (objects, segments) = crate::buckets::discover();
         let f1 = crate::symbolize::demangle as fn(&str) -> String as usize as u64;
-        let f2 = glob_match as fn(&str, &str) -> bool as usize as u64;
+        let f2 = truncate as fn(&str, usize) -> String as usize as u64;
         let seg_of = |pc: u64| {
             segments
                 .iter()
@@ -523,7 +480,7 @@ mod tests {
         assert_eq!(r.rows.len(), 2);
         assert_eq!(r.rows[0].function, "heatmap::symbolize::demangle");
         assert_eq!((r.rows[0].address, r.rows[0].nr), (f1, 70));
-        assert_eq!(r.rows[1].function, "heatmap::report::glob_match");
+        assert_eq!(r.rows[1].function, "heatmap::report::truncate");
         assert_eq!((r.rows[1].address, r.rows[1].nr), (f2, 25));
         assert!((r.rows[0].percent - 70.0).abs() < 1e-9);
         assert_eq!(r.achieved_hz, Some(1000.0));
