@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 use std::io::Write;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::config::Mode;
 use profpoint_glob::glob_matches as glob_match;
@@ -21,7 +21,7 @@ use crate::profile::Profile;
 use crate::symbolize::Symbolizer;
 
 /// How rows are formed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum By {
     /// One row per function (all its buckets summed), at the function's address.
@@ -61,7 +61,7 @@ impl Default for ReportOptions {
 }
 
 /// One line of the table.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Row {
     /// Function address (by function) or bucket address (by bucket).
     pub address: u64,
@@ -81,7 +81,7 @@ pub struct Row {
 }
 
 /// A ranked, symbolised view of a [`Profile`].
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Report {
     /// `perf task-clock`, `setitimer` or `tgkill`.
     pub source: String,

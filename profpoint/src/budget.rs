@@ -91,7 +91,7 @@ use crate::clock;
 use crate::overhead::{self, ModeCosts};
 use crate::point::{self, Kind, Point};
 use crate::shard::{self, Scalars};
-use serde::Serialize;
+pub(crate) use profpoint_report::{BudgetEvent, BudgetReport, ThrottledPoint};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
@@ -538,96 +538,6 @@ struct PointState {
     worst: Option<Mode>,
     /// First change, ns since the process's clock origin.
     first_ns: Option<u64>,
-}
-
-/// One change the controller made.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct BudgetEvent {
-    /// When, seconds since profpoint's clock origin (process start).
-    pub at_s: f64,
-    /// The point.
-    pub point: String,
-    /// Its state before: `on`, `1/N`, `count`, `off`.
-    pub from: String,
-    /// Its state after.
-    pub to: String,
-    /// Its calls per second over the round that decided it.
-    pub calls_per_s: f64,
-}
-
-/// A point the budget throttled at some time.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ThrottledPoint {
-    /// The point.
-    pub point: String,
-    /// Its state now: `on`, `1/N`, `count`, `off`.
-    pub now: String,
-    /// The most throttled state it had.
-    pub worst: String,
-    /// How many times the controller changed it.
-    pub changes: u32,
-    /// First change, seconds since process start.
-    pub first_at_s: f64,
-    /// Calls per second when it was last put in bursts (0 if never).
-    pub off_calls_per_s: f64,
-}
-
-/// The budget's part of the report.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct BudgetReport {
-    /// The budget, percent of the process's CPU time (`None`: off).
-    pub percent: Option<f64>,
-    /// Whether the controller ran in this process (a program that never called a point, a
-    /// budget set off, or a forked child without a new thread has none).
-    pub running: bool,
-    /// Why it did not run or stopped, when something went wrong.
-    pub note: Option<String>,
-    /// Rounds done.
-    pub rounds: u64,
-    /// The cost model (measured in this process), nanoseconds per timed call.
-    pub cost_timed_ns: f64,
-    /// Per call that sampled timing left untimed.
-    pub cost_skipped_ns: f64,
-    /// Per call of a point that counts only.
-    pub cost_counted_ns: f64,
-    /// The instrumentation's estimated cost, percent of the process's CPU time while the
-    /// controller ran.
-    pub cost_percent: f64,
-    /// The controller thread's own CPU time, milliseconds.
-    pub controller_ms: f64,
-    /// Bursts done (points the budget could not even count are timed fully in one short
-    /// burst a round and off between bursts), and the last burst's length, microseconds.
-    pub bursts: u64,
-    /// The last burst's planned length, microseconds (0 if none).
-    pub burst_window_us: f64,
-    /// Points it throttled, hottest first.
-    pub throttled: Vec<ThrottledPoint>,
-    /// Its changes, in order (at most 1,000; the rest are counted in `events_dropped`).
-    pub events: Vec<BudgetEvent>,
-    /// Changes not kept in `events`.
-    pub events_dropped: u64,
-}
-
-impl BudgetReport {
-    /// The section of a report made without the runtime (an `off` build's empty report).
-    pub(crate) fn none() -> BudgetReport {
-        BudgetReport {
-            percent: None,
-            running: false,
-            note: None,
-            rounds: 0,
-            cost_timed_ns: 0.0,
-            cost_skipped_ns: 0.0,
-            cost_counted_ns: 0.0,
-            cost_percent: 0.0,
-            controller_ms: 0.0,
-            bursts: 0,
-            burst_window_us: 0.0,
-            throttled: Vec::new(),
-            events: Vec::new(),
-            events_dropped: 0,
-        }
-    }
 }
 
 /// The controller's state.

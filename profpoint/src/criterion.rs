@@ -15,7 +15,7 @@
 //! profile directory for the benchmark (`target/criterion/<id>/profile/`) receives
 //! `profpoint.json` and `profpoint.txt` (the table) and, with the heatmap, `heatmap.dump`.
 
-use crate::{Report, ReportOptions};
+use crate::{CollectReport, Report, ReportOptions};
 use std::path::Path;
 
 /// The hook; see the module docs.

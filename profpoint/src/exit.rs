@@ -29,7 +29,7 @@
 //!   `PROFPOINT_SAMPLE` or `PROFPOINT_TRACE` that matches no point (tracepoint) of this copy.
 
 use crate::env::{self, Destination};
-use crate::report::{Report, ReportOptions};
+use crate::report::{Report, ReportOptions, collect};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -479,7 +479,7 @@ fn write_claimed() {
     };
     // The last report of a series (PROFPOINT_REPORT_EVERY): no periodic one lands after it.
     let series = crate::periodic::end();
-    let mut report = Report::collect(&ReportOptions {
+    let mut report = collect(&ReportOptions {
         subtract_overhead: subtract,
         final_report: true,
     });

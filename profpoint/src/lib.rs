@@ -79,15 +79,15 @@ pub mod tracepoint;
 #[doc(hidden)]
 pub mod __private;
 
-pub use budget::{BudgetEvent, BudgetReport, ThrottledPoint};
+pub use profpoint_report::{BudgetEvent, BudgetReport, ThrottledPoint};
 pub use clock::ClockInfo;
 pub use glob::matches as glob_matches;
-pub use overhead::Overhead;
+pub use profpoint_report::Overhead;
 pub use point::{AsyncGuard, Guard, Point, Token};
 pub use profpoint_macros::{main, profile_point, trace, tracepoint};
 pub use report::{
-    ClockReport, Interval, IntervalPoint, PointReport, Report, ReportOptions, RunInfo, SCHEMA,
-    SlotMemory, VERSION, write_table,
+    ClockReport, CollectReport, Interval, IntervalPoint, PointReport, Report, ReportOptions,
+    RunInfo, SCHEMA, SlotMemory, VERSION, write_table,
 };
 #[cfg(feature = "serve")]
 pub use serve::{ServeError, ServeOptions, Server, serve, serve_with};
@@ -192,7 +192,7 @@ pub fn snapshot() -> Report {
     if OFF_BUILD {
         return Report::empty();
     }
-    Report::collect(&ReportOptions::default())
+    report::collect(&ReportOptions::default())
 }
 
 /// Makes the current counts the new zero: later reports and snapshots count from here.
@@ -220,7 +220,7 @@ pub fn write_profile_points(w: &mut dyn std::io::Write) -> std::io::Result<()> {
         return Ok(());
     }
     overhead::measure();
-    write_table(&Report::collect(&ReportOptions::default()), w)
+    write_table(&report::collect(&ReportOptions::default()), w)
 }
 
 /// Asks for the report when the process exits (return from `main` or `std::process::exit`):

@@ -15,30 +15,9 @@
 use crate::clock;
 use crate::point::{Kind, Name, Point};
 use crate::shard;
-use serde::Serialize;
+pub(crate) use profpoint_report::{Overhead, Setup};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
-
-/// The cost of an enabled point, in nanoseconds.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Overhead {
-    /// Wall time of one enabled call's instrumentation (an annotated call minus the same call
-    /// bare, best of 5 rounds of 5,000).
-    pub per_call_ns: f64,
-    /// The part of it that a point's own interval includes (median).
-    pub in_interval_ns: f64,
-}
-
-/// profpoint's first-use work (a thread's first point call, a point's first call on a
-/// thread: a shard, a slot), which no interval includes: profpoint's own cost, not the
-/// program's.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Setup {
-    /// Time spent in it, nanoseconds.
-    pub ns: f64,
-    /// How many calls did it.
-    pub calls: u64,
-}
 
 /// The first-use work so far.
 pub(crate) fn setup(clk: &clock::ClockInfo) -> Setup {

@@ -17,7 +17,7 @@
 //! - A forked child has no `profpoint-report` thread: its exit report is not one of a series.
 
 use crate::env::Destination;
-use crate::report::{Interval, Report, ReportOptions};
+use crate::report::{Interval, Report, ReportOptions, collect};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -100,7 +100,7 @@ fn write_next() -> bool {
     let Some((dests, subtract)) = crate::exit::planned() else {
         return true;
     };
-    let mut report = Report::collect(&ReportOptions {
+    let mut report = collect(&ReportOptions {
         subtract_overhead: subtract,
         final_report: false,
     });

@@ -423,7 +423,7 @@ const INDEX: &str = "<!doctype html>\n<html><head><title>profpoint</title></head
 </ul>\n</body></html>\n";
 
 fn collect() -> Report {
-    Report::collect(&ReportOptions::default())
+    crate::report::collect(&ReportOptions::default())
 }
 
 /// `/metrics`: the report's exposition, and one series naming the run.

@@ -5,10 +5,10 @@
 
 use super::calibration_loop;
 use super::events::MAX_MEMBERS;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The fixed cost every window carries, measured at start on a known loop (its own thread).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Calibration {
     /// Windows measured on the calibration loop.
     pub windows: u64,

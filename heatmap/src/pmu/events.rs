@@ -1,11 +1,11 @@
 //! The counters a group can hold: their names (for `PROFPOINT_PMU_EVENTS` and the JSON report)
 //! and what kind of event each is.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A counter of the group: a generic hardware event (`PERF_COUNT_HW_*`) or one of the two
 /// software events the software clock mode uses (`PERF_COUNT_SW_*`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Event {
     /// CPU cycles (the leader in the hardware mode).

@@ -3,11 +3,11 @@
 
 use super::calibration::Calibration;
 use super::events::Event;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::io::{self, Write};
 
 /// One function's metrics.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PmuRow {
     /// Demangled function name.
     pub symbol: String,
@@ -37,7 +37,7 @@ pub struct PmuRow {
 }
 
 /// How a report credited the counts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Method {
     /// The seed's method: a short window's deltas, when it began and ended in one function.
@@ -47,7 +47,7 @@ pub enum Method {
 }
 
 /// Per-function hardware metrics, ranked by share of cycles.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PmuReport {
     /// How the counts were credited.
     pub method: Method,

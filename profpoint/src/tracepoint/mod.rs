@@ -49,6 +49,7 @@ pub(crate) mod patch;
 pub(crate) mod rcu;
 
 use crate::glob;
+pub use profpoint_report::TracepointInfo;
 use std::any::Any;
 // The tracepoint's words and the writers' lock come from `crate::sync`: std's, or loom's in the
 // model-checking build (the `loom_tests` below).
@@ -200,30 +201,6 @@ pub(crate) fn in_read_section() -> bool {
 fn writers() -> MutexGuard<'static, Retired> {
     // The retired list is only pushed to or drained: a poisoned lock holds a valid list.
     WRITERS.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// What [`crate::tracepoints`] reports of one tracepoint.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct TracepointInfo {
-    /// `module::path::name`.
-    pub name: String,
-    /// Whether the site's key is on (the hook runs when the site executes).
-    pub enabled: bool,
-    /// Registered probes (the counting probe not included).
-    pub probes: u32,
-    /// Whether the built-in counting probe is on.
-    pub counting: bool,
-    /// Times the hook ran (the site executed while enabled, its condition true).
-    pub hits: u64,
-    /// Why the key could not be switched on (probes then not registered) or off (the site
-    /// then keeps calling the hook), if the system refused the last switch.
-    pub error: Option<String>,
-    /// Times one of its probes (or its condition) panicked (each caught; the program went on).
-    pub probe_panics: u64,
-    /// Where it is declared.
-    pub file: &'static str,
-    /// Line of the declaration.
-    pub line: u32,
 }
 
 /// Why a probe could not be registered: the tracepoint's key had to be switched on and the
@@ -548,7 +525,7 @@ impl Tracepoint {
             hits,
             error: self.error.lock().unwrap_or_else(|e| e.into_inner()).clone(),
             probe_panics: panics_of(self.name),
-            file: self.file,
+            file: self.file.to_string(),
             line: self.line,
         }
     }

@@ -34,7 +34,7 @@ pub(super) fn points_csv(report: &Report) -> String {
             p.p999_ns,
             p.stddev_ns,
             p.wall_percent,
-            quote(p.file),
+            quote(&p.file),
             p.line,
             p.total_ci95_ns
         );

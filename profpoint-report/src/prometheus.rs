@@ -9,7 +9,7 @@ use super::Report;
 use std::fmt::Write;
 
 /// Escapes a label value: backslash, double quote and line feed.
-pub(crate) fn label(v: &str) -> String {
+pub fn label(v: &str) -> String {
     v.replace('\\', "\\\\")
         .replace('"', "\\\"")
         .replace('\n', "\\n")
@@ -21,7 +21,7 @@ fn labels(p: &super::PointReport) -> String {
     format!(
         "point=\"{}\",location=\"{}:{}\"",
         label(&p.name),
-        label(p.file),
+        label(&p.file),
         p.line
     )
 }

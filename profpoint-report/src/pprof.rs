@@ -127,7 +127,7 @@ pub(super) fn render(r: &Report) -> Vec<u8> {
             values.resize(width, 0);
             Site {
                 name: &p.name,
-                file: p.file,
+                file: &p.file,
                 line: u64::from(p.line),
                 values,
             }

@@ -399,10 +399,10 @@ mod tests {
     fn point(name: &str, line: u32) -> PointReport {
         PointReport {
             name: name.to_string(),
-            file: "src/db.rs",
+            file: "src/db.rs".into(),
             line,
             enabled: true,
-            kind: "sync",
+            kind: "sync".into(),
             sampling: None,
             estimated: false,
             nr: 1,

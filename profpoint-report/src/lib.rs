@@ -1,0 +1,30 @@
+//! profpoint's report model and its renderers.
+//!
+//! # Concept
+//! A report is a point-in-time copy of everything profpoint measured, already converted to
+//! nanoseconds and percentiles, plus the run's metadata. [`Report`] is plain data: the running
+//! program builds it (`profpoint::snapshot`, the exit report), and a tool reads it back from
+//! its JSON form. Every format is a function of it (table, CSV, JSON, pprof, Prometheus, SVG),
+//! so the exit report, periodic reports, the HTTP server and the `profpoint` command print the
+//! same thing by construction, and the renderers can be tested on hand-made reports.
+//!
+//! # Reading is side-effect free
+//! This crate installs no hook, reads no `PROFPOINT_*` variable and starts no thread: linking
+//! it (as the `profpoint` command does) measures nothing. The collection side (summing the
+//! per-thread counters, the reset baseline) is in `profpoint`, which re-exports these types
+//! under the same names, so users still depend on `profpoint` alone.
+//!
+//! # Extending
+//! A new section is a field of [`Report`] filled by profpoint's collector and rendered by each
+//! renderer; bump [`VERSION`] only for changes that break readers (new fields do not), and
+//! keep reading every older version.
+
+mod csv;
+mod model;
+mod pprof;
+pub mod prometheus;
+mod svg;
+mod table;
+
+pub use model::*;
+pub use table::write_table;

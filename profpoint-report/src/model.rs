@@ -1,0 +1,456 @@
+//! The report model: [`Report`] and every section it holds, plain data that serialises to the
+//! JSON of `docs/report-schema.md` and reads back from it.
+
+use serde::{Deserialize, Serialize};
+
+/// The `schema` field of every JSON report.
+pub const SCHEMA: &str = "profpoint.report";
+/// The `version` field: raised when a field changes meaning or disappears.
+pub const VERSION: u32 = 1;
+
+/// One report of a series (`PROFPOINT_REPORT_EVERY`): the calls and times of the interval since
+/// the previous one, beside the totals.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Interval {
+    /// This report's number in the series: 1, 2, ... (the exit report is the last).
+    pub seq: u64,
+    /// Start of the interval: the previous report's `wall_ns` (0 for the first).
+    pub from_ns: u64,
+    /// End of the interval: this report's `wall_ns`.
+    pub to_ns: u64,
+    /// The points called in the interval, longest total first.
+    pub points: Vec<IntervalPoint>,
+}
+
+/// A point's calls and time in one interval (differences of its totals).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct IntervalPoint {
+    /// As in [`PointReport`].
+    pub name: String,
+    /// As in [`PointReport`].
+    pub file: String,
+    /// As in [`PointReport`].
+    pub line: u32,
+    /// Calls completed in the interval.
+    pub nr: u64,
+    /// Of them, calls timed.
+    pub timed: u64,
+    /// Total time of the interval's timed (or, sampled, estimated) outermost calls.
+    pub total_ns: u64,
+    /// Its self time.
+    pub self_ns: u64,
+    /// `total_ns / timed` (0 when none was timed).
+    pub avg_ns: u64,
+}
+
+impl Interval {
+    /// The interval from `prev` (a report of the same process; `None`: from start-up) to `now`.
+    /// Points are matched by name, file and line; a counter that went down (a
+    /// `profpoint::reset` between the two) counts from zero.
+    pub fn between(prev: Option<&Report>, now: &Report, seq: u64) -> Interval {
+        let mut before: std::collections::HashMap<(&str, &str, u32), &PointReport> =
+            std::collections::HashMap::new();
+        for p in prev.map(|r| r.points.as_slice()).unwrap_or_default() {
+            before.insert((p.name.as_str(), p.file.as_str(), p.line), p);
+        }
+        let mut points: Vec<IntervalPoint> = now
+            .points
+            .iter()
+            .filter_map(|p| {
+                let d = |f: fn(&PointReport) -> u64| match before.get(&(
+                    p.name.as_str(),
+                    p.file.as_str(),
+                    p.line,
+                )) {
+                    Some(b) if f(b) <= f(p) => f(p) - f(b),
+                    _ => f(p),
+                };
+                let nr = d(|p| p.nr);
+                (nr > 0).then(|| {
+                    let timed = d(|p| p.timed);
+                    let total_ns = d(|p| p.total_ns);
+                    IntervalPoint {
+                        name: p.name.clone(),
+                        file: p.file.clone(),
+                        line: p.line,
+                        nr,
+                        timed,
+                        total_ns,
+                        self_ns: d(|p| p.self_ns),
+                        avg_ns: total_ns.checked_div(timed).unwrap_or(0),
+                    }
+                })
+            })
+            .collect();
+        points.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(a.name.cmp(&b.name)));
+        Interval {
+            seq,
+            from_ns: prev.map_or(0, |r| r.wall_ns),
+            to_ns: now.wall_ns,
+            points,
+        }
+    }
+}
+
+/// Everything measured, at one moment, in nanoseconds.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Report {
+    /// Always [`SCHEMA`].
+    pub schema: String,
+    /// Always [`VERSION`].
+    pub version: u32,
+    /// Which run this is.
+    pub run: RunInfo,
+    /// The clock the points were timed with.
+    pub clock: ClockReport,
+    /// What one enabled point costs on this machine.
+    pub overhead: Option<Overhead>,
+    /// Whether `overhead.in_interval_ns` was subtracted from every timed call's interval.
+    pub overhead_subtracted: bool,
+    /// Whether overhead compensation was on (`profpoint::compensate`): each timed interval then
+    /// excludes the point's own in-interval cost and the whole cost of the points nested in it.
+    pub compensated: bool,
+    /// profpoint's first-use work, which no interval includes.
+    pub setup: Setup,
+    /// Memory of the per-thread point slots, its cap, and the calls the cap left unrecorded.
+    pub slots: SlotMemory,
+    /// Nanoseconds from process start-up (profpoint's initialiser) to this report.
+    pub wall_ns: u64,
+    /// Every profile point, sorted by total time, longest first.
+    pub points: Vec<PointReport>,
+    /// Every tracepoint, most hits first.
+    pub tracepoints: Vec<TracepointInfo>,
+    /// The overhead budget: its setting, its cost model, what it throttled and when.
+    pub budget: BudgetReport,
+    /// What happened since the previous periodic report (`PROFPOINT_REPORT_EVERY`): `None`
+    /// in a report that is not one of a series.
+    pub interval: Option<Interval>,
+    /// The heatmap sampler's top functions, when it runs under profpoint
+    /// (`PROFPOINT_HEATMAP`, `profpoint::start_heatmap`).
+    #[cfg(feature = "heatmap")]
+    pub heatmap: Option<heatmap::Report>,
+    /// Per-function hardware metrics (`PROFPOINT_PMU=1`), in the exit report.
+    #[cfg(feature = "heatmap")]
+    pub pmu: Option<heatmap::pmu::PmuReport>,
+}
+
+/// What the report says of slot memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SlotMemory {
+    /// Bytes of per-point slots allocated, every thread (overflow slots not included).
+    pub bytes: u64,
+    /// The cap (`PROFPOINT_MAX_SLOT_MB`, default 512 MiB).
+    pub cap_bytes: u64,
+    /// Whether the cap was reached.
+    pub cap_reached: bool,
+    /// Calls made into points whose slot the cap refused: counted, in no point's row.
+    pub unrecorded_calls: u64,
+}
+
+/// Metadata of the measured run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunInfo {
+    /// The command line (`/proc/self/cmdline`).
+    pub command: Vec<String>,
+    /// Process id.
+    pub pid: u32,
+    /// Process start-up time, nanoseconds since the Unix epoch.
+    pub start_unix_ns: u64,
+    /// CPU model name from `/proc/cpuinfo`.
+    pub cpu_model: String,
+    /// Kernel release (`uname -r`).
+    pub kernel: String,
+    /// Number of per-thread counter shards made: the peak number of threads that used points
+    /// at the same time.
+    pub shards: usize,
+}
+
+/// The clock, as calibrated for this report.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ClockReport {
+    /// `"tsc"` (x86_64), `"cntvct"` (aarch64's virtual counter) or `"monotonic"`.
+    pub source: String,
+    /// Tick frequency in GHz (1.0 for the monotonic clock, whose ticks are nanoseconds).
+    pub ghz: f64,
+    /// Length of the calibration against `CLOCK_MONOTONIC`, nanoseconds.
+    pub calibrated_over_ns: u64,
+}
+
+/// One profile point's numbers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PointReport {
+    /// The point's name.
+    pub name: String,
+    /// Source file of its definition.
+    pub file: String,
+    /// Source line of its definition.
+    pub line: u32,
+    /// Status: on (timing) or off.
+    pub enabled: bool,
+    /// `"sync"` (recursion folded, self time tracked) or `"async"` (first poll to completion,
+    /// not folded).
+    pub kind: String,
+    /// `Some(n)` when the point times one call in about `n`; `Some(0)` when it counts every
+    /// call and times none.
+    pub sampling: Option<u32>,
+    /// Whether `total_ns`, `self_ns` and the percentiles are estimates from sampled timing.
+    pub estimated: bool,
+    /// Calls completed (all of them, recursive and untimed ones included). For a point the
+    /// overhead budget times in bursts, the calls between bursts are estimated (from each
+    /// burst's calls and its share of the round) and `estimated` is true.
+    pub nr: u64,
+    /// Calls whose interval is in `total_ns` (outermost and timed).
+    pub timed: u64,
+    /// Calls re-entered while the point was already active on the thread (recursion): counted
+    /// in `nr`, not in `total_ns`.
+    pub nested: u64,
+    /// Total time of the outermost calls, nanoseconds.
+    pub total_ns: u64,
+    /// Time not spent in other points nested inside this one, nanoseconds.
+    pub self_ns: u64,
+    /// `total_ns / timed`.
+    pub avg_ns: u64,
+    /// Shortest timed call.
+    pub min_ns: u64,
+    /// Longest timed call.
+    pub max_ns: u64,
+    /// Median timed call (within about 2%).
+    pub p50_ns: u64,
+    /// 90th percentile.
+    pub p90_ns: u64,
+    /// 99th percentile.
+    pub p99_ns: u64,
+    /// 99.9th percentile.
+    pub p999_ns: u64,
+    /// Standard deviation of the timed calls (from the distribution, within about 2%).
+    pub stddev_ns: u64,
+    /// `total_ns` as a percentage of the process's wall time.
+    pub wall_percent: f64,
+    /// When `total_ns` is an estimate: the half-width of its 95% confidence interval
+    /// (`total_ns` plus or minus this), nanoseconds; 0 when every call was timed.
+    pub total_ci95_ns: u64,
+    /// The latency distribution of the timed calls: `[value_ns, calls]` for every non-empty
+    /// histogram bucket, ascending, `value_ns` the bucket's midpoint (within about 2% of every
+    /// call it holds). What `profpoint compare` ranks: outliers cannot move a rank test.
+    pub hist: Vec<[u64; 2]>,
+}
+
+/// One change the controller made.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BudgetEvent {
+    /// When, seconds since profpoint's clock origin (process start).
+    pub at_s: f64,
+    /// The point.
+    pub point: String,
+    /// Its state before: `on`, `1/N`, `count`, `off`.
+    pub from: String,
+    /// Its state after.
+    pub to: String,
+    /// Its calls per second over the round that decided it.
+    pub calls_per_s: f64,
+}
+
+/// A point the budget throttled at some time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThrottledPoint {
+    /// The point.
+    pub point: String,
+    /// Its state now: `on`, `1/N`, `count`, `off`.
+    pub now: String,
+    /// The most throttled state it had.
+    pub worst: String,
+    /// How many times the controller changed it.
+    pub changes: u32,
+    /// First change, seconds since process start.
+    pub first_at_s: f64,
+    /// Calls per second when it was last put in bursts (0 if never).
+    pub off_calls_per_s: f64,
+}
+
+/// The budget's part of the report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BudgetReport {
+    /// The budget, percent of the process's CPU time (`None`: off).
+    pub percent: Option<f64>,
+    /// Whether the controller ran in this process (a program that never called a point, a
+    /// budget set off, or a forked child without a new thread has none).
+    pub running: bool,
+    /// Why it did not run or stopped, when something went wrong.
+    pub note: Option<String>,
+    /// Rounds done.
+    pub rounds: u64,
+    /// The cost model (measured in this process), nanoseconds per timed call.
+    pub cost_timed_ns: f64,
+    /// Per call that sampled timing left untimed.
+    pub cost_skipped_ns: f64,
+    /// Per call of a point that counts only.
+    pub cost_counted_ns: f64,
+    /// The instrumentation's estimated cost, percent of the process's CPU time while the
+    /// controller ran.
+    pub cost_percent: f64,
+    /// The controller thread's own CPU time, milliseconds.
+    pub controller_ms: f64,
+    /// Bursts done (points the budget could not even count are timed fully in one short
+    /// burst a round and off between bursts), and the last burst's length, microseconds.
+    pub bursts: u64,
+    /// The last burst's planned length, microseconds (0 if none).
+    pub burst_window_us: f64,
+    /// Points it throttled, hottest first.
+    pub throttled: Vec<ThrottledPoint>,
+    /// Its changes, in order (at most 1,000; the rest are counted in `events_dropped`).
+    pub events: Vec<BudgetEvent>,
+    /// Changes not kept in `events`.
+    pub events_dropped: u64,
+}
+
+impl BudgetReport {
+    /// The section of a report made without the runtime (an `off` build's empty report).
+    pub fn none() -> BudgetReport {
+        BudgetReport {
+            percent: None,
+            running: false,
+            note: None,
+            rounds: 0,
+            cost_timed_ns: 0.0,
+            cost_skipped_ns: 0.0,
+            cost_counted_ns: 0.0,
+            cost_percent: 0.0,
+            controller_ms: 0.0,
+            bursts: 0,
+            burst_window_us: 0.0,
+            throttled: Vec::new(),
+            events: Vec::new(),
+            events_dropped: 0,
+        }
+    }
+}
+
+/// What `profpoint::tracepoints` reports of one tracepoint.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, Deserialize)]
+pub struct TracepointInfo {
+    /// `module::path::name`.
+    pub name: String,
+    /// Whether the site's key is on (the hook runs when the site executes).
+    pub enabled: bool,
+    /// Registered probes (the counting probe not included).
+    pub probes: u32,
+    /// Whether the built-in counting probe is on.
+    pub counting: bool,
+    /// Times the hook ran (the site executed while enabled, its condition true).
+    pub hits: u64,
+    /// Why the key could not be switched on (probes then not registered) or off (the site
+    /// then keeps calling the hook), if the system refused the last switch.
+    pub error: Option<String>,
+    /// Times one of its probes (or its condition) panicked (each caught; the program went on).
+    pub probe_panics: u64,
+    /// Where it is declared.
+    pub file: String,
+    /// Line of the declaration.
+    pub line: u32,
+}
+
+/// The cost of an enabled point, in nanoseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Overhead {
+    /// Wall time of one enabled call's instrumentation (an annotated call minus the same call
+    /// bare, best of 5 rounds of 5,000).
+    pub per_call_ns: f64,
+    /// The part of it that a point's own interval includes (median).
+    pub in_interval_ns: f64,
+}
+
+/// profpoint's first-use work (a thread's first point call, a point's first call on a
+/// thread: a shard, a slot), which no interval includes: profpoint's own cost, not the
+/// program's.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Setup {
+    /// Time spent in it, nanoseconds.
+    pub ns: f64,
+    /// How many calls did it.
+    pub calls: u64,
+}
+
+impl Report {
+    /// A report of nothing: what `profpoint::snapshot` returns in an `off` build (no clock, no
+    /// point, no process metadata read).
+    pub fn empty() -> Report {
+        Report {
+            schema: SCHEMA.to_string(),
+            version: VERSION,
+            run: RunInfo {
+                command: Vec::new(),
+                pid: std::process::id(),
+                start_unix_ns: 0,
+                cpu_model: String::new(),
+                kernel: String::new(),
+                shards: 0,
+            },
+            clock: ClockReport {
+                source: "none".to_string(),
+                ghz: 0.0,
+                calibrated_over_ns: 0,
+            },
+            overhead: None,
+            overhead_subtracted: false,
+            compensated: false,
+            setup: Setup { ns: 0.0, calls: 0 },
+            slots: SlotMemory {
+                bytes: 0,
+                cap_bytes: 0,
+                cap_reached: false,
+                unrecorded_calls: 0,
+            },
+            wall_ns: 0,
+            points: Vec::new(),
+            tracepoints: Vec::new(),
+            budget: BudgetReport::none(),
+            interval: None,
+            #[cfg(feature = "heatmap")]
+            heatmap: None,
+            #[cfg(feature = "heatmap")]
+            pmu: None,
+        }
+    }
+
+    /// The report as one JSON object (see `docs/report-schema.md`).
+    pub fn to_json(&self) -> String {
+        // Serialising plain data with string keys cannot fail.
+        profpoint_json::to_string_pretty(self).expect("a report serialises to JSON")
+    }
+
+    /// Writes the JSON form ([`Report::to_json`]'s bytes) to `w` in pieces, without holding
+    /// the whole text in memory.
+    pub fn write_json(&self, w: &mut dyn std::io::Write) -> std::io::Result<()> {
+        profpoint_json::to_writer_pretty(w, self)
+    }
+
+    /// The points as CSV: a header row, then one row per point.
+    pub fn to_csv(&self) -> String {
+        crate::csv::points_csv(self)
+    }
+
+    /// The report in the Prometheus text format: calls and time counters, latency summaries,
+    /// tracepoint hits, one series per point (label `point`).
+    pub fn to_prometheus(&self) -> String {
+        crate::prometheus::render(self)
+    }
+
+    /// The points as a pprof profile (protobuf, uncompressed): calls, self and total time per
+    /// point, for `go tool pprof` and other pprof viewers.
+    pub fn to_pprof(&self) -> Vec<u8> {
+        crate::pprof::render(self)
+    }
+
+    /// The points as a self-contained SVG bar chart (total and self time per point).
+    pub fn to_svg(&self) -> String {
+        crate::svg::render(self)
+    }
+
+    /// The seed's table, with the extra columns; see [`crate::write_table`].
+    pub fn to_table(&self) -> String {
+        let mut out = Vec::new();
+        // Writing into a Vec cannot fail.
+        crate::write_table(self, &mut out).expect("writing to memory");
+        String::from_utf8_lossy(&out).into_owned()
+    }
+}
