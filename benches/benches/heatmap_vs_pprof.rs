@@ -7,8 +7,7 @@
 //! Run: `cargo bench -p profpoint-benches --bench heatmap_vs_pprof` (optionally `-- ROUNDS`).
 
 #[cfg(target_os = "linux")]
-#[path = "../../heatmap/benches/shared/workload.rs"]
-mod workload;
+use profpoint_test_support::workload;
 
 #[cfg(target_os = "linux")]
 mod linux {

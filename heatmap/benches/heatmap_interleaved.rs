@@ -7,8 +7,7 @@
 //! Run: `cargo bench -p heatmap --bench heatmap_interleaved` (optionally `-- ROUNDS`).
 
 #[cfg(target_os = "linux")]
-#[path = "shared/workload.rs"]
-mod workload;
+use profpoint_test_support::workload;
 
 #[cfg(target_os = "linux")]
 mod linux {

@@ -20,16 +20,13 @@
 //! Run: `cargo bench -p heatmap --bench pmu_targets`.
 
 #[cfg(target_os = "linux")]
-#[path = "shared/faults.rs"]
-mod faults;
+use profpoint_test_support::faults;
 
 #[cfg(target_os = "linux")]
-#[path = "shared/seed.rs"]
-mod seed;
+use profpoint_test_support::seed;
 
 #[cfg(target_os = "linux")]
-#[path = "shared/workload.rs"]
-mod workload;
+use profpoint_test_support::workload;
 
 #[cfg(target_os = "linux")]
 mod linux {

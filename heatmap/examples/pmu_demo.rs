@@ -10,8 +10,7 @@
 //! ```
 
 #[cfg(target_os = "linux")]
-#[path = "../benches/shared/seed.rs"]
-mod seed;
+use profpoint_test_support::seed;
 
 #[cfg(target_os = "linux")]
 mod linux {

@@ -21,9 +21,7 @@ use std::time::{Duration, Instant};
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
-#[path = "../benches/shared/faults.rs"]
-mod faults;
-use faults::workload;
+use profpoint_test_support::faults::workload;
 
 mod common;
 use common::thread_cpu;

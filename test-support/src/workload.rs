@@ -1,12 +1,11 @@
-// The CPU-bound workload every sampler-overhead bench measures (heatmap's own and
-// `benches/benches/heatmap_vs_pprof.rs`), included with `#[path]` so all of them time the same
-// code: FNV-1a over a 64 KiB buffer, 40 times (~3.5 ms), which a compiler cannot fold away.
+//! The CPU-bound workload every sampler-overhead bench measures (heatmap's own and
+//! `benches/benches/heatmap_vs_pprof.rs`), one crate so all of them time the same code: FNV-1a over a 64 KiB buffer, 40 times (~3.5 ms), which a compiler cannot fold away.
 
 use std::hint::black_box;
 
 /// The workload: returns the hash so nothing is optimised out.
 #[inline(never)]
-pub(crate) fn workload(buf: &[u8]) -> u64 {
+pub fn workload(buf: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for _ in 0..40 {
         for &b in buf {
@@ -19,22 +18,19 @@ pub(crate) fn workload(buf: &[u8]) -> u64 {
 }
 
 /// The workload's input: 64 KiB of scrambled bytes.
-#[allow(dead_code)]
-pub(crate) fn input() -> Vec<u8> {
+pub fn input() -> Vec<u8> {
     (0..65536u32).map(|i| (i * 2_654_435_761) as u8).collect()
 }
 
 /// The median of `v` (the upper one of an even count).
-#[allow(dead_code)]
-pub(crate) fn median(v: &[f64]) -> f64 {
+pub fn median(v: &[f64]) -> f64 {
     let mut v = v.to_vec();
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
 }
 
 /// The number of interleaved rounds: the first numeric argument, else `default`.
-#[allow(dead_code)]
-pub(crate) fn rounds_arg(default: usize) -> usize {
+pub fn rounds_arg(default: usize) -> usize {
     std::env::args()
         .skip(1)
         .find_map(|a| a.parse().ok())
@@ -42,8 +38,7 @@ pub(crate) fn rounds_arg(default: usize) -> usize {
 }
 
 /// CPU seconds of the whole process (every thread, signal handlers included).
-#[allow(dead_code)]
-pub(crate) fn process_cpu() -> f64 {
+pub fn process_cpu() -> f64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,

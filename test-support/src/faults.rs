@@ -1,17 +1,19 @@
-// The software mode's workload with a known character, shared by `tests/pmu_software.rs` and
-// `benches/pmu_targets.rs` (included with `#[path]`): `fault_pages` takes one page fault per
-// 4 KiB it writes, `spin` computes in registers and takes none.
+//! The software mode's workload with a known character, shared by `tests/pmu_software.rs` and
+//! `benches/pmu_targets.rs`: `fault_pages` takes one page fault per
+//! 4 KiB it writes, `spin` computes in registers and takes none.
 
 use heatmap::pmu::Counters;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-pub(crate) const PAGE: usize = 4096;
-pub(crate) const CHUNK: usize = 16 << 20;
+/// The page size the fault counts assume.
+pub const PAGE: usize = 4096;
+/// Bytes `fault_pages` maps and writes per call.
+pub const CHUNK: usize = 16 << 20;
 
 /// Maps `CHUNK` bytes of fresh anonymous memory, writes all of it, unmaps it.
 #[inline(never)]
-pub(crate) fn fault_pages() -> u64 {
+pub fn fault_pages() -> u64 {
     // SAFETY: an anonymous private mapping we own, written within its length, then unmapped.
     unsafe {
         let p = libc::mmap(
@@ -37,7 +39,7 @@ pub(crate) fn fault_pages() -> u64 {
 
 /// Integer work in registers: no memory, no faults.
 #[inline(never)]
-pub(crate) fn spin(iters: u64) -> u64 {
+pub fn spin(iters: u64) -> u64 {
     let (mut a, mut b) = (1u64, 2u64);
     for i in 0..iters {
         a = black_box(a.wrapping_mul(6364136223846793005).wrapping_add(i));
@@ -48,7 +50,7 @@ pub(crate) fn spin(iters: u64) -> u64 {
 
 /// Runs both functions in turn for `d`; returns (ns, faults) counted around `fault_pages` by a
 /// counting group on this thread, the ground truth.
-pub(crate) fn workload(d: Duration, truth: Option<&Counters>) -> (u64, u64) {
+pub fn workload(d: Duration, truth: Option<&Counters>) -> (u64, u64) {
     let (mut ns, mut faults) = (0, 0);
     let t = Instant::now();
     while t.elapsed() < d {

@@ -1,15 +1,14 @@
-// The seed's benchmark functions for per-function hardware metrics, each with a known
-// character, shared by `examples/pmu_demo.rs` and `benches/pmu_targets.rs` (included with
-// `#[path]`).
-
-#![allow(dead_code)]
+//! The seed's benchmark functions for per-function hardware metrics, each with a known
+//! character, shared by `examples/pmu_demo.rs` and `benches/pmu_targets.rs` (a dependency of both).
 
 use std::hint::black_box;
 
-pub(crate) const BUF: usize = 64 << 20;
+/// Bytes of the buffer `dcache_miss` reads at random (64 MiB: beyond the caches).
+pub const BUF: usize = 64 << 20;
 
+/// Floating-point divisions in a dependent chain: the divider stalls.
 #[inline(never)]
-pub(crate) fn fp_divider_stalls(n: u64) -> f64 {
+pub fn fp_divider_stalls(n: u64) -> f64 {
     let mut x = 1.0e9f64;
     for i in 0..n {
         x = black_box(x) / (1.0 + (i & 7) as f64 * 1e-9);
@@ -17,8 +16,9 @@ pub(crate) fn fp_divider_stalls(n: u64) -> f64 {
     x
 }
 
+/// Integer divisions in a dependent chain: the divider stalls.
 #[inline(never)]
-pub(crate) fn int_divider_stalls(n: u64) -> u64 {
+pub fn int_divider_stalls(n: u64) -> u64 {
     let mut x = u64::MAX;
     for i in 0..n {
         x = black_box(x) / (3 + (i & 7)) + u64::MAX / 2;
@@ -26,8 +26,9 @@ pub(crate) fn int_divider_stalls(n: u64) -> u64 {
     x
 }
 
+/// Branches on random bits: about half mispredicted.
 #[inline(never)]
-pub(crate) fn branch_mispredicts(n: u64, seed: &mut u64) -> u64 {
+pub fn branch_mispredicts(n: u64, seed: &mut u64) -> u64 {
     let mut hits = 0;
     for _ in 0..n {
         *seed ^= *seed << 13;
@@ -42,8 +43,9 @@ pub(crate) fn branch_mispredicts(n: u64, seed: &mut u64) -> u64 {
     hits
 }
 
+/// Float-to-integer conversions.
 #[inline(never)]
-pub(crate) fn double_to_int(n: u64) -> i64 {
+pub fn double_to_int(n: u64) -> i64 {
     let mut acc = 0i64;
     for i in 0..n {
         acc = acc.wrapping_add(black_box(i as f64 * 1.37) as i64);
@@ -51,8 +53,9 @@ pub(crate) fn double_to_int(n: u64) -> i64 {
     acc
 }
 
+/// Additions in a loop: about one instruction per cycle, nothing stalls.
 #[inline(never)]
-pub(crate) fn nops(n: u64) -> u64 {
+pub fn nops(n: u64) -> u64 {
     let mut x = 0u64;
     for i in 0..n {
         x = black_box(x.wrapping_add(i));
@@ -60,8 +63,9 @@ pub(crate) fn nops(n: u64) -> u64 {
     x
 }
 
+/// Random reads of `buf`: a cache miss each.
 #[inline(never)]
-pub(crate) fn dcache_miss(n: u64, buf: &[u64], seed: &mut u64) -> u64 {
+pub fn dcache_miss(n: u64, buf: &[u64], seed: &mut u64) -> u64 {
     let mut sum = 0;
     for _ in 0..n {
         *seed = seed
@@ -72,7 +76,8 @@ pub(crate) fn dcache_miss(n: u64, buf: &[u64], seed: &mut u64) -> u64 {
     sum
 }
 
-pub(crate) const NAMES: [&str; 6] = [
+/// The six functions' names, in the order [`call`] numbers them.
+pub const NAMES: [&str; 6] = [
     "fp_divider_stalls",
     "int_divider_stalls",
     "branch_mispredicts",
@@ -81,7 +86,8 @@ pub(crate) const NAMES: [&str; 6] = [
     "dcache_miss",
 ];
 
-pub(crate) fn call(which: usize, buf: &[u64], seed: &mut u64) {
+/// Calls function `which` (an index into [`NAMES`]) once.
+pub fn call(which: usize, buf: &[u64], seed: &mut u64) {
     let n = 200_000;
     match which {
         0 => drop(black_box(fp_divider_stalls(n))),
@@ -94,7 +100,7 @@ pub(crate) fn call(which: usize, buf: &[u64], seed: &mut u64) {
 }
 
 /// Rotations of the six functions, so no call order repeats between rounds.
-pub(crate) fn order(round: usize) -> [usize; 6] {
+pub fn order(round: usize) -> [usize; 6] {
     let mut o = [0, 1, 2, 3, 4, 5];
     o.rotate_left(round % 6);
     if (round / 6) % 2 == 1 {

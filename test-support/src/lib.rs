@@ -1,0 +1,13 @@
+//! Workloads shared by the tests, benches and examples of several crates of the workspace, so
+//! that each of them runs the same code (and a change to it reaches all of them) without
+//! `#[path = "../../..."]` includes. Not published; a dev-dependency only.
+//!
+//! Each workload function is `#[inline(never)]`: the samplers' reports find it by the end of
+//! its name (`::fault_pages`, `::spin`), whichever crate calls it.
+
+#[cfg(target_os = "linux")]
+pub mod faults;
+#[cfg(target_os = "linux")]
+pub mod seed;
+#[cfg(target_os = "linux")]
+pub mod workload;
