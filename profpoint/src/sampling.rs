@@ -186,7 +186,7 @@ fn options() -> heatmap::ReportOptions {
     }
     // The per-function metrics' calibration (~100 ms of CPU at its start) is the profiler's
     // own work, not the program's.
-    opts.exclude = vec!["heatmap::pmu::calibration_loop".to_owned()];
+    opts.exclude = vec![heatmap::pmu::CALIBRATION_LOOP.to_owned()];
     if let Some(v) = env::var("PROFPOINT_HEATMAP_EXCLUDE") {
         match env::parse_globs("PROFPOINT_HEATMAP_EXCLUDE", &v) {
             Ok(globs) => opts.exclude.extend(globs),

@@ -215,3 +215,20 @@ fn without_a_pmu_start_names_the_cause_and_the_fix() {
         }
     }
 }
+
+/// The names reports leave out are the symbols of the functions they name: a rename breaks
+/// this test, not silently the exclusion.
+#[cfg(target_os = "linux")]
+#[test]
+fn named_functions_symbolise_under_their_constants() {
+    let f = calibration_loop as fn(u64) -> u64 as usize as u64;
+    std::hint::black_box(calibration_loop(3));
+    let (objects, segments) = crate::buckets::discover();
+    let object = segments
+        .iter()
+        .find(|g| g.start <= f && f < g.end)
+        .expect("the loop lies in an executable segment")
+        .object;
+    let resolved = crate::symbolize::Symbolizer::new(&objects).lookup(object, f + 1);
+    assert_eq!((resolved.start, resolved.function.as_str()), (f, CALIBRATION_LOOP));
+}
