@@ -127,7 +127,8 @@ mod linux {
                 .iter()
                 .find(|p| p.name == name)
                 .unwrap_or_else(|| panic!("no point {name} in the report (renamed?)"))
-                .self_ns as f64;
+                .self_ns
+                .unwrap_or(0) as f64;
         }
         shares(v)
     }

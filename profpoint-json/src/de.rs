@@ -433,8 +433,24 @@ impl<'de> de::Deserializer<'de> for ValueDeserializer<'de> {
         visitor.visit_unit()
     }
 
+    // The writer writes NaN and the infinities as `null` (as serde_json does): a float read
+    // from `null` is NaN, so what was written reads back (serde_json refuses it instead).
+    fn deserialize_f64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        match self.0 {
+            Value::Null => visitor.visit_f64(f64::NAN),
+            _ => self.deserialize_any(visitor),
+        }
+    }
+
+    fn deserialize_f32<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        match self.0 {
+            Value::Null => visitor.visit_f32(f32::NAN),
+            _ => self.deserialize_any(visitor),
+        }
+    }
+
     serde::forward_to_deserialize_any! {
-        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 char str string bytes byte_buf
         unit unit_struct seq tuple tuple_struct map struct identifier
     }
 }

@@ -39,7 +39,8 @@
 //! (strict RFC 8259: no comments, no trailing commas, no leading zeros) into a tree of values,
 //! nesting at most [`MAX_DEPTH`] arrays and objects deep so hostile input cannot overflow the
 //! stack, and a serde `Deserializer` walks the tree: integers go to any integer type with a
-//! range check, any number to a float, `null` to `None`, strings or one-entry objects to enums;
+//! range check, any number to a float (and `null` to NaN, as the writer writes NaN and the
+//! infinities), `null` to `None`, strings or one-entry objects to enums;
 //! unknown fields are skipped. Errors say where: a syntax error its line and column (columns
 //! count bytes), a type error the path of the value, as in
 //! `points[3].nr: expected u64, found string "x"`.
@@ -74,6 +75,8 @@
 //!
 //! # Differences from serde_json
 //!
+//! - `null` reads as a float (NaN), so a value with a NaN or infinite float reads back; serde_json
+//!   refuses it.
 //! - Reading is correctly rounded for floats (the standard library's parser); serde_json's
 //!   default float parser may be one unit in the last place off on long inputs.
 //! - Error messages are our own words; positions are the same kind (line, byte column).

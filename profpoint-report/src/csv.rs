@@ -24,7 +24,7 @@ pub(super) fn points_csv(report: &Report) -> String {
             p.timed,
             p.nested,
             p.total_ns,
-            p.self_ns,
+            p.self_ns.map_or(String::new(), |n| n.to_string()),
             p.avg_ns,
             p.min_ns,
             p.max_ns,

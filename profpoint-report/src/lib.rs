@@ -23,8 +23,10 @@ mod csv;
 mod model;
 mod pprof;
 pub mod prometheus;
+mod read;
 mod svg;
 mod table;
 
 pub use model::*;
+pub use read::{OLDEST_VERSION, ReadError, read};
 pub use table::write_table;

@@ -6,11 +6,14 @@ use serde::{Deserialize, Serialize};
 /// The `schema` field of every JSON report.
 pub const SCHEMA: &str = "profpoint.report";
 /// The `version` field: raised when a field changes meaning or disappears.
-pub const VERSION: u32 = 1;
+///
+/// 2: an async point's `self_ns` is `null` (it has no self time); version 1 wrote its total
+/// there. [`Report::from_json`] reads both.
+pub const VERSION: u32 = 2;
 
 /// One report of a series (`PROFPOINT_REPORT_EVERY`): the calls and times of the interval since
 /// the previous one, beside the totals.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Interval {
     /// This report's number in the series: 1, 2, ... (the exit report is the last).
     pub seq: u64,
@@ -23,7 +26,7 @@ pub struct Interval {
 }
 
 /// A point's calls and time in one interval (differences of its totals).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct IntervalPoint {
     /// As in [`PointReport`].
     pub name: String,
@@ -37,8 +40,8 @@ pub struct IntervalPoint {
     pub timed: u64,
     /// Total time of the interval's timed (or, sampled, estimated) outermost calls.
     pub total_ns: u64,
-    /// Its self time.
-    pub self_ns: u64,
+    /// Its self time (`None` for an async point, which has none).
+    pub self_ns: Option<u64>,
     /// `total_ns / timed` (0 when none was timed).
     pub avg_ns: u64,
 }
@@ -76,7 +79,15 @@ impl Interval {
                         nr,
                         timed,
                         total_ns,
-                        self_ns: d(|p| p.self_ns),
+                        self_ns: p.self_ns.map(|now| {
+                            match before
+                                .get(&(p.name.as_str(), p.file.as_str(), p.line))
+                                .and_then(|b| b.self_ns)
+                            {
+                                Some(b) if b <= now => now - b,
+                                _ => now,
+                            }
+                        }),
                         avg_ns: total_ns.checked_div(timed).unwrap_or(0),
                     }
                 })
@@ -93,7 +104,7 @@ impl Interval {
 }
 
 /// Everything measured, at one moment, in nanoseconds.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Report {
     /// Always [`SCHEMA`].
     pub schema: String,
@@ -109,18 +120,23 @@ pub struct Report {
     pub overhead_subtracted: bool,
     /// Whether overhead compensation was on (`profpoint::compensate`): each timed interval then
     /// excludes the point's own in-interval cost and the whole cost of the points nested in it.
+    #[serde(default)]
     pub compensated: bool,
     /// profpoint's first-use work, which no interval includes.
+    #[serde(default)]
     pub setup: Setup,
     /// Memory of the per-thread point slots, its cap, and the calls the cap left unrecorded.
+    #[serde(default)]
     pub slots: SlotMemory,
     /// Nanoseconds from process start-up (profpoint's initialiser) to this report.
     pub wall_ns: u64,
     /// Every profile point, sorted by total time, longest first.
     pub points: Vec<PointReport>,
     /// Every tracepoint, most hits first.
+    #[serde(default)]
     pub tracepoints: Vec<TracepointInfo>,
     /// The overhead budget: its setting, its cost model, what it throttled and when.
+    #[serde(default)]
     pub budget: BudgetReport,
     /// What happened since the previous periodic report (`PROFPOINT_REPORT_EVERY`): `None`
     /// in a report that is not one of a series.
@@ -135,7 +151,7 @@ pub struct Report {
 }
 
 /// What the report says of slot memory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct SlotMemory {
     /// Bytes of per-point slots allocated, every thread (overflow slots not included).
     pub bytes: u64,
@@ -148,7 +164,7 @@ pub struct SlotMemory {
 }
 
 /// Metadata of the measured run.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunInfo {
     /// The command line (`/proc/self/cmdline`).
     pub command: Vec<String>,
@@ -166,7 +182,7 @@ pub struct RunInfo {
 }
 
 /// The clock, as calibrated for this report.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ClockReport {
     /// `"tsc"` (x86_64), `"cntvct"` (aarch64's virtual counter) or `"monotonic"`.
     pub source: String,
@@ -206,8 +222,9 @@ pub struct PointReport {
     pub nested: u64,
     /// Total time of the outermost calls, nanoseconds.
     pub total_ns: u64,
-    /// Time not spent in other points nested inside this one, nanoseconds.
-    pub self_ns: u64,
+    /// Time not spent in other points nested inside this one, nanoseconds; `None` for an async
+    /// point (calls overlap and are not folded: it has no self time).
+    pub self_ns: Option<u64>,
     /// `total_ns / timed`.
     pub avg_ns: u64,
     /// Shortest timed call.
@@ -223,15 +240,18 @@ pub struct PointReport {
     /// 99.9th percentile.
     pub p999_ns: u64,
     /// Standard deviation of the timed calls (from the distribution, within about 2%).
+    #[serde(default)]
     pub stddev_ns: u64,
     /// `total_ns` as a percentage of the process's wall time.
     pub wall_percent: f64,
     /// When `total_ns` is an estimate: the half-width of its 95% confidence interval
     /// (`total_ns` plus or minus this), nanoseconds; 0 when every call was timed.
+    #[serde(default)]
     pub total_ci95_ns: u64,
     /// The latency distribution of the timed calls: `[value_ns, calls]` for every non-empty
     /// histogram bucket, ascending, `value_ns` the bucket's midpoint (within about 2% of every
     /// call it holds). What `profpoint compare` ranks: outliers cannot move a rank test.
+    #[serde(default)]
     pub hist: Vec<[u64; 2]>,
 }
 
@@ -268,7 +288,8 @@ pub struct ThrottledPoint {
 }
 
 /// The budget's part of the report.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct BudgetReport {
     /// The budget, percent of the process's CPU time (`None`: off).
     pub percent: Option<f64>,
@@ -326,7 +347,7 @@ impl BudgetReport {
 }
 
 /// What `profpoint::tracepoints` reports of one tracepoint.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TracepointInfo {
     /// `module::path::name`.
     pub name: String,
@@ -342,6 +363,7 @@ pub struct TracepointInfo {
     /// then keeps calling the hook), if the system refused the last switch.
     pub error: Option<String>,
     /// Times one of its probes (or its condition) panicked (each caught; the program went on).
+    #[serde(default)]
     pub probe_panics: u64,
     /// Where it is declared.
     pub file: String,
@@ -362,7 +384,7 @@ pub struct Overhead {
 /// profpoint's first-use work (a thread's first point call, a point's first call on a
 /// thread: a shard, a slot), which no interval includes: profpoint's own cost, not the
 /// program's.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct Setup {
     /// Time spent in it, nanoseconds.
     pub ns: f64,

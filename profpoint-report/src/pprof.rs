@@ -123,7 +123,8 @@ pub(super) fn render(r: &Report) -> Vec<u8> {
         .points
         .iter()
         .map(|p| {
-            let mut values = vec![p.nr, p.self_ns, p.total_ns];
+            // An async point has no self time: 0, not its total.
+            let mut values = vec![p.nr, p.self_ns.unwrap_or(0), p.total_ns];
             values.resize(width, 0);
             Site {
                 name: &p.name,

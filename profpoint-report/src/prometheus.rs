@@ -65,8 +65,11 @@ pub(super) fn render(r: &Report) -> String {
         "counter",
         "Time of each profile point minus the points nested inside it.",
     );
+    // An async point has no self time: no series.
     for (p, n) in r.points.iter().zip(&labels) {
-        let _ = writeln!(o, "profpoint_self_seconds_total{{{n}}} {}", secs(p.self_ns));
+        if let Some(ns) = p.self_ns {
+            let _ = writeln!(o, "profpoint_self_seconds_total{{{n}}} {}", secs(ns));
+        }
     }
     head(
         &mut o,

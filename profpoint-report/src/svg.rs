@@ -37,13 +37,15 @@ pub(super) fn render(r: &Report) -> String {
     for (i, p) in points.iter().enumerate() {
         let y = ROW * (i + 1) + 8;
         let tw = (BAR_W as f64 * p.total_ns as f64 / longest as f64).max(1.0);
-        let sw = (BAR_W as f64 * p.self_ns.min(p.total_ns) as f64 / longest as f64).max(0.0);
+        // An async point has no self time: no dark bar.
+        let self_ns = p.self_ns.unwrap_or(0);
+        let sw = (BAR_W as f64 * self_ns.min(p.total_ns) as f64 / longest as f64).max(0.0);
         let name = xml(&p.name);
         let _ = writeln!(
             o,
             r#"<g><title>{name}: total {:.6} s, self {:.6} s, {} calls, avg {} ns, p99 {} ns</title>"#,
             p.total_ns as f64 / 1e9,
-            p.self_ns as f64 / 1e9,
+            self_ns as f64 / 1e9,
             p.nr,
             p.avg_ns,
             p.p99_ns

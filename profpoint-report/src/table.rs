@@ -87,11 +87,8 @@ pub fn write_table(report: &Report, w: &mut dyn Write) -> io::Result<()> {
             status(p),
             format!("{name}{mark}"),
             secs(p.total_ns, p.estimated),
-            if p.kind == "async" {
-                "-".to_string()
-            } else {
-                secs(p.self_ns, p.estimated)
-            },
+            p.self_ns
+                .map_or_else(|| "-".to_string(), |ns| secs(ns, p.estimated)),
             p.nr,
             p.avg_ns,
             p.p50_ns,
@@ -180,11 +177,12 @@ fn write_interval(report: &Report, w: &mut dyn Write) -> io::Result<()> {
     for p in &iv.points {
         writeln!(
             w,
-            "{:>12} {:>14.9} {:>12} {:>14.9}  {}",
+            "{:>12} {:>14.9} {:>12} {:>14}  {}",
             p.nr,
             p.total_ns as f64 / 1e9,
             p.avg_ns,
-            p.self_ns as f64 / 1e9,
+            p.self_ns
+                .map_or_else(|| "-".to_string(), |ns| format!("{:.9}", ns as f64 / 1e9)),
             escape(&p.name),
         )?;
     }
@@ -409,7 +407,7 @@ mod tests {
             timed: 1,
             nested: 0,
             total_ns: 10,
-            self_ns: 10,
+            self_ns: Some(10),
             avg_ns: 10,
             min_ns: 10,
             max_ns: 10,

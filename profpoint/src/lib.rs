@@ -79,12 +79,12 @@ pub mod tracepoint;
 #[doc(hidden)]
 pub mod __private;
 
-pub use profpoint_report::{BudgetEvent, BudgetReport, ThrottledPoint};
 pub use clock::ClockInfo;
 pub use glob::matches as glob_matches;
-pub use profpoint_report::Overhead;
 pub use point::{AsyncGuard, Guard, Point, Token};
 pub use profpoint_macros::{main, profile_point, trace, tracepoint};
+pub use profpoint_report::Overhead;
+pub use profpoint_report::{BudgetEvent, BudgetReport, ThrottledPoint};
 pub use report::{
     ClockReport, CollectReport, Interval, IntervalPoint, PointReport, Report, ReportOptions,
     RunInfo, SCHEMA, SlotMemory, VERSION, write_table,

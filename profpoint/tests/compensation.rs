@@ -67,8 +67,8 @@ fn a_parents_time_does_not_grow_with_its_annotated_children() {
         raw.p50_ns,
         comp.p50_ns,
         bare.p50_ns,
-        raw.self_ns / CALLS as u64,
-        comp.self_ns / CALLS as u64
+        raw.self_ns.unwrap() / CALLS as u64,
+        comp.self_ns.unwrap() / CALLS as u64
     );
     assert!(!profpoint::snapshot().compensated);
     // The uncompensated parent carries 200 children's instrumentation (tens of ns each); the
