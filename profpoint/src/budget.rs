@@ -158,6 +158,11 @@ pub(crate) fn get() -> Option<f64> {
     }
 }
 
+/// The controller starts from the cold path of a user's point (see `point::ON_NEW_SLOT`).
+#[cfg(not(feature = "off"))]
+#[linkme::distributed_slice(crate::point::ON_NEW_SLOT)]
+static START_ON_FIRST_CALL: fn(bool) = ensure_started;
+
 /// Starts the controller thread once per process (from the cold path of a point's first call
 /// on a thread; `new_thread` when that thread just got its shard). Never waits for it.
 pub(crate) fn ensure_started(new_thread: bool) {

@@ -13,11 +13,11 @@
 //! that lands inside a measurement. Best of a few rounds, to keep a preempted round out.
 
 use crate::clock;
-use crate::point::{Kind, Name, Point};
+use crate::point::{COMPENSATION, Kind, Name, Point};
 use crate::shard;
 pub(crate) use profpoint_report::{Overhead, Setup};
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 /// The first-use work so far.
 pub(crate) fn setup(clk: &clock::ClockInfo) -> Setup {
@@ -134,23 +134,6 @@ pub(crate) fn mode_costs() -> ModeCosts {
         }
     })
 }
-
-/// Overhead compensation (`PROFPOINT_COMPENSATE`, [`crate::compensate`]): while on, every timed
-/// call records its interval minus the in-interval cost (`inside`) and, as it leaves, adds a
-/// whole call's cost (`full`) to its thread's clock offset, so the intervals of the points
-/// around it exclude that call's instrumentation: a parent's total and self time do not grow
-/// with the number of annotated children. Both 0 while off. Raw ticks; written only by
-/// [`set_compensation`].
-#[derive(Debug)]
-pub(crate) struct Compensation {
-    pub(crate) inside: AtomicU64,
-    pub(crate) full: AtomicU64,
-}
-
-pub(crate) static COMPENSATION: Compensation = Compensation {
-    inside: AtomicU64::new(0),
-    full: AtomicU64::new(0),
-};
 
 /// Turns compensation on (measuring the overhead first, once) or off.
 pub(crate) fn set_compensation(on: bool) {

@@ -52,6 +52,40 @@ pub(crate) fn all() -> &'static [Point] {
     &POINTS
 }
 
+/// What a user's point calls on its first call on a thread (the cold path that gives it a
+/// slot), with whether the thread was new to points (had no shard yet). The overhead budget
+/// registers its start here (`budget::ensure_started`), so the hot path's file names nothing
+/// above it; the linker gathers the listeners.
+#[cfg(not(feature = "off"))]
+#[linkme::distributed_slice]
+pub(crate) static ON_NEW_SLOT: [fn(bool)];
+
+/// The `off` feature declares no linker section (see [`POINTS`]).
+#[cfg(feature = "off")]
+pub(crate) static ON_NEW_SLOT: [fn(bool); 0] = [];
+
+/// A shard has a slot pointer for every point (see `shard::Sizes`).
+#[cfg(not(feature = "off"))]
+#[linkme::distributed_slice(shard::SIZES)]
+static SHARD_SLOTS: fn(&mut shard::Sizes) = |s| s.slots = all().len();
+
+/// Overhead compensation (`PROFPOINT_COMPENSATE`, [`crate::compensate`]): while on, every timed
+/// call records its interval minus the in-interval cost (`inside`) and, as it leaves, adds a
+/// whole call's cost (`full`) to its thread's clock offset, so the intervals of the points
+/// around it exclude that call's instrumentation: a parent's total and self time do not grow
+/// with the number of annotated children. Both 0 while off. Raw ticks; written only by
+/// `overhead::set_compensation`.
+#[derive(Debug)]
+pub(crate) struct Compensation {
+    pub(crate) inside: AtomicU64,
+    pub(crate) full: AtomicU64,
+}
+
+pub(crate) static COMPENSATION: Compensation = Compensation {
+    inside: AtomicU64::new(0),
+    full: AtomicU64::new(0),
+};
+
 /// A point's run-time status byte.
 const OFF: u8 = 0;
 const ON: u8 = 1;
@@ -389,7 +423,9 @@ impl Point {
         if self.kind != Kind::Hidden {
             // The overhead budget's controller starts with the process's first call of a
             // user's point (see `budget::ensure_started`).
-            crate::budget::ensure_started(current.is_none());
+            for listener in ON_NEW_SLOT.iter() {
+                listener(current.is_none());
+            }
         }
         let (shard, mut flags) = match current {
             Some(s) => (s, 0),
@@ -589,10 +625,10 @@ fn leave_on(token: &Token) {
         bump(&slot.skipped, 1);
     } else {
         let raw = shard.now(token.mode & T_MONO == 0).saturating_sub(token.t0);
-        // Overhead compensation (0 and 0 while off; see `overhead::Compensation`).
+        // Overhead compensation (0 and 0 while off; see `Compensation`).
         // Relaxed: constants, see `overhead::set_compensation`.
-        let inside = crate::overhead::COMPENSATION.inside.load(Ordering::Relaxed);
-        let full = crate::overhead::COMPENSATION.full.load(Ordering::Relaxed);
+        let inside = COMPENSATION.inside.load(Ordering::Relaxed);
+        let full = COMPENSATION.full.load(Ordering::Relaxed);
         let dur = raw.saturating_sub(inside);
         // Relaxed: owner-only fields (see shard.rs).
         let children = owned::get(&shard.child_acc).wrapping_sub(token.saved_child);
@@ -853,4 +889,13 @@ impl OffPoint {
     /// Does nothing.
     #[inline(always)]
     pub fn leave(&self, _token: OffToken) {}
+}
+
+#[cfg(all(test, not(loom)))]
+mod size_tests {
+    /// The size ARCHITECTURE.md states for a point's static.
+    #[test]
+    fn a_point_static_is_as_documented() {
+        assert_eq!(std::mem::size_of::<super::Point>(), 80);
+    }
 }

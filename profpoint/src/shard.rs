@@ -3,24 +3,19 @@
 //! # Concept
 //! The design card says "per-CPU counters". What it wants is that no two threads running at the
 //! same time ever write the same cache line, and that the hot path takes no lock and no atomic
-//! read-modify-write. We measured three ways to get there (`BENCHMARKS.md`, bench `counters`):
-//!
-//! | layout                                   | cost of one counter update (1 thread) |
-//! |------------------------------------------|---------------------------------------|
-//! | per-CPU slot found via rseq cpu_id, `lock xadd` | ~6 ns (the `lock` prefix)      |
-//! | per-CPU slot inside an rseq critical section | needs an `asm!` block per update and a restart path |
-//! | per-thread shard, plain relaxed load + store | ~1.2 ns                            |
-//!
-//! A point updates five to seven words per call, so the `lock` prefix alone would cost more than
-//! our whole budget above the clock reads; rseq critical sections avoid it but must be written
-//! in assembly for every update sequence. Per-thread shards with plain stores are the cheapest
-//! and simplest, and meet "no two running threads share a line" just as well: a shard is only
-//! ever written by the one thread that owns it.
+//! read-modify-write. A per-CPU slot needs one or the other: the CPU id is cheap to read (the
+//! rseq area, ~0.2 ns: `../shared/MEASURED.md`), but a thread can migrate between reading it
+//! and updating the slot, so the update must be a `lock`-prefixed read-modify-write or an rseq
+//! critical section written in assembly for every update sequence, with a restart path. A
+//! point updates five to seven words per call. Per-thread shards with plain stores need
+//! neither, and meet "no two running threads share a line" just as well: a shard is only ever
+//! written by the one thread that owns it. What a whole enabled call costs this way is
+//! measured in BENCHMARKS.md (`point_targets`, the `points` bench).
 //!
 //! # Mechanism
 //! - A [`Shard`] holds one pointer per profile point (the linker-gathered slice gives every point
 //!   a dense index) to a [`Slot`]: that thread's counters for that point, allocated on the
-//!   thread's first call of the point (a cold path), 64-byte aligned.
+//!   thread's first call of the point (a cold path), 128-byte aligned (see [`Slot`]).
 //! - A thread gets a shard on its first call of any point, from a free list or newly allocated,
 //!   and keeps it in a `const`-initialised thread-local (one `fs:`-relative load on x86_64).
 //! - When the thread exits, a thread-local destructor hands the shard back to the free list.
@@ -34,6 +29,10 @@
 //!   stores on x86_64); readers retry until they see an even, unchanged sequence number, so each
 //!   point's `nr`, `total` and distribution in a snapshot agree with each other.
 //!   The seqlock is model-checked under loom (`loom_tests` below, `docs/loom.md`).
+//! - The shard is the thread context below everything: it imports neither the points nor the
+//!   tracepoints whose state it holds. Its two tables are as long as its users say through
+//!   [`SIZES`], a linker-gathered list (the points fill in their number, the tracepoints
+//!   theirs).
 //!
 //! # Extending
 //! A new per-point counter is a field of [`Slot`], written in `point.rs` between
@@ -48,6 +47,37 @@ use crate::sync::atomic::{AtomicPtr, AtomicU64, Ordering, fence};
 use std::cell::Cell;
 use std::sync::Mutex;
 use std::sync::atomic::AtomicU32;
+
+/// How long a shard's two tables are: one slot pointer per profile point, one hit counter per
+/// tracepoint. The shard's users say so, not this file: each adds a function to [`SIZES`]
+/// that fills in its own length, and the linker gathers them (as it gathers the points), so
+/// the shard is sized by what it is given and imports none of the code above it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Sizes {
+    /// Entries of the slot table (the number of profile points).
+    pub(crate) slots: usize,
+    /// Entries of the hit counters (the number of tracepoints).
+    pub(crate) hits: usize,
+}
+
+/// What each user of the shards needs of them (see [`Sizes`]).
+#[cfg(not(feature = "off"))]
+#[linkme::distributed_slice]
+pub(crate) static SIZES: [fn(&mut Sizes)];
+
+/// The `off` feature declares no linker section (see `point::POINTS`): no user, empty tables.
+#[cfg(feature = "off")]
+pub(crate) static SIZES: [fn(&mut Sizes); 0] = [];
+
+/// The sizes every user asked for. Link-time constants, asked again on each call: only cold
+/// paths (a new shard, a report) ask.
+pub(crate) fn sizes() -> Sizes {
+    let mut s = Sizes::default();
+    for fill in SIZES.iter() {
+        fill(&mut s);
+    }
+    s
+}
 
 /// One thread's counters for one point. Only the owning thread writes it.
 ///
@@ -344,7 +374,7 @@ impl Scalars {
 /// point; resized to the number of points).
 pub(crate) fn read_all_scalars(out: &mut Vec<Scalars>) {
     out.clear();
-    out.resize(crate::point::all().len(), Scalars::default());
+    out.resize(sizes().slots, Scalars::default());
     let shards = registry().all.clone();
     for s in shards {
         for (i, o) in out.iter_mut().enumerate() {
@@ -382,7 +412,7 @@ pub(crate) struct Shard {
     pub(crate) rcu_epoch: AtomicU64,
     /// Read-section nesting depth (owner only).
     pub(crate) rcu_nest: AtomicU32,
-    /// This thread's hits of each tracepoint, by tracepoint index.
+    /// This thread's hits of each tracepoint, by tracepoint index ([`Sizes::hits`] of them).
     pub(crate) tp_hits: Box<[AtomicU64]>,
     /// The slot that points first used on this thread after the process's slot memory reached
     /// its cap share (null until then): their calls land here, not in a slot of their own,
@@ -391,16 +421,14 @@ pub(crate) struct Shard {
 }
 
 impl Shard {
-    pub(crate) fn new(points: usize, seed: u64) -> Shard {
+    pub(crate) fn new(sizes: Sizes, seed: u64) -> Shard {
         let tsc = crate::clock::uses_tsc();
         Shard {
             rcu_epoch: AtomicU64::new(0),
             rcu_nest: AtomicU32::new(0),
-            tp_hits: (0..crate::tracepoint::count())
-                .map(|_| AtomicU64::new(0))
-                .collect(),
-            fast_len: if tsc { points } else { 0 },
-            slots: (0..points)
+            tp_hits: (0..sizes.hits).map(|_| AtomicU64::new(0)).collect(),
+            fast_len: if tsc { sizes.slots } else { 0 },
+            slots: (0..sizes.slots)
                 .map(|_| AtomicPtr::new(std::ptr::null_mut()))
                 .collect(),
             tsc,
@@ -651,9 +679,8 @@ fn take() -> &'static Shard {
     if let Some(s) = r.free.pop() {
         return s;
     }
-    let n = crate::point::all().len();
     let seed = crate::clock::now() ^ (r.all.len() as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    let s: &'static Shard = Box::leak(Box::new(Shard::new(n, seed)));
+    let s: &'static Shard = Box::leak(Box::new(Shard::new(sizes(), seed)));
     r.all.push(s);
     s
 }
@@ -717,9 +744,9 @@ fn reserve_slot_bytes() -> bool {
 }
 
 /// Slot memory now.
-pub(crate) fn slot_memory() -> crate::report::SlotMemory {
+pub(crate) fn slot_memory() -> profpoint_report::SlotMemory {
     let shards = registry().all.clone();
-    crate::report::SlotMemory {
+    profpoint_report::SlotMemory {
         // Relaxed (three): tallies for a report.
         bytes: SLOT_BYTES.load(Ordering::Relaxed),
         cap_bytes: SLOT_CAP.load(Ordering::Relaxed),
@@ -829,7 +856,6 @@ mod size_tests {
         assert_eq!(std::mem::size_of::<super::Slot>(), 11_392);
         assert_eq!(std::mem::size_of::<super::Shard>(), 128);
         assert_eq!(std::mem::align_of::<super::Shard>(), 128);
-        assert_eq!(std::mem::size_of::<crate::point::Point>(), 80);
     }
 }
 

@@ -67,10 +67,10 @@ pub static TRACEPOINTS: [Tracepoint];
 #[cfg(feature = "off")]
 pub static TRACEPOINTS: [Tracepoint; 0] = [];
 
-/// Number of tracepoints compiled into the program.
-pub(crate) fn count() -> usize {
-    TRACEPOINTS.len()
-}
+/// A shard counts hits of every tracepoint compiled into the program (see `shard::Sizes`).
+#[cfg(not(feature = "off"))]
+#[linkme::distributed_slice(crate::shard::SIZES)]
+static SHARD_HITS: fn(&mut crate::shard::Sizes) = |s| s.hits = TRACEPOINTS.len();
 
 /// A probe: the registered closure, type-erased (the generated hook downcasts it back to the
 /// tracepoint's `dyn Fn(args)`).

@@ -392,6 +392,7 @@ mod tests {
 #[cfg(all(test, loom))]
 mod loom_tests {
     use super::*;
+    use crate::shard::Sizes;
     use crate::sync::atomic::AtomicPtr;
     use loom::cell::UnsafeCell;
     use std::collections::BTreeSet;
@@ -419,7 +420,7 @@ mod loom_tests {
             let new = Box::into_raw(Box::new(List(UnsafeCell::new(NEW))));
             let list = Arc::new(AtomicPtr::new(old));
             // Two readers, each with its own shard, each in one section (nested once).
-            let shards = [Arc::new(Shard::new(0, 1)), Arc::new(Shard::new(0, 2))];
+            let shards = [1, 2].map(|seed| Arc::new(Shard::new(Sizes::default(), seed)));
             let readers = shards.clone().map(|s| {
                 let (l, seen) = (list.clone(), seen_in.clone());
                 loom::thread::spawn(move || {
