@@ -57,7 +57,9 @@ mod copies;
 #[cfg(feature = "criterion")]
 pub mod criterion;
 pub mod env;
+mod deliver;
 mod exit;
+mod exit_report;
 mod fork;
 mod glob;
 mod hist;
@@ -248,7 +250,7 @@ pub fn report_at_exit() {
 #[cfg_attr(feature = "off", inline(always))]
 pub fn write_exit_report() {
     #[cfg(not(feature = "off"))]
-    exit::write_exit_report();
+    exit_report::write_exit_report();
 }
 
 /// Starts the `heatmap` sampler under profpoint: every report (snapshots, the exit report)
@@ -294,7 +296,7 @@ pub fn trace_uncount(glob: &str) -> usize {
 /// Writes a report to a destination now (as the exit handler would): a file is replaced whole
 /// (a temporary file beside it, renamed over it); an error is returned, not sent elsewhere.
 pub fn write_report(report: &Report, to: &env::Destination) -> std::io::Result<()> {
-    exit::write_to(report, to)
+    deliver::write_to(report, to)
 }
 
 /// README.md's examples, compiled and run as doctests (`cargo test --doc`).

@@ -97,7 +97,7 @@ fn write_next() -> bool {
     if s.ended {
         return false;
     }
-    let Some((dests, subtract)) = crate::exit::planned() else {
+    let Some((dests, subtract)) = crate::deliver::planned() else {
         return true;
     };
     let mut report = collect(&ReportOptions {
@@ -107,8 +107,8 @@ fn write_next() -> bool {
     let seq = s.seq + 1;
     report.interval = Some(Interval::between(s.prev.as_ref(), &report, seq));
     for d in &dests {
-        let d = crate::exit::destination_for(d, seq);
-        let result = crate::exit::write_to(&report, &d);
+        let d = crate::deliver::destination_for(d, seq);
+        let result = crate::deliver::write_to(&report, &d);
         let was_failing = s.failing.contains(&d);
         match (result, was_failing) {
             (Ok(()), true) => {
@@ -118,7 +118,7 @@ fn write_next() -> bool {
             (Err(e), false) if d != Destination::Stderr => {
                 eprintln!(
                     "profpoint: could not write periodic report {seq} to {d}: {}; trying again every interval",
-                    crate::exit::reason(&e)
+                    crate::deliver::reason(&e)
                 );
                 s.failing.push(d);
             }

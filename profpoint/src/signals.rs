@@ -370,7 +370,7 @@ fn disarm() {
 /// process by `s`.
 #[cfg(unix)]
 fn report_then_end(s: libc::c_int) -> ! {
-    crate::exit::SIGNAL_PATH.store(true, Ordering::Relaxed);
+    crate::deliver::SIGNAL_PATH.store(true, Ordering::Relaxed);
     let (tx, rx) = std::sync::mpsc::channel();
     let writer = crate::threads::spawn_quiet(
         // 8 MiB, as the main thread that writes the exit report: the heatmap's symbols.
@@ -378,7 +378,7 @@ fn report_then_end(s: libc::c_int) -> ! {
             .name("profpoint-sigreport".into())
             .stack_size(8 << 20),
         move || {
-            crate::exit::write_exit_report();
+            crate::exit_report::write_exit_report();
             let _ = tx.send(());
         },
     );
@@ -386,7 +386,7 @@ fn report_then_end(s: libc::c_int) -> ! {
         Ok(_) => rx.recv_timeout(DEADLINE).is_ok(),
         Err(_) => {
             // No thread: write it here, without a deadline.
-            crate::exit::write_exit_report();
+            crate::exit_report::write_exit_report();
             true
         }
     };
