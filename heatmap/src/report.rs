@@ -16,9 +16,9 @@ use std::io::Write;
 use serde::{Deserialize, Serialize};
 
 use crate::config::Mode;
-use profpoint_glob::glob_matches as glob_match;
 use crate::profile::Profile;
 use crate::symbolize::Symbolizer;
+use profpoint_glob::glob_matches as glob_match;
 
 /// How rows are formed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

@@ -18,10 +18,11 @@ use super::config::{MIN_LONG_PERIOD, MIN_SOFTWARE_WINDOW, PmuConfig};
 use super::error::PmuError;
 use super::events::{Event, MAX_MEMBERS};
 use super::{Calibration, PmuProfile};
+use crate::signal::Installed;
 use crate::sys;
 use calibrate::{MIN_CALIBRATION_WINDOWS, spawn_calibrator};
 use group::{available_for, max_sample_rate};
-use handler::{ACTIVE, RUNNING, SHARED, SLOTS, signal};
+use handler::{RUNNING, SHARED, SLOTS};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -32,7 +33,8 @@ pub struct PmuSampler {
     threads: Threads,
     stop_watcher: Arc<AtomicBool>,
     watcher: Option<std::thread::JoinHandle<()>>,
-    previous: libc::sigaction,
+    /// Our handler and the disposition it replaced.
+    installed: Installed,
     shared: *mut Shared,
     rate_at_start: Option<u64>,
     calibration: Calibration,
@@ -62,8 +64,8 @@ pub fn start(config: PmuConfig) -> Result<PmuSampler, PmuError> {
     }
     let shared = Box::into_raw(Box::new(Shared::new(&config)));
     // Install the handler (refusing a foreign one).
-    let previous = handler::install(shared)?;
-    SHARED.store(shared, Ordering::SeqCst);
+    let installed = handler::install(shared)?;
+    SHARED.publish(shared);
     let threads: Threads = Arc::default();
     let stop_watcher = Arc::new(AtomicBool::new(false));
     let mut sampler = PmuSampler {
@@ -71,7 +73,7 @@ pub fn start(config: PmuConfig) -> Result<PmuSampler, PmuError> {
         threads: threads.clone(),
         stop_watcher: stop_watcher.clone(),
         watcher: None,
-        previous,
+        installed,
         shared,
         rate_at_start: max_sample_rate(),
         pid: std::process::id(),
@@ -182,16 +184,12 @@ impl PmuSampler {
         } else {
             disable_groups(&threads)
         };
-        SHARED.store(std::ptr::null_mut(), Ordering::SeqCst);
-        // In a forked child, ACTIVE may count a handler of a thread that was not copied: it
-        // would never drain (and no handler of ours runs here: the counters signal the
-        // parent's threads).
-        while !forked && ACTIVE.load(Ordering::SeqCst) != 0 {
-            std::hint::spin_loop();
-        }
-        // SAFETY: SIG_IGN discards pending instances (and any raised by a counter that a
-        // draining handler re-armed after our disable).
-        unsafe { libc::signal(signal(), libc::SIG_IGN) };
+        // In a forked child no handler of ours runs (the counters signal the parent's
+        // threads): the core does not wait there.
+        SHARED.unpublish_and_drain(forked);
+        // SIG_IGN discards pending instances (and any raised by a counter that a draining
+        // handler re-armed after our disable).
+        self.installed.ignore();
         // Closed while the signal is ignored: after `close` the kernel sends nothing more.
         for (_, fds) in &threads {
             for &fd in fds.iter().rev() {
@@ -203,8 +201,8 @@ impl PmuSampler {
                 }
             }
         }
-        // SAFETY: the previous disposition returns (a valid sigaction we saved at start).
-        unsafe { libc::sigaction(signal(), &self.previous, std::ptr::null_mut()) };
+        // The previous disposition returns (whatever is installed now: we set SIG_IGN).
+        self.installed.put_back();
         // SAFETY: unpublished and drained: no handler can touch it any more.
         let s = unsafe { Box::from_raw(self.shared) };
         self.shared = std::ptr::null_mut();

@@ -230,5 +230,8 @@ fn named_functions_symbolise_under_their_constants() {
         .expect("the loop lies in an executable segment")
         .object;
     let resolved = crate::symbolize::Symbolizer::new(&objects).lookup(object, f + 1);
-    assert_eq!((resolved.start, resolved.function.as_str()), (f, CALIBRATION_LOOP));
+    assert_eq!(
+        (resolved.start, resolved.function.as_str()),
+        (f, CALIBRATION_LOOP)
+    );
 }

@@ -8,8 +8,8 @@ use super::super::error::PmuError;
 use super::super::events::{Event, MAX_MEMBERS};
 use super::super::window::Window;
 use super::group::read_group;
+use crate::signal::{self as core, InstallError, Installed, Published};
 use crate::sys;
-use std::io;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 
@@ -60,9 +60,8 @@ pub(crate) struct Shared {
     pub(crate) jitter_permille: u64,
 }
 
-pub(super) static SHARED: std::sync::atomic::AtomicPtr<Shared> =
-    std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
-pub(super) static ACTIVE: AtomicUsize = AtomicUsize::new(0);
+/// The state the handlers use, published through the sampler core (`crate::signal`).
+pub(super) static SHARED: Published<Shared> = Published::new();
 pub(super) static RUNNING: AtomicBool = AtomicBool::new(false);
 
 /// The signal the mode uses: a real-time signal (they queue instead of coalescing), picked at
@@ -86,42 +85,23 @@ pub(super) fn jittered(s: &Shared, slot: &ThreadSlot, period: u64) -> u64 {
     period - span + x % (2 * span + 1)
 }
 
+/// The overflow handler: enters through the sampler core (errno, the active count, the
+/// drain), reads the leader's descriptor (`si_fd`) and the interrupted pc, and runs the
+/// window state machine of that thread's slot.
 pub(super) extern "C" fn handler(
     _sig: libc::c_int,
     info: *mut libc::siginfo_t,
     uc: *mut libc::c_void,
 ) {
-    // SAFETY: this thread's errno slot, valid for its life.
-    let errno_slot = unsafe { libc::__errno_location() };
-    // SAFETY: as above.
-    let saved = unsafe { *errno_slot };
-    // SeqCst: Dekker pairing with `stop`, as the heatmap's handler does.
-    ACTIVE.fetch_add(1, Ordering::SeqCst);
-    let shared = SHARED.load(Ordering::SeqCst);
-    if !shared.is_null() && !info.is_null() && !uc.is_null() {
-        // SAFETY: a non-null SHARED is kept alive until ACTIVE drains to 0 after unpublishing.
-        let s = unsafe { &*shared };
-        // SAFETY: the kernel passes a valid siginfo; F_SETSIG makes it carry si_fd.
-        let fd = unsafe { *((info as *const u8).add(sys::SI_FD_OFFSET) as *const libc::c_int) };
-        // SAFETY: a valid ucontext_t from the kernel.
-        let pc = unsafe { pc_of(uc) };
-        on_overflow(s, fd, pc);
-    }
-    ACTIVE.fetch_sub(1, Ordering::SeqCst);
-    // SAFETY: restoring the value read above.
-    unsafe { *errno_slot = saved };
-}
-
-/// # Safety
-/// `uc` must be the ucontext_t the kernel passed to an SA_SIGINFO handler.
-pub(super) unsafe fn pc_of(uc: *mut libc::c_void) -> u64 {
-    let uc = uc as *const libc::ucontext_t;
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: see the function's contract.
-    return unsafe { (*uc).uc_mcontext.gregs[libc::REG_RIP as usize] as u64 };
-    #[cfg(target_arch = "aarch64")]
-    // SAFETY: see the function's contract.
-    return unsafe { (*uc).uc_mcontext.pc };
+    SHARED.enter(|s| {
+        if !info.is_null() && !uc.is_null() {
+            // SAFETY: the kernel passes a valid siginfo; F_SETSIG makes it carry si_fd.
+            let fd = unsafe { core::overflow_fd(info) };
+            // SAFETY: a valid ucontext_t from the kernel.
+            let pc = unsafe { core::interrupted_pc(uc) };
+            on_overflow(s, fd, pc);
+        }
+    });
 }
 
 pub(super) fn slot_of(s: &Shared, fd: libc::c_int) -> Option<&ThreadSlot> {
@@ -240,33 +220,17 @@ impl Shared {
     }
 }
 
-/// Installs [`handler`] for [`signal`], refusing to replace a handler someone else installed;
-/// returns the previous disposition, for stop to put back. On failure `shared` (not yet
-/// published) is freed and `RUNNING` cleared.
-pub(super) fn install(shared: *mut Shared) -> Result<libc::sigaction, PmuError> {
-    // SAFETY: an all-zero sigaction is valid; we fill handler, flags and an empty mask.
-    let mut act: libc::sigaction = unsafe { std::mem::zeroed() };
-    act.sa_sigaction =
-        handler as extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) as usize;
-    act.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART | libc::SA_ONSTACK;
-    // Nothing nests on our frame in the small alternate stack (see `sys::handler_mask`).
-    act.sa_mask = sys::handler_mask();
-    // SAFETY: as above.
-    let mut previous: libc::sigaction = unsafe { std::mem::zeroed() };
-    // SAFETY: valid pointers to sigaction values.
-    if unsafe { libc::sigaction(signal(), &act, &mut previous) } != 0 {
+/// Installs [`handler`] for [`signal`] through the sampler core, refusing to replace a handler
+/// someone else installed; returns it with the previous disposition, for stop to put back. On
+/// failure `shared` (not yet published) is freed and `RUNNING` cleared.
+pub(super) fn install(shared: *mut Shared) -> Result<Installed, PmuError> {
+    core::install(signal(), handler).map_err(|e| {
         RUNNING.store(false, Ordering::SeqCst);
         // SAFETY: never published.
         drop(unsafe { Box::from_raw(shared) });
-        return Err(PmuError::Io(io::Error::last_os_error()));
-    }
-    if previous.sa_sigaction != libc::SIG_DFL && previous.sa_sigaction != libc::SIG_IGN {
-        // SAFETY: putting the foreign handler back.
-        unsafe { libc::sigaction(signal(), &previous, std::ptr::null_mut()) };
-        RUNNING.store(false, Ordering::SeqCst);
-        // SAFETY: never published.
-        drop(unsafe { Box::from_raw(shared) });
-        return Err(PmuError::SignalInUse(signal()));
-    }
-    Ok(previous)
+        match e {
+            InstallError::Sigaction(e) => PmuError::Io(e),
+            InstallError::InUse(_) => PmuError::SignalInUse(signal()),
+        }
+    })
 }

@@ -1,0 +1,55 @@
+//! The heatmap's consumer of the signal core (`signal.rs`): its `SIGPROF` handler, one relaxed
+//! increment per sample.
+//!
+//! Whatever the source (a per-thread perf `task-clock` event routed to its own thread,
+//! `setitimer(ITIMER_PROF)`, or the watcher's `tgkill`), a sample is a `SIGPROF` delivered to
+//! the thread that was running. [`handler`] enters through the core (errno, the active count,
+//! the drain), reads the interrupted pc and hands it to [`TableSet::hit`], which bounds-checks
+//! it against each chunk's segments and increments one preallocated atomic counter.
+//!
+//! # Async-signal safety
+//!
+//! Beyond what the core's entry touches, the handler touches exactly the `ucontext_t` the
+//! kernel passed (read only) and the published [`TableSet`]: its chunk list and each chunk's
+//! slot array (read only), and one `AtomicU64` counter (a bucket or "other");
+//! `partition_point` is an inlined binary search. `tests/async_signal_safety.rs` checks it.
+
+use crate::buckets::TableSet;
+use crate::error::StartError;
+use crate::signal::{self, InstallError, Installed, Published};
+
+/// The signal every source delivers.
+pub(crate) const SIGNAL: libc::c_int = libc::SIGPROF;
+
+/// The table the handler counts into; unpublished when no sampler runs.
+pub(crate) static TABLE: Published<TableSet> = Published::new();
+
+/// The `SIGPROF` handler. See the module docs for what it touches.
+extern "C" fn handler(_sig: libc::c_int, _info: *mut libc::siginfo_t, uc: *mut libc::c_void) {
+    TABLE.enter(|table| {
+        if !uc.is_null() {
+            // SAFETY: the kernel passes a valid ucontext_t to an SA_SIGINFO handler.
+            table.hit(unsafe { signal::interrupted_pc(uc) });
+        }
+    });
+}
+
+/// Installs [`handler`] for [`SIGNAL`], or fails if another handler owns it.
+pub(crate) fn install() -> Result<Installed, StartError> {
+    signal::install(SIGNAL, handler).map_err(|e| match e {
+        InstallError::Sigaction(e) => StartError::Sigaction(e),
+        InstallError::InUse(handler) => StartError::SignalInUse { handler },
+    })
+}
+
+/// Blocks [`SIGNAL`] in the calling thread (the watcher never samples itself or sees EINTR).
+pub(super) fn block_here() {
+    // SAFETY: an all-zero sigset_t is initialised by sigemptyset before use; pthread_sigmask
+    // only changes the calling thread's mask.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, SIGNAL);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
+}
