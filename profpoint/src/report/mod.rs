@@ -40,7 +40,7 @@ fn baseline() -> std::sync::MutexGuard<'static, Vec<Counts>> {
 
 /// Current counts of every point (raw ticks) minus the reset baseline, each with its estimated
 /// totals (stratified by the overhead budget's rounds when its controller runs: see
-/// `budget.rs`; else one stratum for the whole run).
+/// `budget/estimate.rs`; else one stratum for the whole run).
 pub(crate) fn read_all() -> Vec<(Counts, Est)> {
     let base = baseline();
     let abs: Vec<Counts> = (0..point::all().len()).map(shard::read_point).collect();

@@ -1,0 +1,216 @@
+//! Bursts, the controller's last resort: points too hot even to count are off but for one
+//! short window a round, timed fully there, and their calls between windows estimated from
+//! the windows' calls against the points still counted (see the module docs of `budget`,
+//! "Bursts").
+
+use super::*;
+use controller::{Cpu, cpu_ns, delta};
+
+/// Times `points` (the controller's, in bursts) fully for `window`, then switches them off
+/// again; records when (see "Bursts" in the module docs). Holds the controller's lock only to
+/// record, never while the program runs the burst.
+pub(super) fn burst(points: &[usize], window: Duration) {
+    let all = point::all();
+    let began = cpu_ns(Cpu::Thread);
+    // The burst's calls are compensated (each call's and its children's instrumentation taken
+    // out of its time: [`crate::compensate`]) whether or not the program asked for it: their
+    // mean stands for calls made with no point on, and an uncompensated 1 ns function timed
+    // at ~10 ns would stand for ten times its work (measured once, when the controller
+    // started).
+    let compensating = overhead::compensating();
+    {
+        let mut c = state();
+        c.window = window;
+        if !compensating {
+            overhead::set_compensation(true);
+        }
+        // A point the user set since the round is theirs now (`is_by_budget`), and one they
+        // set during the burst is theirs too, but for a race: a public setter called between
+        // the test and the store below is overwritten once, and the next round hands the point
+        // back (its `by_budget` is then the controller's again). The window is a few hundred
+        // microseconds a round.
+        for &i in points {
+            if all[i].is_by_budget() {
+                Mode::On.apply(&all[i]);
+            }
+        }
+        // The burst is what happens between the two reads, with its points on throughout:
+        // every point's calls in it (those of the points beside the burst too, which tell how
+        // much it slowed the program: `burst_scale`) are those of the same span.
+        c.window_start = clock::now();
+    }
+    let timed_read = |out: &mut Vec<Scalars>| {
+        let t = clock::now();
+        shard::read_all_scalars(out);
+        clock::info().to_ns(clock::now().saturating_sub(t))
+    };
+    let mut before = Vec::new();
+    let first = timed_read(&mut before);
+    std::thread::sleep(window);
+    let mut after = Vec::new();
+    let second = timed_read(&mut after);
+    let mut c = state();
+    c.window_end = clock::now();
+    let quick = window.as_nanos() as u64 / 4;
+    c.window_reliable = first < quick && second < quick;
+    for &i in points {
+        if all[i].is_by_budget() {
+            Mode::Burst.apply(&all[i]);
+        }
+    }
+    // As the program had it (a `compensate` call during the burst is overwritten: a race
+    // of a few hundred microseconds, documented in `crate::compensate`).
+    if !compensating {
+        overhead::set_compensation(false);
+    }
+    let mut calls = std::mem::take(&mut c.window_calls);
+    calls.clear();
+    calls.resize(after.len(), Scalars::default());
+    for (i, (a, b)) in after.iter().zip(&before).enumerate() {
+        calls[i] = delta(a, b);
+    }
+    c.window_calls = calls;
+    c.bursts += 1;
+    c.controller_ns += cpu_ns(Cpu::Thread).saturating_sub(began);
+}
+
+impl Controller {
+    /// The burst that ran in the span from `since` to `now` (raw clock) and what it saw, or
+    /// `None` if none did, or one still runs (a report made during a burst: it stands for
+    /// nothing yet). `cur`: every point's counters at `now` (since process start).
+    pub(super) fn burst_round(&self, since: u64, now: u64, cur: &[Scalars]) -> Option<BurstRound> {
+        if self.window_start == 0
+            || self.window_start < since
+            || self.window_end < self.window_start
+        {
+            return None;
+        }
+        Some(BurstRound {
+            reference: Reference::of(&self.points, &self.window_calls, cur),
+            dt: now.saturating_sub(since).max(1) as f64,
+            on: self.window_end.saturating_sub(self.window_start).max(1) as f64,
+            saw: burst_saw_calls(&self.points, &self.window_calls),
+            reliable: self.window_reliable,
+        })
+    }
+}
+
+/// The calls of the points beside the bursts (not in them: counted all the time) in the last
+/// burst and in its whole round: what a burst point's calls in the burst stand for (see
+/// "Bursts" in the module docs).
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Reference {
+    pub(super) inside: u64,
+    pub(super) all: u64,
+}
+
+impl Reference {
+    pub(super) fn of(points: &[PointState], window_calls: &[Scalars], cur: &[Scalars]) -> Reference {
+        let mut r = Reference::default();
+        for (i, st) in points.iter().enumerate() {
+            if st.set == Some(Mode::Burst) {
+                continue;
+            }
+            if let (Some(w), Some(last), Some(now)) = (window_calls.get(i), &st.last, cur.get(i)) {
+                r.inside += w.nr();
+                r.all += delta(now, last).nr();
+            }
+        }
+        r
+    }
+}
+
+/// Weight of the past in the pooled burst counts: each burst's counts weigh 0.8 of the next
+/// one's (so the pools follow a change of the program's mix within ~10 bursts).
+pub(super) const KEEP: f64 = 0.95;
+
+/// The fewest pooled calls of the reference points in bursts for the ratio estimate; below
+/// it, a burst stands for its share of the round's time.
+pub(super) const MIN_REFERENCE: f64 = 8.0;
+
+/// A point's calls in a round in which it was in a burst, estimated from `w`, its calls in
+/// the burst. With reference points (`pooled` has the point's calls in bursts and theirs,
+/// pooled; `reference` their calls in the span): its pooled ratio to their calls times
+/// their calls in the span (a ratio estimate: the program's control flow fixes how many
+/// calls of one function come with those of another, whatever the speed, so neither the
+/// burst's slowing of the program nor a thread preempted in it biases it). Without: its
+/// calls in the burst times the span's length over the burst's (`span`, `on`, ticks).
+pub(super) fn burst_calls(w: u64, pooled: (f64, f64), reference: u64, span: f64, on: f64) -> f64 {
+    let (mine, theirs) = pooled;
+    if theirs >= MIN_REFERENCE {
+        mine / theirs * reference as f64
+    } else {
+        w as f64 * span / on.max(1.0)
+    }
+}
+
+/// What a point's bursts told so far, and the rounds none of them could tell for yet.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct BurstState {
+    /// Its calls in bursts and the reference points', pooled (see [`KEEP`]).
+    pub(super) pool: (f64, f64),
+    /// Rounds not estimated yet (their bursts told nothing): the calls seen in them, the
+    /// reference points' calls, and their ticks.
+    pub(super) seen: u64,
+    pub(super) reference: u64,
+    pub(super) ticks: f64,
+}
+
+/// A round with a burst in it.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct BurstRound {
+    /// The reference points' calls in the burst and in the round.
+    pub(super) reference: Reference,
+    /// The round's ticks, and the burst's.
+    pub(super) dt: f64,
+    pub(super) on: f64,
+    /// Whether the burst saw a call of any point in it.
+    pub(super) saw: bool,
+    /// Whether its counts compare (see `Controller::window_reliable`).
+    pub(super) reliable: bool,
+}
+
+impl BurstRound {
+    /// Folds the round `d` of a point in bursts into `est`, `w` its calls in the burst:
+    /// estimated if the burst tells (reliable, and with reference points or a call seen),
+    /// else kept for the next burst that does (`state`). Returns the round's estimated calls
+    /// (the kept rounds' included), if estimated.
+    pub(super) fn fold(&self, est: &mut Est, state: &mut BurstState, d: &Scalars, w: &Scalars) -> Option<f64> {
+        if self.reliable {
+            state.pool = (
+                state.pool.0 * KEEP + w.nr() as f64,
+                state.pool.1 * KEEP + self.reference.inside as f64,
+            );
+        }
+        if !self.reliable || !(self.saw || state.pool.1 >= MIN_REFERENCE) {
+            // Seen calls are exact; the rest of the round waits for a burst that tells.
+            est.fold(d);
+            state.seen += d.nr();
+            state.reference += self.reference.all;
+            state.ticks += self.dt;
+            return None;
+        }
+        let calls = burst_calls(
+            w.nr(),
+            state.pool,
+            self.reference.all + state.reference,
+            self.dt + state.ticks,
+            self.on,
+        );
+        est.fold_burst(d, w, calls, state.seen, self.dt + state.ticks);
+        *state = BurstState {
+            pool: state.pool,
+            ..BurstState::default()
+        };
+        Some(calls)
+    }
+}
+
+/// Whether the last burst saw a call of any point in it (none: the program's threads did not
+/// run during it, on a loaded machine, and it stands for nothing).
+pub(super) fn burst_saw_calls(points: &[PointState], window_calls: &[Scalars]) -> bool {
+    points
+        .iter()
+        .zip(window_calls)
+        .any(|(st, w)| st.set == Some(Mode::Burst) && w.nr() > 0)
+}

@@ -1,0 +1,458 @@
+//! The controller thread: each round it reads every point's counters, prices them with the
+//! cost model, and moves points between timed, sampled, counted and burst modes so that their
+//! cost stays under the budget (`allocate`).
+
+use super::*;
+use burst::burst;
+
+/// What the controller remembers of one point.
+#[derive(Debug, Clone, Default)]
+pub(super) struct PointState {
+    /// Counters at the end of the last round (summed over shards, since process start).
+    pub(super) last: Option<Scalars>,
+    /// Estimate up to `last`.
+    pub(super) est: Est,
+    /// The mode the controller last set (`None`: never set, or taken back by the user).
+    pub(super) set: Option<Mode>,
+    /// Calls per second when the controller last switched it off.
+    pub(super) off_rate: f64,
+    /// While in bursts: its calls per tick, averaged over bursts (see `round`).
+    pub(super) burst_rate: f64,
+    /// What its bursts told so far (see [`BurstRound::fold`]).
+    pub(super) burst: BurstState,
+    /// How many times the controller changed it, and the most throttled state it gave.
+    pub(super) changes: u32,
+    pub(super) worst: Option<Mode>,
+    /// First change, ns since the process's clock origin.
+    pub(super) first_ns: Option<u64>,
+}
+
+/// The controller's state.
+pub(super) struct Controller {
+    pub(super) points: Vec<PointState>,
+    pub(super) scratch: Vec<Scalars>,
+    /// Raw clock and process CPU time (ns) at the end of the last round.
+    pub(super) last_tick: u64,
+    pub(super) last_cpu_ns: u64,
+    /// Summed over rounds: instrumentation cost (ticks) and process CPU (ns).
+    pub(super) cost_ticks: f64,
+    pub(super) cpu_ns: u64,
+    pub(super) controller_ns: u64,
+    pub(super) costs: Option<ModeCosts>,
+    pub(super) events: Vec<BudgetEvent>,
+    pub(super) events_dropped: u64,
+    pub(super) note: Option<String>,
+    pub(super) running: bool,
+    /// Estimates at the last `reset`, by point.
+    pub(super) base: Vec<Est>,
+    /// The points to time in the next burst, and for how long (set by a round, taken by the
+    /// controller thread's loop).
+    pub(super) plan: Option<(Vec<usize>, Duration)>,
+    /// The last burst: when it began and ended (raw clock; `end < start` while it runs), and
+    /// its length as planned.
+    pub(super) window_start: u64,
+    pub(super) window_end: u64,
+    pub(super) window: Duration,
+    /// What each point's counters gained during the last burst (read just before the burst
+    /// and just after it: the calls of the round before the burst began are not the burst's,
+    /// and the other points' calls in it tell how much the burst slowed the program).
+    pub(super) window_calls: Vec<Scalars>,
+    /// Whether the last burst's two reads of the counters were quick (each under a quarter of
+    /// the burst): one that was preempted read some points' counters milliseconds after
+    /// others', and its calls in the burst do not compare.
+    pub(super) window_reliable: bool,
+
+    /// Bursts done.
+    pub(super) bursts: u64,
+}
+
+/// Which CPU time [`cpu_ns`] reads.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Cpu {
+    /// The whole process's (every thread's).
+    Process,
+    /// The calling thread's.
+    Thread,
+}
+
+/// CPU time, ns (`CLOCK_PROCESS_CPUTIME_ID`, `CLOCK_THREAD_CPUTIME_ID`).
+#[cfg(unix)]
+pub(super) fn cpu_ns(which: Cpu) -> u64 {
+    let clock_id = match which {
+        Cpu::Process => libc::CLOCK_PROCESS_CPUTIME_ID,
+        Cpu::Thread => libc::CLOCK_THREAD_CPUTIME_ID,
+    };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec for the duration of the call.
+    if unsafe { libc::clock_gettime(clock_id, &mut ts) } != 0 {
+        return 0;
+    }
+    (ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Without a CPU clock in `libc` (Windows): the process's CPU time is taken as its wall time,
+/// one busy core (the budget is then a share of wall time), and the thread's is not known.
+#[cfg(not(unix))]
+pub(super) fn cpu_ns(which: Cpu) -> u64 {
+    match which {
+        Cpu::Process => clock::monotonic_ns(),
+        Cpu::Thread => 0,
+    }
+}
+
+/// The controller thread.
+pub(super) fn run() {
+    // The cost model, measured here (about 2 ms), not on a thread of the program; and the
+    // overhead that compensation subtracts in bursts (about 1 ms), here too: measured at the
+    // first burst, a fork during it left the child's `OnceLock` mid-initialisation, and the
+    // child's own controller waited on it for ever at its first burst.
+    let costs = overhead::mode_costs();
+    overhead::measure();
+    {
+        let mut c = state();
+        c.costs = Some(costs);
+        c.running = true;
+        // The first round's baseline: counters, clock and CPU time now, no decision (the
+        // calls made before are not this round's: they would be priced against no CPU time).
+        c.round(None, &costs);
+    }
+    let mut interval = FIRST_INTERVAL;
+    loop {
+        std::thread::sleep(interval);
+        let began = cpu_ns(Cpu::Thread);
+        // Relaxed: see `set`.
+        let ppm = PPM.load(Ordering::Relaxed);
+        let (calls, plan) = {
+            let mut c = state();
+            let calls = c.round(Some(ppm), &costs);
+            c.controller_ns += cpu_ns(Cpu::Thread).saturating_sub(began);
+            (calls, c.plan.take())
+        };
+        // Relaxed: a tally.
+        ROUNDS.fetch_add(1, Ordering::Relaxed);
+        if let Some((points, window)) = plan {
+            burst(&points, window);
+        }
+        interval = if calls == 0 {
+            (interval * 2).min(IDLE_INTERVAL)
+        } else {
+            (interval * 2).min(INTERVAL)
+        };
+    }
+}
+
+impl Controller {
+    /// One round: read, fold the estimates, price, reallocate if needed (`ppm`: the budget;
+    /// `None` only records the baseline). Returns the calls seen this round.
+    pub(super) fn round(&mut self, ppm: Option<u32>, costs: &ModeCosts) -> u64 {
+        let points = point::all();
+        let now = clock::now();
+        let cpu = cpu_ns(Cpu::Process);
+        let dt = now.saturating_sub(self.last_tick).max(1);
+        let since = self.last_tick;
+        let dcpu = cpu.saturating_sub(self.last_cpu_ns);
+        self.last_tick = now;
+        self.last_cpu_ns = cpu;
+        let mut scratch = std::mem::take(&mut self.scratch);
+        shard::read_all_scalars(&mut scratch);
+        // The round's burst, if one ran.
+        let burst = self.burst_round(since, now, &scratch);
+        self.points.resize(points.len(), PointState::default());
+        // The cost of the points in steady states, and of the burst.
+        let mut cost = 0.0;
+        let mut burst_cost = 0.0;
+        let mut calls_total = 0;
+        // (index, calls this round) of the points the controller may change.
+        let mut managed: Vec<(usize, u64)> = Vec::new();
+        for (i, (p, cur)) in points.iter().zip(&scratch).enumerate() {
+            let st = &mut self.points[i];
+            let d = match &st.last {
+                Some(last) => delta(cur, last),
+                None => *cur,
+            };
+            let bursting = st.set == Some(Mode::Burst);
+            let mut d = d;
+            // This round's calls of a point in bursts, estimated (none: not in one).
+            let mut estimated = None;
+            match (burst, self.window_calls.get(i)) {
+                (Some(b), Some(w)) if bursting => {
+                    estimated = b.fold(&mut st.est, &mut st.burst, &d, w);
+                    d = *w;
+                }
+                (Some(_), Some(w)) => st.est.fold_beside_burst(&d, w),
+                _ => st.est.fold(&d),
+            }
+            st.last = Some(*cur);
+            if d.timed > 0 && cur.timed > 0 {
+                // What an untimed call of it stands for in the intervals around it: the mean
+                // over the run so far (one round's mean would scale a rare long call, a
+                // preemption say, by N).
+                p.set_mean_ticks(cur.total / cur.timed);
+            }
+            if p.kind() == Kind::Hidden {
+                continue;
+            }
+            let mode = Mode::managed(p, st);
+            let nested = if matches!(mode, Mode::On | Mode::Burst) {
+                costs.timed
+            } else {
+                costs.skipped
+            };
+            let untimed = if mode == Mode::Count {
+                costs.counted
+            } else {
+                costs.skipped
+            };
+            let spent = d.timed as f64 * costs.timed
+                + d.nested as f64 * nested
+                + d.skipped as f64 * untimed;
+            // A point in bursts was called about `scale` times what the burst saw. A burst is a
+            // sample of a few hundred microseconds: of a program that calls the point in
+            // phases it may catch none (or a burst may catch no thread running), so the rate
+            // the controller decides on is averaged over bursts, and kept through rounds whose
+            // burst told nothing, instead of reading as a point no longer called.
+            let calls = if mode == Mode::Burst {
+                burst_cost += spent;
+                if let Some(calls) = estimated {
+                    let rate = calls / dt as f64;
+                    st.burst_rate = if st.burst_rate > 0.0 {
+                        (st.burst_rate + rate) / 2.0
+                    } else {
+                        rate
+                    };
+                }
+                (st.burst_rate * dt as f64).round() as u64
+            } else {
+                cost += spent;
+                d.nr()
+            };
+            calls_total += d.nr();
+            // The user's own choices stand: a point is managed while on, or in the state the
+            // controller gave it (no public setter since: `is_by_budget`).
+            if st.set.is_some_and(|s| s != mode || !p.is_by_budget()) {
+                st.set = None;
+            }
+            if p.kind() == Kind::Sync && (mode == Mode::On || st.set == Some(mode)) {
+                managed.push((i, calls));
+            }
+        }
+        self.scratch = scratch;
+        let Some(ppm) = ppm else {
+            return calls_total;
+        };
+        self.cost_ticks += cost + burst_cost;
+        self.cpu_ns += dcpu;
+        let clk = clock::info();
+        let at_ns = clk.to_ns(now.saturating_sub(clock::origin().0));
+        if ppm == 0 {
+            self.release_all(at_ns);
+            return calls_total;
+        }
+        let budget = clk.to_ticks(dcpu as f64) * f64::from(ppm) / 1e6;
+        let throttled = managed
+            .iter()
+            .any(|&(i, _)| self.points[i].set.is_some_and(|m| m != Mode::On));
+        // The steady states get what the bursts leave.
+        if cost > (1.0 - BURST_SHARE) * budget || (throttled && cost < RELAX_BELOW * budget) {
+            let n: Vec<u64> = managed.iter().map(|&(_, n)| n).collect();
+            let want = allocate(&n, costs, TARGET * budget);
+            for (&(i, n), want) in managed.iter().zip(want) {
+                let cur = Mode::managed(&points[i], &self.points[i]);
+                let next = relax_limited(cur, want);
+                self.change(i, cur, next, n as f64 * 1e9 / clk.to_ns_f(dt as f64), at_ns);
+            }
+        }
+        self.plan_burst(&managed, burst_cost, budget);
+        calls_total
+    }
+
+    /// The next burst: the managed points in bursts, for a window whose cost is about
+    /// [`BURST_SHARE`] of the budget (`burst_cost`: what the last burst cost, ticks).
+    pub(super) fn plan_burst(&mut self, managed: &[(usize, u64)], burst_cost: f64, budget: f64) {
+        let points: Vec<usize> = managed
+            .iter()
+            .map(|&(i, _)| i)
+            .filter(|&i| self.points[i].set == Some(Mode::Burst))
+            .collect();
+        if points.is_empty() {
+            return;
+        }
+        let window = if burst_cost > 0.0 && !self.window.is_zero() {
+            // The cost of a burst grows with its length: aim at the share, at most 2x a round.
+            let ratio = (BURST_SHARE * budget / burst_cost).clamp(0.5, 2.0);
+            self.window.mul_f64(ratio)
+        } else {
+            FIRST_WINDOW
+        };
+        self.plan = Some((points, window.clamp(MIN_WINDOW, MAX_WINDOW)));
+    }
+
+    /// Applies and records one change (nothing if `to` is `from`).
+    pub(super) fn change(&mut self, i: usize, from: Mode, to: Mode, calls_per_s: f64, at_ns: u64) {
+        if from == to {
+            return;
+        }
+        let p = &point::all()[i];
+        to.apply(p);
+        let st = &mut self.points[i];
+        st.set = Some(to);
+        st.changes += 1;
+        st.first_ns.get_or_insert(at_ns);
+        if st.worst.is_none_or(|w| to.rank() > w.rank()) {
+            st.worst = Some(to);
+        }
+        if to == Mode::Burst {
+            st.off_rate = calls_per_s;
+            // Its rate until its bursts tell: the one it was put in bursts at.
+            st.burst_rate = calls_per_s / clock::info().to_ticks(1e9).max(1.0);
+        }
+        if self.events.len() < MAX_EVENTS {
+            self.events.push(BudgetEvent {
+                at_s: at_ns as f64 / 1e9,
+                point: p.name().to_string(),
+                from: from.label(),
+                to: to.label(),
+                calls_per_s,
+            });
+        } else {
+            self.events_dropped += 1;
+        }
+    }
+
+    /// The budget was turned off: every point the controller throttled is timed fully again.
+    pub(super) fn release_all(&mut self, at_ns: u64) {
+        for i in 0..self.points.len() {
+            if let Some(m) = self.points[i].set
+                && m != Mode::On
+                && Mode::managed(&point::all()[i], &self.points[i]) == m
+            {
+                self.change(i, m, Mode::On, 0.0, at_ns);
+            }
+        }
+    }
+}
+
+/// `cur - last` for the additive counters (saturating: a counter never goes down, but a
+/// sum over shards read at slightly different times may, by a call in flight); `max` is the
+/// new maximum when one was set in between (a call that long happened then), else 0.
+pub(super) fn delta(cur: &Scalars, last: &Scalars) -> Scalars {
+    Scalars {
+        nested: cur.nested.saturating_sub(last.nested),
+        timed: cur.timed.saturating_sub(last.timed),
+        skipped: cur.skipped.saturating_sub(last.skipped),
+        total: cur.total.saturating_sub(last.total),
+        self_ticks: cur.self_ticks.wrapping_sub(last.self_ticks),
+        min: u64::MAX,
+        max: if cur.max > last.max { cur.max } else { 0 },
+    }
+}
+
+/// Where a point goes from `cur` when the allocation wants `want`: at once when `want` is more
+/// throttled; by at most [`MAX_RELAX`] a round when less (a point in bursts counts first).
+pub(super) fn relax_limited(cur: Mode, want: Mode) -> Mode {
+    if want.rank() >= cur.rank() {
+        return want;
+    }
+    match cur {
+        Mode::Off => Mode::Off,
+        Mode::Burst => Mode::Count,
+        Mode::Count => match want {
+            // From counting to timing one call in 64 at most, then down 4x a round.
+            Mode::Sampled(n) => sampled(n.max(MAX_RELAX.pow(3))),
+            Mode::On => sampled(MAX_RELAX.pow(3)),
+            _ => want,
+        },
+        Mode::Sampled(n) => {
+            let floor = match want {
+                Mode::Sampled(w) => w,
+                _ => 1,
+            };
+            sampled((n / MAX_RELAX).max(floor))
+        }
+        Mode::On => want,
+    }
+}
+
+/// `Sampled(n)`, or `On` for n <= 1.
+pub(super) fn sampled(n: u32) -> Mode {
+    if n <= 1 { Mode::On } else { Mode::Sampled(n) }
+}
+
+/// The states for points called `n[i]` times in a round so that their predicted cost is at
+/// most `target` ticks (see the module docs): every point gets the same number `k` of timed
+/// calls (all of its calls if fewer); the hottest count only if `k = 1` is too dear, and the
+/// hottest counting points go to bursts if counting is too dear.
+pub(super) fn allocate(n: &[u64], c: &ModeCosts, target: f64) -> Vec<Mode> {
+    let mut order: Vec<usize> = (0..n.len()).collect();
+    order.sort_by(|&a, &b| n[b].cmp(&n[a]));
+    let nf = |i: usize| n[i] as f64;
+    let count_cost =
+        |counted: &[usize]| -> f64 { counted.iter().map(|&i| nf(i) * c.counted).sum() };
+    // Cost of the points in `rest` all sampled to k timed calls each.
+    let sampled_cost = |rest: &[usize], k: f64| -> f64 {
+        rest.iter()
+            .map(|&i| {
+                if nf(i) <= k {
+                    nf(i) * c.timed
+                } else {
+                    nf(i) * c.skipped + k * (c.timed - c.skipped)
+                }
+            })
+            .sum()
+    };
+    // The smallest `x` in 0..=len for which `ok(x)` holds (`ok` is monotone), or len.
+    let least = |len: usize, ok: &dyn Fn(usize) -> bool| {
+        let (mut lo, mut hi) = (0, len);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if ok(mid) { hi = mid } else { lo = mid + 1 }
+        }
+        lo
+    };
+    let mut modes = vec![Mode::On; n.len()];
+    // Last resort: the fewest hottest points in bursts (off between them) so that the rest can
+    // at least count.
+    let off = least(order.len(), &|o| count_cost(&order[o..]) <= target);
+    for &i in &order[..off] {
+        modes[i] = Mode::Burst;
+    }
+    let order = &order[off..];
+    // Then the fewest hottest counting only so that the rest fit with one timed call each.
+    let m = least(order.len(), &|m| {
+        count_cost(&order[..m]) + sampled_cost(&order[m..], 1.0) <= target
+    });
+    for &i in &order[..m] {
+        modes[i] = Mode::Count;
+    }
+    let rest = &order[m..];
+    let fixed = count_cost(&order[..m]);
+    // The largest k that fits (cost grows with k).
+    let max_n = rest.first().map_or(1.0, |&i| nf(i).max(1.0));
+    let (mut lo, mut hi) = (1.0f64, max_n);
+    if fixed + sampled_cost(rest, hi) <= target {
+        lo = hi;
+    } else {
+        for _ in 0..64 {
+            let mid = (lo + hi) / 2.0;
+            if fixed + sampled_cost(rest, mid) <= target {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+            if hi - lo < 0.5 {
+                break;
+            }
+        }
+    }
+    let k = lo.max(1.0);
+    for &i in rest {
+        if nf(i) > k {
+            let every = (nf(i) / k).ceil().min(f64::from(MAX_EVERY)) as u32;
+            modes[i] = sampled(every.next_power_of_two().min(MAX_EVERY));
+        }
+    }
+    modes
+}

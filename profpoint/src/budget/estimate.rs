@@ -1,0 +1,267 @@
+//! A point's estimated totals (`Est`): the strata a sampled or counted point's calls fall in,
+//! folded round by round, and the totals and error bars a report shows (see the module docs
+//! of `budget`, "Estimates and error bars").
+
+use super::*;
+use burst::KEEP;
+use controller::delta;
+
+/// A point's estimated totals since the start of the process, in ticks (see the module docs).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct Est {
+    /// Estimated total of the outermost calls.
+    pub(crate) total: f64,
+    /// Estimated self time.
+    pub(crate) self_ticks: f64,
+    /// `sum(n_c^2 (1 - n/n_c) / n)` over the sampled strata: times the variance of one call,
+    /// the variance of `total`.
+    pub(crate) var_factor: f64,
+    /// Outermost calls in strata with no timed call (priced at the mean timed call).
+    pub(crate) untimed: f64,
+    /// Whether any call was left untimed (the totals are estimates).
+    pub(crate) estimated: bool,
+    /// Calls estimated between bursts (never seen): outermost ones, and all of them.
+    pub(super) unseen_outer: f64,
+    pub(super) unseen_all: f64,
+    /// The variance (ticks squared) of the burst rounds' totals, summed over them.
+    pub(super) burst_var: f64,
+    /// The last burst round's total per tick of the round (for the next one's variance).
+    pub(super) burst_rate: Option<f64>,
+    /// The mean outermost call in bursts so far (ticks; 0 before the first), and how many
+    /// bursts were taken as stalled (see `fold_burst`).
+    pub(super) burst_mean: f64,
+    pub(super) burst_count: u64,
+    pub(super) burst_stalls: u64,
+    /// Its bursts' totals, self times, timed calls, outermost calls and calls, pooled over
+    /// bursts (see [`KEEP`]): its mean call in bursts, for the calls between them.
+    pub(super) burst_pool_total: f64,
+    pub(super) burst_pool_self: f64,
+    pub(super) burst_pool_timed: f64,
+    pub(super) burst_pool_outer: f64,
+    pub(super) burst_pool_all: f64,
+    /// For a point not in bursts: its timed calls' total and self time, and their number,
+    /// in the bursts of the others (see `fold_beside_burst`).
+    pub(super) beside_total: f64,
+    pub(super) beside_self: f64,
+    pub(super) beside_timed: u64,
+    /// Sampled rounds not yet closed as a stratum: a stratum holds at least [`MIN_TIMED`]
+    /// timed calls, so that one long call (a preemption, say) is never scaled up by the
+    /// calls of a round in which it was the only one timed.
+    pub(super) pending: Scalars,
+}
+
+/// The fewest timed calls in bursts that a point beside them takes its self share from.
+pub(super) const MIN_BESIDE: u64 = 1;
+
+/// The fewest timed calls a sampled stratum closes with.
+pub(super) const MIN_TIMED: u64 = 32;
+
+/// A stratum's longest timed call is taken as a stall when it is this many times the mean of
+/// the others (see `Est::close`).
+pub(super) const STALL_RATIO: f64 = 1000.0;
+
+impl Est {
+    /// Adds the change `d` of a point's counters over one round.
+    pub(crate) fn fold(&mut self, d: &Scalars) {
+        if d.skipped == 0 {
+            // Every call timed: exact.
+            self.total += d.total as f64;
+            self.self_ticks += d.self_signed();
+            return;
+        }
+        self.estimated = true;
+        self.pending.add(d);
+        if self.pending.timed >= MIN_TIMED {
+            self.close();
+        }
+    }
+
+    /// Adds a round in which the point was in bursts (see "Bursts" in the module docs): `d` is
+    /// the round, `w` what the round's burst saw of it (timed on every call, compensated),
+    /// `calls` its calls in the whole round, estimated ([`burst_calls`]), `round_ticks` the
+    /// round's length. The calls it was seen making are exact; those it was not are priced
+    /// at its mean call in its bursts (pooled like the counts), and carry the error bar.
+    pub(crate) fn fold_burst(
+        &mut self,
+        d: &Scalars,
+        w: &Scalars,
+        calls: f64,
+        seen_before: u64,
+        round_ticks: f64,
+    ) {
+        self.estimated = true;
+        // Seen: before the burst began (in the state the round started in), and in it.
+        self.fold(&delta(d, w));
+        self.fold(w);
+        if w.timed > 0 {
+            let mean = w.total as f64 / w.timed as f64;
+            if self.burst_mean > 0.0 && mean > BURST_STALL_RATIO * self.burst_mean {
+                // The burst's calls took many times their usual mean: the thread was preempted
+                // or faulted inside one of them. Counted once (above), not as the mean call
+                // of the calls between bursts.
+                self.burst_stalls += 1;
+            } else {
+                self.burst_count += 1;
+                self.burst_mean += (mean - self.burst_mean) / self.burst_count as f64;
+                self.burst_pool_total = self.burst_pool_total * KEEP + w.total as f64;
+                self.burst_pool_self = self.burst_pool_self * KEEP + w.self_signed();
+                self.burst_pool_timed = self.burst_pool_timed * KEEP + w.timed as f64;
+                self.burst_pool_outer = self.burst_pool_outer * KEEP + (w.timed + w.skipped) as f64;
+                self.burst_pool_all = self.burst_pool_all * KEEP + w.nr() as f64;
+            }
+        }
+        let unseen_all = (calls - (d.nr() + seen_before) as f64).max(0.0);
+        if unseen_all == 0.0 || self.burst_pool_timed <= 0.0 {
+            return;
+        }
+        let unseen_outer = unseen_all * (self.burst_pool_outer / self.burst_pool_all.max(1.0));
+        let x = unseen_outer * self.burst_pool_total / self.burst_pool_timed;
+        self.total += x;
+        self.self_ticks += unseen_outer * self.burst_pool_self / self.burst_pool_timed;
+        self.unseen_outer += unseen_outer;
+        self.unseen_all += unseen_all;
+        // One burst is a sample of its round: the spread between successive rounds' estimated
+        // rates (half the mean squared successive difference, which a slow drift of the rate
+        // does not inflate) stands for the spread of one round's; the first, with nothing to
+        // compare, counts as uncertain by its whole estimate over the calls it timed.
+        let rate = x / round_ticks.max(1.0);
+        self.burst_var += match self.burst_rate {
+            Some(prev) => (rate - prev).powi(2) / 2.0 * round_ticks * round_ticks,
+            None => x * x / w.timed.max(1) as f64,
+        };
+        self.burst_rate = Some(rate);
+    }
+
+    /// Adds a round of a point not in bursts while others were: `d` is the round, `w` what
+    /// it did during the round's burst. Between bursts the points in them are off, and an
+    /// off point's time lands in the self time of the point around it; during the burst they
+    /// are timed and leave it. So this point's self time in the round is taken as its total
+    /// times its share of self in the bursts so far (once they hold at least
+    /// [`MIN_BESIDE`] of its timed calls: too few, and its own counters stand).
+    pub(crate) fn fold_beside_burst(&mut self, d: &Scalars, w: &Scalars) {
+        self.beside_total += w.total as f64;
+        self.beside_self += w.self_signed();
+        self.beside_timed += w.timed;
+        if self.beside_timed < MIN_BESIDE || self.beside_total <= 0.0 || d.total == 0 {
+            self.fold(d);
+            return;
+        }
+        let share = (self.beside_self / self.beside_total).clamp(0.0, 1.0);
+        let mut d = *d;
+        d.self_ticks = (d.total as f64 * share).round() as u64;
+        self.fold(&d);
+    }
+
+    /// Calls estimated between bursts: (outermost, all).
+    pub(crate) fn unseen(&self) -> (f64, f64) {
+        (self.unseen_outer, self.unseen_all)
+    }
+
+    /// Closes the pending stratum.
+    pub(super) fn close(&mut self) {
+        let d = std::mem::take(&mut self.pending);
+        if d.skipped == 0 && d.timed == 0 {
+            return;
+        }
+        if d.timed == 0 {
+            self.untimed += d.skipped as f64;
+            return;
+        }
+        let mut timed = d.timed;
+        let mut calls = d.timed + d.skipped;
+        let mut scaled = d.total as f64;
+        let mut once = 0.0;
+        // `d.max` is the stratum's longest timed call when it set a new maximum for the point
+        // (else 0). One that is over STALL_RATIO times the rest's mean is a stall (the thread
+        // preempted or faulting), not the point's work: counted once, not as N calls (a 382 ms
+        // preemption of a 500 ns call, scaled by 32, read as 12 s in a run of 1 s).
+        if d.max > 0 && timed >= 2 {
+            let rest = (d.total - d.max.min(d.total)) as f64 / (timed - 1) as f64;
+            if d.max as f64 > STALL_RATIO * rest.max(1.0) {
+                once = d.max as f64;
+                scaled -= once;
+                timed -= 1;
+                calls -= 1;
+            }
+        }
+        let n = timed as f64;
+        let calls = calls as f64;
+        let scale = calls / n;
+        let stratum = scaled * scale + once;
+        self.total += stratum;
+        // Self time in the stratum's own proportion of self to total.
+        if d.total > 0 {
+            self.self_ticks += d.self_signed() * (stratum / d.total as f64);
+        }
+        self.var_factor += calls * calls * (1.0 - n / calls) / n;
+    }
+
+    /// With the pending stratum closed.
+    pub(super) fn closed(&self) -> Est {
+        let mut e = *self;
+        e.close();
+        e
+    }
+
+    /// `self - base`: the estimate since a reset that recorded `base`.
+    pub(crate) fn since(&self, base: &Est) -> Est {
+        let (a, b) = (self.closed(), base.closed());
+        Est {
+            total: (a.total - b.total).max(0.0),
+            self_ticks: a.self_ticks - b.self_ticks,
+            var_factor: (a.var_factor - b.var_factor).max(0.0),
+            untimed: (a.untimed - b.untimed).max(0.0),
+            estimated: a.estimated,
+            unseen_outer: (a.unseen_outer - b.unseen_outer).max(0.0),
+            unseen_all: (a.unseen_all - b.unseen_all).max(0.0),
+            burst_var: (a.burst_var - b.burst_var).max(0.0),
+            burst_stalls: a.burst_stalls.saturating_sub(b.burst_stalls),
+            ..a
+        }
+    }
+
+    /// `self + other` (closed), for a base that accumulates over resets.
+    pub(super) fn plus(&self, other: &Est) -> Est {
+        let (a, b) = (self.closed(), other.closed());
+        Est {
+            total: a.total + b.total,
+            self_ticks: a.self_ticks + b.self_ticks,
+            var_factor: a.var_factor + b.var_factor,
+            untimed: a.untimed + b.untimed,
+            estimated: a.estimated || b.estimated,
+            unseen_outer: a.unseen_outer + b.unseen_outer,
+            unseen_all: a.unseen_all + b.unseen_all,
+            burst_var: a.burst_var + b.burst_var,
+            burst_stalls: a.burst_stalls + b.burst_stalls,
+            ..a
+        }
+    }
+
+    /// The final figures, given the point's timed calls, their total and their standard
+    /// deviation (ticks) over the same span: (total, self, 95% half-width of total).
+    pub(crate) fn resolve(&self, timed: u64, timed_total: u64, stddev: f64) -> (f64, f64, f64) {
+        let e = self.closed();
+        let mean = if timed == 0 {
+            0.0
+        } else {
+            timed_total as f64 / timed as f64
+        };
+        let extra = e.untimed * mean;
+        // Self time of the untimed calls in the proportion of the timed ones.
+        let self_share = if e.total > 0.0 {
+            (e.self_ticks / e.total).clamp(0.0, 1.0)
+        } else {
+            1.0
+        };
+        let mut var = e.var_factor * stddev * stddev + e.burst_var;
+        if timed > 0 {
+            // The mean's own uncertainty, for the calls priced at it.
+            var += e.untimed * e.untimed * stddev * stddev / timed as f64;
+        }
+        (
+            e.total + extra,
+            e.self_ticks + extra * self_share,
+            1.96 * var.sqrt(),
+        )
+    }
+}

@@ -1,0 +1,452 @@
+//! The overhead budget: annotate everything and keep the program's speed.
+//!
+//! # Concept
+//! An enabled point costs ~25 ns; annotate every function of a crate whose functions take
+//! 1-5 ns and the program runs many times slower, its table distorted by profpoint's own cost.
+//! The budget bounds that cost: the instrumentation of the whole process may take at most a
+//! set share of its CPU time (`PROFPOINT_BUDGET`, [`crate::set_budget`]; 2% by default).
+//! A point too hot to time fully is timed on one call in N (N chosen per point), counted only
+//! if even that costs too much, and, as a last resort, timed in bursts: off but for one short
+//! burst a round in which it is timed on every call; points that cool down are timed fully
+//! again. Counts stay exact for every point not in bursts (a point in bursts has its calls
+//! between them estimated), and every estimated total carries an error bar. A program whose points cost less than the budget
+//! runs exactly as without it: nothing is throttled, every call is timed.
+//!
+//! # Why 2% by default
+//! It is below the run-to-run noise of a wall-time measurement on a shared machine (2-5% on
+//! this project's 2-core VM: `BENCHMARKS.md`), so a program under the default budget is not
+//! measurably slower than without profpoint's points, and one timed call in N still times
+//! thousands of calls a second of every hot point: its total's error bar is well under 1%.
+//!
+//! # Mechanism
+//! A controller thread (`profpoint-budget`), started by the first point call of the process
+//! (never before `main`'s first use, never in a loader context: see `ensure_started`), wakes
+//! every 10 ms at first, then every 100 ms (every 1 s while no point is called). Each round:
+//! - it reads every slot's scalar counters (one cache line each, under the slots' seqlocks,
+//!   no lock the hot path takes) and the process's CPU time;
+//! - it prices the round's calls with a cost model measured once in this process
+//!   (`overhead::mode_costs`: a timed call, a sampled untimed call, a counted call);
+//! - if that cost is over the budget, or well under it while points are throttled, it gives
+//!   every point it manages the same number `k` of timed calls per round (points called
+//!   fewer times are timed on every call), the largest `k` whose predicted cost is 70% of the
+//!   budget; a point called `n` times is then timed on one call in `N = n / k` (rounded up to a
+//!   power of two). If even `k = 1` costs too much, the hottest points count only, and if all
+//!   of them counting still costs too much, the hottest go to bursts (below), with the rate
+//!   they were called at. N falls by at most 4x a round (it rises at once): a bursty point does
+//!   not flap between timed and sampled; a point in bursts counts first when it comes back;
+//! - every change is an event in the report;
+//! - then it runs the round's burst, if any point is in bursts.
+//!
+//! # Bursts
+//! Switched off, a hot point would tell nothing more: no count, no time, and its time would
+//! land in the self time of the point around it (what the budget did before, and what TAU's
+//! throttle does). In bursts (after Hirzel and Chilimbi's bursty tracing, which samples short
+//! bursts of fully instrumented code) it is off but for one burst a round, a window of
+//! 50 us-10 ms in which the controller switches every point in bursts on, with overhead
+//! compensation on (their mean call is then about what it is without the points), sleeps,
+//! and switches them off again. The window aims at a fifth of the budget ([`BURST_SHARE`]):
+//! its length follows what the last burst cost, at most doubling or halving a round. What a
+//! burst saw stands for the round:
+//! - calls: the counters of every point are read just before and just after the burst, so
+//!   the burst's calls of each point are known exactly, and those of the points beside it (not
+//!   in bursts, counted all the time): a point's calls in the round are its calls in bursts
+//!   over theirs (both pooled over recent bursts, [`KEEP`]) times their calls in the round. A
+//!   ratio estimate: the program's control flow fixes how many calls of one function come with
+//!   another's, whatever the speed, so neither the burst slowing the program (its points are
+//!   timed) nor a thread preempted in it biases it, as a scaling by time would (that read
+//!   0.49-2.06x the true count beside two busy loops; the ratio 0.86-1.02x, with rare outliers
+//!   near 1.5x: `tests/budget.rs`). With no point beside the bursts, a burst stands for its
+//!   share of the round's time. A burst whose counter reads were slow (the controller
+//!   preempted between two points' reads) or that saw nothing tells nothing: its round waits
+//!   for the next burst that tells;
+//! - times: the calls not seen at the bursts' mean call (pooled too); a burst whose calls took
+//!   over 20 times the usual mean held a stall, which is counted once;
+//! - the points beside the bursts: between bursts their children in bursts are off, and
+//!   their time lands in the parent's self time; so a parent's self time is its total times
+//!   the share of self it had in the bursts, once they hold a timed call of it.
+//!
+//! The error bar of a point in bursts adds, per round, half the squared difference of its
+//! successive rounds' estimated rates (the first round: its whole estimate over its calls
+//! seen).
+//!
+//! The controller manages only points in a state it set itself, or on: a point a user sampled,
+//! counted or switched off (by variable or API) stays as the user set it (every public setter
+//! clears the point's `by_budget` mark; the controller's own changes set it; a setter called
+//! during a burst's few hundred microseconds is overwritten once, at the burst's end, as is a
+//! `compensate` call then). Async points are
+//! not managed (their timing does not sample).
+//!
+//! # Estimates and error bars
+//! A point's N changes over time, and its calls may be slower in one phase than another, so a
+//! total is estimated per round (a stratum), not for the run: each round's timed time scaled
+//! by its calls over its timed calls. The variance of that ratio estimator, summed over
+//! rounds, is `sum(n_c^2 (1 - n/n_c) / n) * S^2` (`n` timed of `n_c` outermost calls in a round,
+//! `S^2` the variance of the point's timed calls, from its distribution); the report gives the
+//! 95% half-width. Rounds in which a point was counted only are priced at the point's mean
+//! timed call (a model, not a sample: its error bar says so by growing with them). A stratum
+//! holds at least 32 timed calls, and its longest, if over 1,000 times the others' mean and a
+//! new maximum, is a stall counted once (see `Est::close`).
+
+use crate::clock;
+use crate::overhead::{self, ModeCosts};
+use crate::point::{self, Kind, Point};
+use crate::shard::{self, Scalars};
+pub(crate) use profpoint_report::{BudgetEvent, BudgetReport, ThrottledPoint};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+mod burst;
+mod controller;
+mod estimate;
+
+use burst::BurstState;
+use controller::{Controller, PointState, delta, run};
+pub(crate) use estimate::Est;
+
+/// The default budget, in parts per million of the process's CPU time (2%; see the module
+/// docs for why).
+pub(crate) const DEFAULT_PPM: u32 = 20_000;
+
+/// The budget in parts per million of CPU time; 0 when off.
+static PPM: AtomicU32 = AtomicU32::new(DEFAULT_PPM);
+/// Whether the controller thread was started in this process.
+static STARTED: AtomicBool = AtomicBool::new(false);
+/// Set in a forked child: the controller restarts there only with the child's first new
+/// thread (a child that only runs until `exec` must not start threads).
+static FORKED: AtomicBool = AtomicBool::new(false);
+/// Rounds done (read by tests and the report without the lock).
+static ROUNDS: AtomicU64 = AtomicU64::new(0);
+
+/// The first round's interval; each next one doubles, up to [`INTERVAL`].
+const FIRST_INTERVAL: Duration = Duration::from_millis(10);
+const INTERVAL: Duration = Duration::from_millis(100);
+/// The interval while no point is called.
+const IDLE_INTERVAL: Duration = Duration::from_secs(1);
+/// What share of the budget an allocation aims at (headroom for rates that grow).
+const TARGET: f64 = 0.7;
+/// Below this share of the budget, throttled points are given more timed calls.
+const RELAX_BELOW: f64 = 0.5;
+/// N falls by at most this factor a round.
+const MAX_RELAX: u32 = 4;
+/// The share of the budget the bursts aim at (the steady states are allocated [`TARGET`] of
+/// it, and re-allocated above `1 - BURST_SHARE`).
+const BURST_SHARE: f64 = 0.2;
+/// A burst's first length, and the bounds of every later one.
+const FIRST_WINDOW: Duration = Duration::from_micros(200);
+const MIN_WINDOW: Duration = Duration::from_micros(50);
+const MAX_WINDOW: Duration = Duration::from_millis(10);
+/// A burst whose calls took this many times their usual mean held a stall (`fold_burst`).
+const BURST_STALL_RATIO: f64 = 20.0;
+/// Events kept for the report (the rest are counted).
+const MAX_EVENTS: usize = 1000;
+/// The largest N the controller sets (beyond it, a point counts only).
+const MAX_EVERY: u32 = 1 << 20;
+
+/// Sets the budget: `Some(percent)` of the process's CPU time, `None` for none (every point
+/// in its own state, throttled points timed fully again). Starts the controller if points
+/// were already called.
+pub(crate) fn set(percent: Option<f64>) {
+    let ppm = percent.map_or(0, |p| {
+        (p.clamp(0.0, 100.0) * 10_000.0).round().max(1.0) as u32
+    });
+    // Relaxed: the controller reads it at its next round; nothing else depends on it.
+    PPM.store(ppm, Ordering::Relaxed);
+    if ppm != 0 && shard::shard_count() > 0 {
+        ensure_started(true);
+    }
+}
+
+/// The budget in percent of CPU time, `None` when off.
+pub(crate) fn get() -> Option<f64> {
+    // Relaxed: see `set`.
+    match PPM.load(Ordering::Relaxed) {
+        0 => None,
+        ppm => Some(f64::from(ppm) / 10_000.0),
+    }
+}
+
+/// The controller starts from the cold path of a user's point (see `point::ON_NEW_SLOT`).
+#[cfg(not(feature = "off"))]
+#[linkme::distributed_slice(crate::point::ON_NEW_SLOT)]
+static START_ON_FIRST_CALL: fn(bool) = ensure_started;
+
+/// Starts the controller thread once per process (from the cold path of a point's first call
+/// on a thread; `new_thread` when that thread just got its shard). Never waits for it.
+pub(crate) fn ensure_started(new_thread: bool) {
+    // Relaxed: a flag; the compare-exchange below decides who starts the thread.
+    if STARTED.load(Ordering::Relaxed) || PPM.load(Ordering::Relaxed) == 0 {
+        return;
+    }
+    if FORKED.load(Ordering::Relaxed) && !new_thread {
+        return;
+    }
+    if STARTED
+        .compare_exchange(false, true, Ordering::Relaxed, Ordering::Relaxed)
+        .is_err()
+    {
+        return;
+    }
+    // Blocking every asynchronous signal: a signal for the program goes to its own threads.
+    let spawned = crate::threads::spawn_quiet(
+        std::thread::Builder::new()
+            .name("profpoint-budget".into())
+            .stack_size(128 * 1024),
+        run,
+    );
+    if let Err(e) = spawned {
+        eprintln!(
+            "profpoint: the overhead budget's thread could not start ({e}): points are timed on every call"
+        );
+        state().note = Some(format!("its thread could not start: {e}"));
+    }
+}
+
+/// A point's state as the controller sees and sets it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    On,
+    Sampled(u32),
+    Count,
+    /// Off between the controller's bursts, on during them (the controller's last resort).
+    Burst,
+    /// Off (only ever set by the user: the controller's last resort is `Burst`).
+    Off,
+}
+
+impl Mode {
+    /// The point's state as its status says (a point in bursts reads `Off`, or `On` during
+    /// a burst: see [`Mode::managed`]).
+    fn of(p: &Point) -> Mode {
+        if !p.is_enabled() {
+            return Mode::Off;
+        }
+        match p.sampling() {
+            None => Mode::On,
+            Some(0) => Mode::Count,
+            Some(n) => Mode::Sampled(n),
+        }
+    }
+
+    /// The state of a point the controller knows as `st`: a point it put in bursts reads
+    /// `Off` between them, and is still the controller's while no public setter touched it.
+    fn managed(p: &Point, st: &PointState) -> Mode {
+        let mode = Mode::of(p);
+        if mode == Mode::Off && st.set == Some(Mode::Burst) && p.is_by_budget() {
+            Mode::Burst
+        } else {
+            mode
+        }
+    }
+
+    fn apply(self, p: &Point) {
+        p.set_by_budget(|p| match self {
+            Mode::On => p.set_enabled(true),
+            Mode::Sampled(n) => p.set_sampling(n),
+            Mode::Count => p.set_counting(),
+            Mode::Burst | Mode::Off => p.set_enabled(false),
+        });
+    }
+
+    /// How throttled: on < sampled (by N) < count < burst < off.
+    fn rank(self) -> u64 {
+        match self {
+            Mode::On => 1,
+            Mode::Sampled(n) => u64::from(n),
+            Mode::Count => 1 << 40,
+            Mode::Burst => 1 << 41,
+            Mode::Off => 1 << 42,
+        }
+    }
+
+    /// As the report spells it: `on`, `1/N`, `count`, `burst`, `off`.
+    fn label(self) -> String {
+        match self {
+            Mode::On => "on".into(),
+            Mode::Sampled(n) => format!("1/{n}"),
+            Mode::Count => "count".into(),
+            Mode::Burst => "burst".into(),
+            Mode::Off => "off".into(),
+        }
+    }
+}
+
+static STATE: Mutex<Controller> = Mutex::new(Controller {
+    points: Vec::new(),
+    scratch: Vec::new(),
+    last_tick: 0,
+    last_cpu_ns: 0,
+    cost_ticks: 0.0,
+    cpu_ns: 0,
+    controller_ns: 0,
+    costs: None,
+    events: Vec::new(),
+    events_dropped: 0,
+    note: None,
+    running: false,
+    base: Vec::new(),
+    plan: None,
+    window_start: 0,
+    window_end: 0,
+    window: Duration::ZERO,
+    window_calls: Vec::new(),
+    window_reliable: false,
+
+    bursts: 0,
+});
+
+fn state() -> MutexGuard<'static, Controller> {
+    // A panic in a round leaves plain numbers behind; the next round goes on from them.
+    STATE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The estimates of every point (index order) from `abs`, the counters since process start,
+/// minus those at the last [`reset`]; `None` when the controller never ran.
+pub(crate) fn estimates(abs: &[Scalars]) -> Option<Vec<Est>> {
+    let c = state();
+    if !c.running {
+        return None;
+    }
+    // Points in bursts: the span since the last round over the burst in it (if one ran).
+    let now = clock::now();
+    let burst = c.burst_round(c.last_tick, now, abs);
+    Some(
+        abs.iter()
+            .enumerate()
+            .map(|(i, cur)| {
+                // Since the point's last round (the whole run for a point no round saw yet).
+                let (mut e, d, bursting, carried) = match c.points.get(i) {
+                    Some(PointState {
+                        est,
+                        last: Some(last),
+                        set,
+                        burst,
+                        ..
+                    }) => (*est, delta(cur, last), *set == Some(Mode::Burst), *burst),
+                    _ => (Est::default(), *cur, false, BurstState::default()),
+                };
+                match (burst, c.window_calls.get(i)) {
+                    (Some(b), Some(w)) if bursting => {
+                        let mut carried = carried;
+                        b.fold(&mut e, &mut carried, &d, w);
+                    }
+                    (Some(_), Some(w)) => e.fold_beside_burst(&d, w),
+                    _ => e.fold(&d),
+                }
+                match c.base.get(i) {
+                    Some(b) => e.since(b),
+                    None => e,
+                }
+            })
+            .collect(),
+    )
+}
+
+/// Records the estimates at a reset (`abs`: the counters the reset made the new zero).
+pub(crate) fn reset(abs: &[Scalars]) {
+    let now = estimates(abs);
+    let mut c = state();
+    // `estimates` subtracted the previous base; add it back: the base is absolute.
+    if let Some(now) = now {
+        let old = std::mem::take(&mut c.base);
+        c.base = now
+            .iter()
+            .enumerate()
+            .map(|(i, e)| match old.get(i) {
+                Some(b) => e.plus(b),
+                None => *e,
+            })
+            .collect();
+    }
+}
+
+/// The budget's section of a report.
+pub(crate) fn report(clk: &clock::ClockInfo) -> BudgetReport {
+    let c = state();
+    let costs = c.costs.unwrap_or(ModeCosts {
+        timed: 0.0,
+        skipped: 0.0,
+        counted: 0.0,
+    });
+    let mut throttled: Vec<(f64, ThrottledPoint)> = c
+        .points
+        .iter()
+        .enumerate()
+        .filter(|(_, st)| st.changes > 0)
+        .map(|(i, st)| {
+            let p = &point::all()[i];
+            let calls = st.last.map_or(0, |s| s.nr()) as f64;
+            (
+                calls,
+                ThrottledPoint {
+                    point: p.name().to_string(),
+                    now: Mode::of(p).label(),
+                    worst: st.worst.map_or_else(|| "on".into(), Mode::label),
+                    changes: st.changes,
+                    first_at_s: st.first_ns.unwrap_or(0) as f64 / 1e9,
+                    off_calls_per_s: st.off_rate,
+                },
+            )
+        })
+        .collect();
+    throttled.sort_by(|a, b| b.0.total_cmp(&a.0));
+    BudgetReport {
+        percent: get(),
+        running: c.running,
+        note: c.note.clone(),
+        rounds: ROUNDS.load(Ordering::Relaxed),
+        cost_timed_ns: clk.to_ns_f(costs.timed),
+        cost_skipped_ns: clk.to_ns_f(costs.skipped),
+        cost_counted_ns: clk.to_ns_f(costs.counted),
+        cost_percent: if c.cpu_ns == 0 {
+            0.0
+        } else {
+            100.0 * clk.to_ns_f(c.cost_ticks) / c.cpu_ns as f64
+        },
+        controller_ms: c.controller_ns as f64 / 1e6,
+        bursts: c.bursts,
+        burst_window_us: c.window.as_secs_f64() * 1e6,
+        throttled: throttled.into_iter().map(|(_, t)| t).collect(),
+        events: c.events.clone(),
+        events_dropped: c.events_dropped,
+    }
+}
+
+#[cfg(unix)]
+thread_local! {
+    /// The controller's lock, held by the forking thread across a `fork` (see `crate::fork`).
+    static FORK_HELD: std::cell::RefCell<Option<MutexGuard<'static, Controller>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+#[cfg(unix)]
+/// Takes the controller's lock before a `fork`, so the child never inherits it held by the
+/// controller thread (which the child does not have).
+pub(crate) fn fork_hold() {
+    let mut g = Some(state());
+    let _ = FORK_HELD.try_with(|h| *h.borrow_mut() = g.take());
+    drop(g);
+}
+
+#[cfg(unix)]
+/// Releases it after a `fork`. In the child the controller is not running: it restarts with
+/// the child's first new thread that calls a point.
+pub(crate) fn fork_release(child: bool) {
+    let held = FORK_HELD.try_with(|h| h.borrow_mut().take()).ok().flatten();
+    if child {
+        // Relaxed: the child has one thread.
+        STARTED.store(false, Ordering::Relaxed);
+        FORKED.store(true, Ordering::Relaxed);
+        if let Some(mut c) = held {
+            c.running = false;
+            c.note = Some(
+                "forked child: the controller restarts with the child's first new thread".into(),
+            );
+            return;
+        }
+    }
+    drop(held);
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,257 @@
+use super::*;
+use burst::{BurstRound, Reference};
+use controller::{allocate, relax_limited};
+
+const COSTS: ModeCosts = ModeCosts {
+    timed: 25.0,
+    skipped: 5.0,
+    counted: 2.0,
+};
+
+fn cost(n: &[u64], modes: &[Mode]) -> f64 {
+    n.iter()
+        .zip(modes)
+        .map(|(&n, m)| {
+            let n = n as f64;
+            match *m {
+                Mode::On => n * COSTS.timed,
+                Mode::Sampled(e) => {
+                    n * COSTS.skipped + n / f64::from(e) * (COSTS.timed - COSTS.skipped)
+                }
+                Mode::Count => n * COSTS.counted,
+                Mode::Burst | Mode::Off => 0.0,
+            }
+        })
+        .sum()
+}
+
+#[test]
+fn cheap_points_stay_on() {
+    let n = [10, 1000, 5];
+    let modes = allocate(&n, &COSTS, 1e9);
+    assert_eq!(modes, vec![Mode::On; 3]);
+}
+
+#[test]
+fn the_hottest_point_is_sampled_and_the_cost_fits() {
+    // 1M calls of one point, 100 of another; room for ~2.5M ticks.
+    let n = [100, 1_000_000];
+    let target = 6e6;
+    let modes = allocate(&n, &COSTS, target);
+    assert_eq!(modes[0], Mode::On, "{modes:?}");
+    assert!(matches!(modes[1], Mode::Sampled(e) if e >= 2), "{modes:?}");
+    assert!(
+        cost(&n, &modes) <= target,
+        "{} > {target}",
+        cost(&n, &modes)
+    );
+}
+
+#[test]
+fn counting_then_bursts_as_last_resorts() {
+    let n = [1_000_000, 10_000, 10];
+    // Sampling the hottest is too dear (5 ticks a call), counting it fits.
+    let modes = allocate(&n, &COSTS, 2.5e6);
+    assert_eq!(modes[0], Mode::Count, "{modes:?}");
+    assert!(cost(&n, &modes) <= 2.5e6);
+    // Not even counting fits: the hottest goes to bursts (off between them), the others
+    // share what is left (the coldest is still timed on every call).
+    let modes = allocate(&n, &COSTS, 1e5);
+    assert_eq!(modes[0], Mode::Burst, "{modes:?}");
+    assert_eq!(modes[2], Mode::On, "{modes:?}");
+    assert!(cost(&n, &modes) <= 1e5);
+}
+
+#[test]
+fn relaxing_is_gradual_and_throttling_immediate() {
+    assert_eq!(
+        relax_limited(Mode::On, Mode::Sampled(64)),
+        Mode::Sampled(64)
+    );
+    assert_eq!(
+        relax_limited(Mode::Sampled(64), Mode::On),
+        Mode::Sampled(16)
+    );
+    assert_eq!(relax_limited(Mode::Sampled(4), Mode::On), Mode::On);
+    assert_eq!(relax_limited(Mode::Off, Mode::On), Mode::Off);
+    assert_eq!(relax_limited(Mode::Burst, Mode::On), Mode::Count);
+    assert_eq!(relax_limited(Mode::Count, Mode::On), Mode::Sampled(64));
+}
+
+#[test]
+fn a_round_with_few_timed_calls_waits_for_more() {
+    // One timed call of 1,000,000 ticks (a preemption) among 10,000 calls of ~10 ticks:
+    // alone it would say 10^10. Pooled with the next rounds' 40 timed calls of 10 ticks,
+    // the stratum's mean is ~24,400 ticks.
+    let mut e = Est::default();
+    e.fold(&Scalars {
+        timed: 1,
+        skipped: 9_999,
+        total: 1_000_000,
+        self_ticks: 1_000_000,
+        ..Scalars::default()
+    });
+    assert_eq!(e.total, 0.0, "still pending");
+    e.fold(&Scalars {
+        timed: 40,
+        skipped: 39_960,
+        total: 400,
+        self_ticks: 400,
+        ..Scalars::default()
+    });
+    let (total, _, _) = e.resolve(41, 1_000_400, 0.0);
+    let expected = 1_000_400.0 * 50_000.0 / 41.0;
+    assert!((total - expected).abs() < 1.0, "{total} vs {expected}");
+}
+
+#[test]
+fn a_stall_is_counted_once_not_scaled() {
+    // 40 timed calls of 10 ticks and one of 10,000,000 (a preemption) among 41,000 calls.
+    let mut e = Est::default();
+    e.fold(&Scalars {
+        timed: 41,
+        skipped: 40_959,
+        total: 10_000_400,
+        self_ticks: 10_000_400,
+        max: 10_000_000,
+        ..Scalars::default()
+    });
+    let (total, _, _) = e.resolve(41, 10_000_400, 0.0);
+    let expected = 10_000_000.0 + 400.0 * 40_999.0 / 40.0;
+    assert!((total - expected).abs() < 1.0, "{total} vs {expected}");
+    // Without a new maximum in the stratum, nothing is taken for a stall.
+    let mut e = Est::default();
+    e.fold(&Scalars {
+        timed: 41,
+        skipped: 40_959,
+        total: 10_000_400,
+        self_ticks: 10_000_400,
+        max: 0,
+        ..Scalars::default()
+    });
+    let (total, _, _) = e.resolve(41, 10_000_400, 0.0);
+    assert!((total - 10_000_400.0 * 1000.0).abs() < 1.0, "{total}");
+}
+
+/// `n` calls of `each` ticks, all timed, all outermost, self time all theirs.
+fn calls(n: u64, each: u64) -> Scalars {
+    Scalars {
+        timed: n,
+        total: n * each,
+        self_ticks: n * each,
+        ..Scalars::default()
+    }
+}
+
+fn round(inside: u64, all: u64, saw: bool, reliable: bool) -> BurstRound {
+    BurstRound {
+        reference: Reference { inside, all },
+        dt: 1e8,
+        on: 1e5,
+        saw,
+        reliable,
+    }
+}
+
+#[test]
+fn a_burst_stands_for_its_round_by_its_ratio_to_the_reference_points() {
+    // In the burst: 1,000 calls of 10 ticks, and 10 of the reference points'; in the
+    // whole round, 10,000 of theirs: the point made ~1,000,000 calls in the round.
+    let (mut e, mut st) = (Est::default(), BurstState::default());
+    let w = calls(1000, 10);
+    let got = round(10, 10_000, true, true).fold(&mut e, &mut st, &w, &w);
+    assert_eq!(got, Some(1_000_000.0));
+    assert_eq!(e.unseen(), (999_000.0, 999_000.0));
+    // The unseen calls at the bursts' mean call: 10 ticks each.
+    assert!((e.closed().total - 10_000_000.0).abs() < 1e-6, "{e:?}");
+    assert!(e.estimated);
+    // The first burst has nothing to compare with: its whole estimate is its error.
+    assert!(e.burst_var > 0.0);
+}
+
+#[test]
+fn without_reference_points_a_burst_stands_for_its_share_of_the_round() {
+    // No reference calls: the round (1e8 ticks) over the burst (1e5) is 1,000 times it.
+    let (mut e, mut st) = (Est::default(), BurstState::default());
+    let w = calls(100, 10);
+    let got = round(0, 0, true, true).fold(&mut e, &mut st, &w, &w);
+    assert_eq!(got, Some(100_000.0));
+}
+
+#[test]
+fn a_burst_that_tells_nothing_waits_for_one_that_does() {
+    let (mut e, mut st) = (Est::default(), BurstState::default());
+    // Preempted reads: nothing pooled, the round kept (its 5 calls seen are exact).
+    let seen = calls(5, 10);
+    assert_eq!(
+        round(10, 10_000, true, false).fold(&mut e, &mut st, &seen, &seen),
+        None
+    );
+    assert_eq!(st.pool, (0.0, 0.0));
+    assert_eq!((st.seen, st.reference), (5, 10_000));
+    // The next burst tells for both rounds: 100 per reference call, 20,000 of theirs.
+    let w = calls(1000, 10);
+    let got = round(10, 10_000, true, true).fold(&mut e, &mut st, &w, &w);
+    assert_eq!(got, Some(2_000_000.0));
+    assert_eq!(e.unseen().1, 2_000_000.0 - 1005.0);
+    assert_eq!((st.seen, st.reference, st.ticks), (0, 0, 0.0));
+}
+
+#[test]
+fn a_stalled_burst_is_counted_once_not_as_the_mean_call() {
+    let (mut e, mut st) = (Est::default(), BurstState::default());
+    let w = calls(1000, 10);
+    round(10, 10_000, true, true).fold(&mut e, &mut st, &w, &w);
+    let before = e.closed().total;
+    // A burst whose 1,000 calls took 10,000 ticks each (a preemption in it): taken once.
+    let stalled = calls(1000, 10_000);
+    round(10, 10_000, true, true).fold(&mut e, &mut st, &stalled, &stalled);
+    assert_eq!(e.burst_stalls, 1);
+    let added = e.closed().total - before;
+    // Its own 10,000,000 ticks, and the unseen calls at the usual mean (10 ticks).
+    let unseen = e.unseen().0 - 999_000.0;
+    assert!(
+        (added - (10_000_000.0 + unseen * 10.0)).abs() < 1.0,
+        "{added} {unseen}"
+    );
+}
+
+#[test]
+fn beside_bursts_a_point_keeps_the_self_share_it_had_in_them() {
+    // In the bursts, half of its time was its own (its children, in bursts, were timed);
+    // around them its children were off and it read all of it as its own.
+    let mut e = Est::default();
+    let w = Scalars {
+        timed: 10,
+        total: 1000,
+        self_ticks: 500,
+        ..Scalars::default()
+    };
+    e.fold_beside_burst(&calls(100, 100), &w);
+    assert_eq!(e.closed().total, 10_000.0);
+    assert_eq!(e.closed().self_ticks, 5_000.0);
+}
+
+#[test]
+fn strata_keep_phases_apart() {
+    // Phase 1: 1,000 calls of 1,000 ticks, all timed. Phase 2: 1,000,000 calls of 10
+    // ticks, 1 in 1,000 timed. A ratio over the whole run would say ~900x too much.
+    let mut e = Est::default();
+    e.fold(&Scalars {
+        timed: 1000,
+        total: 1_000_000,
+        self_ticks: 1_000_000,
+        ..Scalars::default()
+    });
+    e.fold(&Scalars {
+        timed: 1000,
+        skipped: 999_000,
+        total: 10_000,
+        self_ticks: 10_000,
+        ..Scalars::default()
+    });
+    let (total, _, ci) = e.resolve(2000, 1_010_000, 0.0);
+    assert!((total - 11_000_000.0).abs() < 1.0, "{total}");
+    assert_eq!(ci, 0.0);
+    assert!(e.estimated);
+}
