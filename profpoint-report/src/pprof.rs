@@ -1,15 +1,26 @@
-//! The report as a pprof profile (`profile.proto`, uncompressed; `go tool pprof` and most
-//! viewers read it as is): one sample per point, at a location whose function is the point
-//! (its name, file and line), with three values: calls (count), self time and total time
-//! (nanoseconds). `pprof -top` ranks points by self time, the default sample type.
+//! The report as a pprof profile (`profile.proto`), gzipped as the format asks ("the
+//! serialized proto must be gzip-compressed" on disk) and as `go tool pprof`, Parca and
+//! Pyroscope expect: one sample per point, at a location whose function is the point (its name,
+//! file and line), with three values: calls (count), self time and total time (nanoseconds).
+//! `pprof -top` ranks points by self time, the default sample type. An async point has no self
+//! time: its self value is 0, so `-top` leaves it out of the self ranking, and its sample
+//! carries the label `self=none (async point)` (`-raw`, `-tags`) to tell that 0 from a
+//! measured one. The samples are flat (no call stacks): the total of a point includes the
+//! points nested in it, so totals summed over points count nested time more than once.
 //!
 //! When the report has a heatmap section, a fourth value, `samples` (count), carries it: one
 //! sample per heatmap row (function, file and line of its first instruction where debug
 //! information exists), zero in the three point values, as the points' samples are zero in
 //! it. `pprof -sample_index=samples -top` ranks the sampled functions.
 //!
-//! The encoder writes protobuf's wire format directly (varints, length-delimited fields):
-//! the few message types needed do not justify a protobuf dependency.
+//! One mapping, named after the program (`run.command[0]`), holds every location and says its
+//! functions are already symbolised, so pprof neither looks for the binary nor symbolises.
+//!
+//! The encoder writes protobuf's wire format directly (varints, length-delimited fields): the
+//! few message types needed do not justify a protobuf dependency and its code generator. What
+//! proves it is the consumers, not our reader: `profpoint/tests/consumers.rs` decodes the
+//! output with `protoc --decode` and upstream's `profile.proto` (`third_party/pprof`) and with
+//! `go tool pprof -raw` and `-top`, and compares every value with the JSON report's.
 
 use super::Report;
 
@@ -44,16 +55,29 @@ fn packed(values: &[u64]) -> Vec<u8> {
     v
 }
 
-/// The string table: index 0 is "".
-struct Strings(Vec<String>);
+/// The string table: index 0 is "". Looked up through a map: a report of 10,000 points has
+/// over 10,000 strings, which a linear search made quadratic.
+struct Strings {
+    table: Vec<String>,
+    index: std::collections::HashMap<String, u64>,
+}
 
 impl Strings {
-    fn id(&mut self, s: &str) -> u64 {
-        if let Some(i) = self.0.iter().position(|x| x == s) {
-            return i as u64;
+    fn new() -> Strings {
+        Strings {
+            table: vec![String::new()],
+            index: std::collections::HashMap::from([(String::new(), 0)]),
         }
-        self.0.push(s.to_string());
-        (self.0.len() - 1) as u64
+    }
+
+    fn id(&mut self, s: &str) -> u64 {
+        if let Some(&i) = self.index.get(s) {
+            return i;
+        }
+        let i = self.table.len() as u64;
+        self.table.push(s.to_string());
+        self.index.insert(s.to_string(), i);
+        i
     }
 }
 
@@ -70,6 +94,8 @@ struct Site<'a> {
     file: &'a str,
     line: u64,
     values: Vec<u64>,
+    /// An async point: no self time (label `self=none (async point)`).
+    no_self: bool,
 }
 
 /// The heatmap's rows as sites: (function, file, line, samples).
@@ -101,8 +127,21 @@ fn heatmap_sites(_: &Report) -> Vec<(String, String, u64, u64)> {
     Vec::new()
 }
 
+/// The profile, gzipped.
 pub(super) fn render(r: &Report) -> Vec<u8> {
-    let mut strings = Strings(vec![String::new()]);
+    let raw = encode(r);
+    let mut gz = flate2::write::GzEncoder::new(
+        Vec::with_capacity(raw.len() / 4),
+        flate2::Compression::default(),
+    );
+    // Writing into a Vec cannot fail.
+    let _ = std::io::Write::write_all(&mut gz, &raw);
+    gz.finish().unwrap_or_default()
+}
+
+/// The profile's protobuf bytes (not compressed).
+fn encode(r: &Report) -> Vec<u8> {
+    let mut strings = Strings::new();
     let mut out = Vec::new();
     let heat = heatmap_sites(r);
     let mut types = vec![
@@ -131,6 +170,7 @@ pub(super) fn render(r: &Report) -> Vec<u8> {
                 file: &p.file,
                 line: u64::from(p.line),
                 values,
+                no_self: p.self_ns.is_none(),
             }
         })
         .collect();
@@ -142,21 +182,41 @@ pub(super) fn render(r: &Report) -> Vec<u8> {
             file,
             line: *line,
             values,
+            no_self: false,
         });
     }
+    // mapping (field 3): id (1), filename (5), has_functions (7), has_filenames (8),
+    // has_line_numbers (9): the program, already symbolised.
+    let program = r.run.command.first().map_or("", String::as_str);
+    let mut m = Vec::new();
+    uint(&mut m, 1, 1);
+    uint(&mut m, 5, strings.id(program));
+    for field in [7, 8, 9] {
+        uint(&mut m, field, 1);
+    }
+    bytes(&mut out, 3, &m);
+    let (self_key, self_none) = (strings.id("self"), strings.id("none (async point)"));
     for (i, site) in sites.iter().enumerate() {
         let id = i as u64 + 1;
-        // sample (field 2): location_id (1, packed), value (2, packed).
+        // sample (field 2): location_id (1, packed), value (2, packed), label (3) { key (1),
+        // str (2) }.
         let mut s = Vec::new();
         bytes(&mut s, 1, &packed(&[id]));
         bytes(&mut s, 2, &packed(&site.values));
+        if site.no_self {
+            let mut label = Vec::new();
+            uint(&mut label, 1, self_key);
+            uint(&mut label, 2, self_none);
+            bytes(&mut s, 3, &label);
+        }
         bytes(&mut out, 2, &s);
-        // location (field 4): id (1), line (4) { function_id (1), line (2) }.
+        // location (field 4): id (1), mapping_id (2), line (4) { function_id (1), line (2) }.
         let mut line = Vec::new();
         uint(&mut line, 1, id);
         uint(&mut line, 2, site.line);
         let mut loc = Vec::new();
         uint(&mut loc, 1, id);
+        uint(&mut loc, 2, 1);
         bytes(&mut loc, 4, &line);
         bytes(&mut out, 4, &loc);
         // function (field 5): id (1), name (2), system_name (3), filename (4), start_line (5).
@@ -170,14 +230,14 @@ pub(super) fn render(r: &Report) -> Vec<u8> {
         bytes(&mut out, 5, &f);
     }
     // default_sample_type (14): self time, whatever else the profile carries.
-    let default = strings.id("self");
+    let default = self_key;
     // time_nanos (9): the run's start; duration_nanos (10): its wall time so far.
     uint(&mut out, 9, r.run.start_unix_ns);
     uint(&mut out, 10, r.wall_ns);
     uint(&mut out, 14, default);
     // string_table (field 6), last: every index above is assigned by now.
     let mut table = Vec::new();
-    for s in &strings.0 {
+    for s in &strings.table {
         bytes(&mut table, 6, s.as_bytes());
     }
     out.extend_from_slice(&table);

@@ -506,11 +506,8 @@ fn pprof_profile(seconds: Option<&str>, max: u64) -> Response {
                 let heat = crate::sampling::profile_for(Duration::from_secs(secs))?;
                 let mut r = collect();
                 r.heatmap = Some(heat);
-                let mut gz =
-                    flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-                // Writing into a Vec cannot fail.
-                let _ = gz.write_all(&r.to_pprof());
-                Ok::<_, String>(gz.finish().unwrap_or_default())
+                // Already gzipped, once (`Report::to_pprof`).
+                Ok::<_, String>(r.to_pprof())
             },
         )
         .map_err(|e| format!("cannot start the profile's thread: {e}"))

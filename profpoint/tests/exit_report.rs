@@ -84,7 +84,7 @@ fn heatmap_joins_the_exit_report() {
     assert_eq!(names[0], "exit_report::spin", "{names:?}");
     // The pprof profile carries the heatmap as a fourth sample type, one sample per row.
     use common::pb::{packed_varints, pb_fields};
-    let top = pb_fields(&std::fs::read(&pb).unwrap());
+    let top = pb_fields(&common::pb::gunzip(&std::fs::read(&pb).unwrap()));
     let strings: Vec<String> = top
         .iter()
         .filter(|f| f.0 == 6)

@@ -381,7 +381,7 @@ fn the_svg_chart_has_a_bar_per_point_hit() {
 fn the_pprof_profile_decodes_to_the_report_figures() {
     sleep_20ms();
     let r = profpoint::snapshot();
-    let pb = r.to_pprof();
+    let pb = common::pb::gunzip(&r.to_pprof());
     let top = pb_fields(&pb);
     let strings: Vec<String> = top
         .iter()

@@ -1,6 +1,22 @@
 //! A minimal protobuf reader for the pprof tests: enough wire format to check what
 //! `Report::to_pprof` wrote, field by field.
 
+/// The protobuf inside a pprof profile as `Report::to_pprof` and `pprof:PATH` write it: gzipped
+/// once (the format's consumers expect gzip; `tests/consumers.rs` has them read it).
+pub fn gunzip(b: &[u8]) -> Vec<u8> {
+    use std::io::Read;
+    assert_eq!(
+        b.get(..2),
+        Some(&[0x1f, 0x8b][..]),
+        "a pprof profile is gzipped"
+    );
+    let mut out = Vec::new();
+    flate2::read::GzDecoder::new(b)
+        .read_to_end(&mut out)
+        .expect("gzip");
+    out
+}
+
 /// A minimal protobuf reader for the test: (field number, wire type, varint or bytes).
 pub fn pb_fields(mut b: &[u8]) -> Vec<(u64, u64, u64, Vec<u8>)> {
     fn varint(b: &mut &[u8]) -> u64 {
