@@ -1,12 +1,38 @@
 //! The report in the Prometheus text exposition format (version 0.0.4): counters for calls and
-//! time, a summary for latency, tracepoint hits. Series carry `point` and `location` labels.
-//! The latency summary's `_count` is the outermost calls (those whose time `_sum` covers,
-//! estimated under sampled timing); estimated sums can move down between scrapes. Serve it from a long-running program's
-//! metrics endpoint (`profpoint::snapshot().to_prometheus()`) or write it at exit
-//! (`PROFPOINT_REPORT=prom:PATH`).
+//! time, a summary for latency, tracepoint hits. Series carry `point` and `location` labels;
+//! names follow Prometheus's conventions (base units: seconds; counters end in `_total`).
+//! `promtool check metrics` accepts the output (`profpoint/tests/consumers.rs`). Serve it from
+//! a long-running program's metrics endpoint (`profpoint::serve`'s `/metrics`, or your own with
+//! `profpoint::snapshot().to_prometheus()`) or write it at exit (`PROFPOINT_REPORT=prom:PATH`).
+//!
+//! # Counters never go down
+//! Between two scrapes of one process a counter must not decrease, or Prometheus takes it for
+//! a restart and `rate()` counts the whole value again. Two things could move ours down: a
+//! point the overhead budget samples or times in bursts has *estimated* calls and times, which
+//! a later round can revise down; and `profpoint::reset()` makes the reports count from zero.
+//! So the counters of a report of the running process itself (its `run.pid` is this process's
+//! and it has a start time: `snapshot()`, `/metrics`, the periodic and exit reports) are
+//! rendered through one record kept for the process, series by series:
+//!
+//! - each counter series shows `carried + high`, where `high` is the largest value the reports
+//!   gave it since the last reset: an estimate revised down holds the counter level until the
+//!   estimate passes its old high again (it is never counted twice);
+//! - a reset is seen when a count that is never estimated went down: a point's timed calls, or
+//!   the calls of a point whose calls are exact. Then every series carries its `high` and starts
+//!   again from the new value, so calls after the reset add to the counter.
+//!
+//! The latency summary's `_sum` and `_count` are counters too and follow the same rule; its
+//! quantiles are gauges and are not held. What the rule costs: calls made between a scrape
+//! and a reset are not in any scrape, and a reset that no exact count shows (every point called
+//! more often since the reset than before it) reads as growth, so the counter misses the calls
+//! before it. A report of another process (read from a file) is rendered as it is.
+//!
+//! An async point has no self time: it has no `profpoint_self_seconds_total` series.
 
-use super::Report;
+use super::{PointReport, Report};
+use std::collections::HashMap;
 use std::fmt::Write;
+use std::sync::Mutex;
 
 /// Escapes a label value: backslash, double quote and line feed.
 pub fn label(v: &str) -> String {
@@ -17,7 +43,7 @@ pub fn label(v: &str) -> String {
 
 /// The labels of a point's series: its name, and where it is defined (two points may share a
 /// name, e.g. two `profile_scope!("x")`; series must not).
-fn labels(p: &super::PointReport) -> String {
+fn labels(p: &PointReport) -> String {
     format!(
         "point=\"{}\",location=\"{}:{}\"",
         label(&p.name),
@@ -26,10 +52,95 @@ fn labels(p: &super::PointReport) -> String {
     )
 }
 
+/// The counter series, as keys of [`Held`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Metric {
+    Calls,
+    Time,
+    SelfTime,
+    LatencySum,
+    LatencyCount,
+    Hits,
+}
+
+/// What the process's earlier reports showed of each counter series.
+#[derive(Debug, Default)]
+struct Held {
+    /// The process the record is for: its pid and start time.
+    run: (u32, u64),
+    /// Per series (metric, labels): (carried over resets, highest value since the last reset).
+    series: HashMap<(Metric, String), (u64, u64)>,
+    /// Per point (labels): its timed calls, and its calls when they were exact.
+    exact: HashMap<String, (u64, Option<u64>)>,
+}
+
+/// The one record of this process's counters.
+static HELD: Mutex<Option<Held>> = Mutex::new(None);
+
+/// The counters of one rendering: a report's raw values in, the values to show out.
+struct Counters<'a> {
+    /// `None`: the report is not this process's, values are shown as they are.
+    held: Option<&'a mut Held>,
+    reset: bool,
+}
+
+impl Counters<'_> {
+    fn value(&mut self, metric: Metric, labels: &str, raw: u64) -> u64 {
+        let Some(h) = self.held.as_deref_mut() else {
+            return raw;
+        };
+        let e = h
+            .series
+            .entry((metric, labels.to_string()))
+            .or_insert((0, 0));
+        if self.reset {
+            e.0 += e.1;
+            e.1 = raw;
+        } else {
+            e.1 = e.1.max(raw);
+        }
+        e.0 + e.1
+    }
+}
+
+/// Whether `r` shows a reset since `h`'s last report: an exact count went down. Records the
+/// report's exact counts in `h`.
+fn saw_reset(h: &mut Held, r: &Report, labels: &[String]) -> bool {
+    let mut reset = false;
+    for (p, l) in r.points.iter().zip(labels) {
+        let now = (p.timed, (!p.estimated).then_some(p.nr));
+        if let Some(&(timed, nr)) = h.exact.get(l) {
+            let calls_down = matches!((nr, now.1), (Some(b), Some(a)) if a < b);
+            reset |= p.timed < timed || calls_down;
+        }
+        h.exact.insert(l.clone(), now);
+    }
+    reset
+}
+
 pub(super) fn render(r: &Report) -> String {
     // Written straight into one buffer, each point's labels escaped once: a scrape of 1,000
     // points is ~1 MB of text (what a live server answers every few seconds).
     let labels: Vec<String> = r.points.iter().map(labels).collect();
+    // A poisoned lock: a panic mid-update leaves at worst one series a scrape behind.
+    let mut guard = HELD.lock().unwrap_or_else(|e| e.into_inner());
+    let this_process = r.run.pid == std::process::id() && r.run.start_unix_ns != 0;
+    let mut c = Counters {
+        held: None,
+        reset: false,
+    };
+    if this_process {
+        let run = (r.run.pid, r.run.start_unix_ns);
+        let h = guard.get_or_insert_with(Held::default);
+        if h.run != run {
+            *h = Held {
+                run,
+                ..Held::default()
+            };
+        }
+        c.reset = saw_reset(h, r, &labels);
+        c.held = Some(h);
+    }
     let mut o = String::with_capacity(r.points.len() * 1024 + 1024);
     let secs = |ns: u64| ns as f64 / 1e9;
     // Writing into a String cannot fail.
@@ -41,10 +152,11 @@ pub(super) fn render(r: &Report) -> String {
         &mut o,
         "profpoint_calls_total",
         "counter",
-        "Completed calls of each profile point.",
+        "Completed calls of each profile point (estimated for a point timed in bursts).",
     );
     for (p, n) in r.points.iter().zip(&labels) {
-        let _ = writeln!(o, "profpoint_calls_total{{{n}}} {}", p.nr);
+        let v = c.value(Metric::Calls, n, p.nr);
+        let _ = writeln!(o, "profpoint_calls_total{{{n}}} {v}");
     }
     head(
         &mut o,
@@ -53,22 +165,19 @@ pub(super) fn render(r: &Report) -> String {
         "Time of the outermost calls of each profile point (estimated under sampled timing).",
     );
     for (p, n) in r.points.iter().zip(&labels) {
-        let _ = writeln!(
-            o,
-            "profpoint_time_seconds_total{{{n}}} {}",
-            secs(p.total_ns)
-        );
+        let v = c.value(Metric::Time, n, p.total_ns);
+        let _ = writeln!(o, "profpoint_time_seconds_total{{{n}}} {}", secs(v));
     }
     head(
         &mut o,
         "profpoint_self_seconds_total",
         "counter",
-        "Time of each profile point minus the points nested inside it.",
+        "Time of each profile point minus the points nested inside it (none for an async point).",
     );
-    // An async point has no self time: no series.
     for (p, n) in r.points.iter().zip(&labels) {
         if let Some(ns) = p.self_ns {
-            let _ = writeln!(o, "profpoint_self_seconds_total{{{n}}} {}", secs(ns));
+            let v = c.value(Metric::SelfTime, n, ns);
+            let _ = writeln!(o, "profpoint_self_seconds_total{{{n}}} {}", secs(v));
         }
     }
     head(
@@ -90,16 +199,10 @@ pub(super) fn render(r: &Report) -> String {
                 secs(v)
             );
         }
-        let _ = writeln!(
-            o,
-            "profpoint_latency_seconds_sum{{{n}}} {}",
-            secs(p.total_ns)
-        );
-        let _ = writeln!(
-            o,
-            "profpoint_latency_seconds_count{{{n}}} {}",
-            p.nr - p.nested
-        );
+        let sum = c.value(Metric::LatencySum, n, p.total_ns);
+        let _ = writeln!(o, "profpoint_latency_seconds_sum{{{n}}} {}", secs(sum));
+        let count = c.value(Metric::LatencyCount, n, p.nr.saturating_sub(p.nested));
+        let _ = writeln!(o, "profpoint_latency_seconds_count{{{n}}} {count}");
     }
     head(
         &mut o,
@@ -108,23 +211,41 @@ pub(super) fn render(r: &Report) -> String {
         "Firings of each tracepoint while enabled.",
     );
     for t in &r.tracepoints {
-        let _ = writeln!(
-            o,
-            "profpoint_tracepoint_hits_total{{tracepoint=\"{}\"}} {}",
-            label(&t.name),
-            t.hits
-        );
+        let l = format!("tracepoint=\"{}\"", label(&t.name));
+        let v = c.value(Metric::Hits, &l, t.hits);
+        let _ = writeln!(o, "profpoint_tracepoint_hits_total{{{l}}} {v}");
     }
     o
 }
 
 #[cfg(test)]
 mod tests {
-    use super::label;
+    use super::*;
 
     #[test]
     fn label_values_are_escaped() {
         assert_eq!(label(r#"a"b\c"#), r#"a\"b\\c"#);
         assert_eq!(label("x\ny"), "x\\ny");
+    }
+
+    #[test]
+    fn a_counter_holds_through_a_revision_and_carries_over_a_reset() {
+        let mut h = Held::default();
+        let mut show = |raw: u64, reset: bool| {
+            Counters {
+                held: Some(&mut h),
+                reset,
+            }
+            .value(Metric::Calls, "point=\"x\"", raw)
+        };
+        assert_eq!(show(100, false), 100);
+        // An estimate revised down: held.
+        assert_eq!(show(90, false), 100);
+        assert_eq!(show(95, false), 100);
+        // Past its old high: follows it again.
+        assert_eq!(show(130, false), 130);
+        // A reset: 130 carried, the new count added.
+        assert_eq!(show(4, true), 134);
+        assert_eq!(show(10, false), 140);
     }
 }
