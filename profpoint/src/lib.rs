@@ -73,6 +73,7 @@ mod sampling;
 #[cfg(feature = "serve")]
 mod serve;
 mod shard;
+mod slot;
 mod signals;
 mod sync;
 mod threads;

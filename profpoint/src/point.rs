@@ -31,7 +31,8 @@
 use crate::clock;
 use crate::hist;
 use crate::owned;
-use crate::shard::{self, Lease, Shard, Slot, bump};
+use crate::shard::{self, Lease, Shard};
+use crate::slot::{Slot, bump};
 use std::marker::PhantomData;
 use std::mem::MaybeUninit;
 use std::sync::OnceLock;

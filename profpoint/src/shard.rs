@@ -25,25 +25,21 @@
 //!   pool that churns does not grow memory.
 //! - A call made after the thread's destructors ran (another thread-local's destructor calling
 //!   a profiled function) borrows a shard for the duration of that call only.
-//! - Writers bump a per-slot sequence number before and after each update (a seqlock, plain
-//!   stores on x86_64); readers retry until they see an even, unchanged sequence number, so each
-//!   point's `nr`, `total` and distribution in a snapshot agree with each other.
-//!   The seqlock is model-checked under loom (`loom_tests` below, `docs/loom.md`).
+//! - Each slot is a seqlock, written by its thread alone and read by reports (`slot.rs`).
 //! - The shard is the thread context below everything: it imports neither the points nor the
 //!   tracepoints whose state it holds. Its two tables are as long as its users say through
 //!   [`SIZES`], a linker-gathered list (the points fill in their number, the tracepoints
 //!   theirs).
 //!
 //! # Extending
-//! A new per-point counter is a field of [`Slot`], written in `point.rs` between
-//! `write_begin`/`write_end` and read in [`Slot::read`].
+//! A new per-point counter is a field of [`Slot`] (`slot.rs`); a new per-thread word of
+//! profpoint's own is a field of [`Shard`].
 
-use crate::hist;
-// The seqlock's and the read sections' words come from `crate::sync`: std's, or loom's in the
-// model-checking build (the `loom_tests` below). The 32-bit owner-only words (`depth`,
-// `countdown`, `rcu_nest`) are std's in every build: `point.rs` reads them through
-// `owned::get32` together with its own std atomics, and no model needs them.
-use crate::sync::atomic::{AtomicPtr, AtomicU64, Ordering, fence};
+use crate::slot::{Counts, Scalars, Slot, bump};
+// The read sections' words come from `crate::sync`: std's, or loom's in the model-checking
+// build (`tracepoint/rcu.rs`'s models). The 32-bit owner-only word `rcu_nest` is std's in
+// every build: no model needs it.
+use crate::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use std::cell::Cell;
 use std::sync::Mutex;
 use std::sync::atomic::AtomicU32;
@@ -77,297 +73,6 @@ pub(crate) fn sizes() -> Sizes {
         fill(&mut s);
     }
     s
-}
-
-/// One thread's counters for one point. Only the owning thread writes it.
-///
-/// Aligned to 128 bytes: a cache line is 64 bytes, and the adjacent-line prefetcher of x86
-/// CPUs pulls pairs of lines, so 128 keeps two threads' slots from ever sharing a prefetch pair
-/// (crossbeam-utils' `CachePadded` uses 128 on x86_64 for the same reason).
-#[repr(C, align(128))]
-pub(crate) struct Slot {
-    // The seqlock and the scalar counters fill the first 64-byte line exactly, so a reader
-    // gets all of them in one cache-line fill, between two writes of a busy owner.
-    /// Seqlock: odd while the owner is updating.
-    pub(crate) seq: AtomicU64,
-    /// Calls re-entered while the point was active on this thread (recursion). Every call is
-    /// counted in exactly one of `timed`, `nested` and `skipped`: `nr` is their sum, so the
-    /// common path bumps one counter, not two.
-    pub(crate) nested: AtomicU64,
-    /// Calls whose interval counts in `total` (outermost, timed calls).
-    pub(crate) timed: AtomicU64,
-    /// Calls counted without reading the clock (sampled mode).
-    pub(crate) skipped: AtomicU64,
-    /// Sum of timed intervals, in ticks.
-    pub(crate) total: AtomicU64,
-    /// Sum of intervals minus the intervals of points nested inside them, in ticks.
-    pub(crate) self_ticks: AtomicU64,
-    /// Shortest timed interval (`u64::MAX` until the first).
-    pub(crate) min: AtomicU64,
-    /// Longest timed interval.
-    pub(crate) max: AtomicU64,
-    /// How many times the point is active on this thread right now (recursion depth).
-    pub(crate) depth: AtomicU32,
-    /// Calls left before the next timed call, in sampled mode.
-    pub(crate) countdown: AtomicU32,
-    /// Distribution of timed intervals.
-    pub(crate) hist: [AtomicU64; hist::BUCKETS],
-}
-
-/// A consistent copy of one slot, or the sum of several.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Counts {
-    pub(crate) nested: u64,
-    pub(crate) timed: u64,
-    pub(crate) skipped: u64,
-    pub(crate) total: u64,
-    pub(crate) self_ticks: u64,
-    pub(crate) min: u64,
-    pub(crate) max: u64,
-    pub(crate) hist: Vec<u64>,
-}
-
-impl Default for Counts {
-    fn default() -> Self {
-        Counts {
-            nested: 0,
-            timed: 0,
-            skipped: 0,
-            total: 0,
-            self_ticks: 0,
-            min: u64::MAX,
-            max: 0,
-            hist: vec![0; hist::BUCKETS],
-        }
-    }
-}
-
-impl Counts {
-    /// Every completed call.
-    pub(crate) fn nr(&self) -> u64 {
-        self.timed + self.nested + self.skipped
-    }
-
-    /// Adds `other` into `self`.
-    pub(crate) fn add(&mut self, other: &Counts) {
-        self.nested += other.nested;
-        self.timed += other.timed;
-        self.skipped += other.skipped;
-        self.total += other.total;
-        self.self_ticks = self.self_ticks.wrapping_add(other.self_ticks);
-        self.min = self.min.min(other.min);
-        self.max = self.max.max(other.max);
-        for (a, b) in self.hist.iter_mut().zip(&other.hist) {
-            *a += b;
-        }
-    }
-
-    /// The scalar counters.
-    pub(crate) fn scalars(&self) -> Scalars {
-        Scalars {
-            nested: self.nested,
-            timed: self.timed,
-            skipped: self.skipped,
-            total: self.total,
-            self_ticks: self.self_ticks,
-            min: self.min,
-            max: self.max,
-        }
-    }
-
-    /// `self - base` for the additive counters (used by `reset`); min and max stay.
-    pub(crate) fn since(&self, base: &Counts) -> Counts {
-        Counts {
-            nested: self.nested.saturating_sub(base.nested),
-            timed: self.timed.saturating_sub(base.timed),
-            skipped: self.skipped.saturating_sub(base.skipped),
-            total: self.total.saturating_sub(base.total),
-            self_ticks: self.self_ticks.wrapping_sub(base.self_ticks),
-            min: self.min,
-            max: self.max,
-            hist: self
-                .hist
-                .iter()
-                .zip(&base.hist)
-                .map(|(a, b)| a.saturating_sub(*b))
-                .collect(),
-        }
-    }
-}
-
-/// Adds `d` to a counter only its owning thread writes: a plain load and store, no `lock`.
-#[inline(always)]
-pub(crate) fn bump(c: &AtomicU64, d: u64) {
-    // Only the owning thread writes this counter, so no update can be lost; readers order
-    // their reads through the slot's seqlock (`owned.rs`: one `add` to memory on x86_64).
-    crate::owned::add(c, d);
-}
-
-impl Slot {
-    /// A zeroed slot on the heap (min set to its "none yet" value).
-    #[cfg(not(loom))]
-    fn new_boxed() -> Box<Slot> {
-        // SAFETY: every field of `Slot` is an atomic integer or an array of them, for which
-        // all-zero bytes are a valid value.
-        let slot: Box<Slot> = unsafe { Box::new_zeroed().assume_init() };
-        // Relaxed: the slot is not yet shared with any other thread.
-        slot.min.store(u64::MAX, Ordering::Relaxed);
-        slot
-    }
-
-    /// The same slot under loom, whose atomics are not plain integers (all-zero bytes are not
-    /// one of them): built field by field.
-    #[cfg(loom)]
-    fn new_boxed() -> Box<Slot> {
-        let z = || AtomicU64::new(0);
-        Box::new(Slot {
-            seq: z(),
-            nested: z(),
-            timed: z(),
-            skipped: z(),
-            total: z(),
-            self_ticks: z(),
-            min: AtomicU64::new(u64::MAX),
-            max: z(),
-            depth: AtomicU32::new(0),
-            countdown: AtomicU32::new(0),
-            hist: std::array::from_fn(|_| z()),
-        })
-    }
-
-    /// Marks the start of an update by the owner.
-    #[inline(always)]
-    pub(crate) fn write_begin(&self) {
-        // An owner's relaxed increment then a release fence: the odd number becomes visible no
-        // later than the data stores that follow (on x86_64 an `add` and a compiler barrier).
-        crate::owned::add(&self.seq, 1);
-        crate::owned::release_fence();
-    }
-
-    /// Marks the end of an update by the owner.
-    #[inline(always)]
-    pub(crate) fn write_end(&self) {
-        // A release increment: the data stores before it are visible to a reader that sees the
-        // even number (the fence orders them before the owner's increment).
-        crate::owned::release_fence();
-        crate::owned::add(&self.seq, 1);
-    }
-
-    /// A copy of the slot: the scalar counters consistent with each other (retried while the
-    /// owner is mid-update), then the distribution (read after them, so it may hold a few calls
-    /// more than `timed`: percentiles use the distribution's own total).
-    pub(crate) fn read(&self, into: &mut Counts) {
-        let mut c = Counts::default();
-        let s = self.read_scalars();
-        c.nested = s.nested;
-        c.timed = s.timed;
-        c.skipped = s.skipped;
-        c.total = s.total;
-        c.self_ticks = s.self_ticks;
-        c.min = s.min;
-        c.max = s.max;
-        for (d, s) in c.hist.iter_mut().zip(&self.hist) {
-            // Relaxed: the distribution is read as a best-effort copy (see above).
-            *d = s.load(Ordering::Relaxed);
-        }
-        into.add(&c);
-    }
-
-    /// The scalar counters, consistent with each other (retried while the owner is
-    /// mid-update): one cache line, what the overhead budget reads of every slot each round.
-    pub(crate) fn read_scalars(&self) -> Scalars {
-        let mut c = Scalars::default();
-        let mut attempts = 0u32;
-        let mut started: Option<std::time::Instant> = None;
-        loop {
-            let s0 = self.seq.load(Ordering::Acquire);
-            // Relaxed loads: the seqlock's acquire/fence pair orders them.
-            c.nested = self.nested.load(Ordering::Relaxed);
-            c.timed = self.timed.load(Ordering::Relaxed);
-            c.skipped = self.skipped.load(Ordering::Relaxed);
-            c.total = self.total.load(Ordering::Relaxed);
-            c.self_ticks = self.self_ticks.load(Ordering::Relaxed);
-            c.min = self.min.load(Ordering::Relaxed);
-            c.max = self.max.load(Ordering::Relaxed);
-            fence(Ordering::Acquire);
-            // Relaxed: ordered after the data loads by the acquire fence above.
-            if s0 & 1 == 0 && self.seq.load(Ordering::Relaxed) == s0 {
-                break;
-            }
-            attempts += 1;
-            if attempts.is_multiple_of(64) {
-                // The owner may be preempted mid-update (odd) until the scheduler runs it
-                // again: give it the CPU, and give up only after READ_PATIENCE.
-                let waited = started
-                    .get_or_insert_with(std::time::Instant::now)
-                    .elapsed();
-                if waited >= READ_PATIENCE {
-                    // The last copy is used: each counter in it is a value it really had,
-                    // off by at most the calls in flight, never older than an earlier read.
-                    break;
-                }
-                if waited >= std::time::Duration::from_millis(1) {
-                    std::thread::sleep(std::time::Duration::from_micros(50));
-                } else {
-                    crate::sync::yield_now();
-                }
-            } else {
-                crate::sync::spin_loop();
-            }
-        }
-        c
-    }
-}
-
-/// The scalar counters of a slot (or the sum of several): [`Counts`] without the distribution.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Scalars {
-    pub(crate) nested: u64,
-    pub(crate) timed: u64,
-    pub(crate) skipped: u64,
-    pub(crate) total: u64,
-    pub(crate) self_ticks: u64,
-    pub(crate) min: u64,
-    pub(crate) max: u64,
-}
-
-impl Default for Scalars {
-    fn default() -> Self {
-        Scalars {
-            nested: 0,
-            timed: 0,
-            skipped: 0,
-            total: 0,
-            self_ticks: 0,
-            min: u64::MAX,
-            max: 0,
-        }
-    }
-}
-
-impl Scalars {
-    /// Adds the additive counters of `o` (min and max are not needed by the sums' users).
-    pub(crate) fn add(&mut self, o: &Scalars) {
-        self.nested += o.nested;
-        self.timed += o.timed;
-        self.skipped += o.skipped;
-        self.total += o.total;
-        self.self_ticks = self.self_ticks.wrapping_add(o.self_ticks);
-        self.min = self.min.min(o.min);
-        self.max = self.max.max(o.max);
-    }
-
-    /// Every completed call.
-    pub(crate) fn nr(&self) -> u64 {
-        self.timed + self.nested + self.skipped
-    }
-
-    /// `self_ticks` as the signed sum it is: a call whose nested points were estimated (left
-    /// untimed, counted at their mean) may add a negative self time, so that the sum stays
-    /// unbiased; the words add and subtract wrapping.
-    pub(crate) fn self_signed(&self) -> f64 {
-        self.self_ticks as i64 as f64
-    }
 }
 
 /// The scalar counters of every point, each summed over every shard, into `out` (indexed by
@@ -552,15 +257,6 @@ impl Shard {
         x
     }
 }
-
-// The scalar counters a reader copies share the first cache line with the seqlock (loom's
-// atomics are larger than a word: not in the model-checking build).
-#[cfg(not(loom))]
-const _: () = assert!(std::mem::offset_of!(Slot, depth) == 64);
-
-/// How long a reader retries a slot whose owner keeps it mid-update before it accepts a torn
-/// copy: longer than a scheduler time slice, so a preempted owner runs and finishes first.
-const READ_PATIENCE: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// Every shard ever made (they are never freed) and the ones no thread holds.
 struct Registry {
@@ -803,115 +499,12 @@ pub(crate) fn shard_count() -> usize {
     registry().all.len()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn bump_adds() {
-        let c = AtomicU64::new(5);
-        bump(&c, 7);
-        assert_eq!(c.load(Ordering::Relaxed), 12);
-    }
-
-    #[test]
-    fn counts_add_and_since() {
-        let mut a = Counts::default();
-        let mut b = Counts {
-            timed: 3,
-            total: 30,
-            min: 5,
-            max: 15,
-            ..Default::default()
-        };
-        b.hist[1] = 3;
-        a.add(&b);
-        a.add(&b);
-        assert_eq!(
-            (a.nr(), a.total, a.min, a.max, a.hist[1]),
-            (6, 60, 5, 15, 6)
-        );
-        let d = a.since(&b);
-        assert_eq!((d.nr(), d.total, d.hist[1]), (3, 30, 3));
-    }
-
-    #[test]
-    fn slot_read_sees_a_consistent_copy() {
-        let s = Slot::new_boxed();
-        s.write_begin();
-        bump(&s.nested, 2);
-        s.write_end();
-        let mut c = Counts::default();
-        s.read(&mut c);
-        assert_eq!(c.nr(), 2);
-        assert_eq!(c.min, u64::MAX);
-    }
-}
-
 #[cfg(all(test, not(loom)))]
 mod size_tests {
     /// The memory figures ARCHITECTURE.md states.
     #[test]
     fn memory_per_point_and_thread_is_as_documented() {
-        assert_eq!(std::mem::size_of::<super::Slot>(), 11_392);
         assert_eq!(std::mem::size_of::<super::Shard>(), 128);
         assert_eq!(std::mem::align_of::<super::Shard>(), 128);
-    }
-}
-
-/// Model checking of the seqlock (`RUSTFLAGS="--cfg loom"`, docs/loom.md).
-///
-/// Real code: `Slot::new_boxed`, `write_begin`, `bump`, `write_end` and `read`, with loom's
-/// atomics and fences (`crate::sync`). Stand-in: the writer's update is the model's own
-/// sequence of `bump`s between `write_begin` and `write_end`, the shape of `point.rs`'s leave
-/// (which needs the thread-locals and the clock); `owned.rs`'s debug-build x86_64 assembly is
-/// replaced by its release-build code (the std atomics loom can see).
-#[cfg(all(test, loom))]
-mod loom_tests {
-    use super::*;
-    use std::collections::BTreeSet;
-    use std::sync::{Arc, Mutex};
-
-    /// A reader copying a slot twice while its owner makes two updates of `timed` and `total`
-    /// together (10 ticks a call): every copy has `total == 10 * timed` (no torn pair), the
-    /// second is never older than the first, and the final copy has both updates.
-    #[test]
-    fn loom_seqlock_reader_never_sees_a_torn_pair() {
-        // What the first copy saw, over every execution: proof that the reader really ran
-        // before, between and after the updates (loom explores from the schedule where the
-        // main thread, here the writer, runs first: tokio-rs/loom#392 is why it is the writer).
-        let seen = Arc::new(Mutex::new(BTreeSet::new()));
-        let seen_in = seen.clone();
-        crate::sync::model("seqlock", move || {
-            let slot: Arc<Slot> = Arc::from(Slot::new_boxed());
-            let r = slot.clone();
-            let seen = seen_in.clone();
-            let reader = loom::thread::spawn(move || {
-                let mut first = Counts::default();
-                r.read(&mut first);
-                let torn = |c: &Counts| format!("torn copy: timed {} total {}", c.timed, c.total);
-                assert_eq!(first.total, 10 * first.timed, "{}", torn(&first));
-                let mut second = Counts::default();
-                r.read(&mut second);
-                assert_eq!(second.total, 10 * second.timed, "{}", torn(&second));
-                assert!(
-                    second.timed >= first.timed,
-                    "second copy older than the first"
-                );
-                seen.lock().unwrap().insert(first.timed);
-            });
-            for _ in 0..2 {
-                slot.write_begin();
-                bump(&slot.timed, 1);
-                bump(&slot.total, 10);
-                slot.write_end();
-            }
-            reader.join().unwrap();
-            let mut last = Counts::default();
-            slot.read(&mut last);
-            assert_eq!((last.timed, last.total), (2, 20), "after the reader ended");
-        });
-        let seen = seen.lock().unwrap();
-        assert_eq!(*seen, BTreeSet::from([0, 1, 2]), "schedules explored");
     }
 }

@@ -90,7 +90,8 @@
 use crate::clock;
 use crate::overhead::{self, ModeCosts};
 use crate::point::{self, Kind, Point};
-use crate::shard::{self, Scalars};
+use crate::shard;
+use crate::slot::Scalars;
 pub(crate) use profpoint_report::{BudgetEvent, BudgetReport, ThrottledPoint};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};

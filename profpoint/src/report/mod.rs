@@ -17,7 +17,8 @@ pub use profpoint_report::*;
 use crate::budget::{self, Est};
 use crate::clock::{self, ClockInfo};
 use crate::point::{self, Kind};
-use crate::shard::{self, Counts};
+use crate::shard;
+use crate::slot::Counts;
 use crate::{hist, overhead};
 use std::sync::Mutex;
 

@@ -305,7 +305,7 @@ impl Tracepoint {
         let index = self.index();
         let guard = rcu::read();
         if let Some(hits) = guard.shard().tp_hits.get(index) {
-            crate::shard::bump(hits, 1);
+            crate::slot::bump(hits, 1);
         }
         // Acquire: pairs with the Release publication in `swap_probes`.
         let p = self.probes.load(Ordering::Acquire);
