@@ -18,7 +18,7 @@
 //!   gave it since the last reset: an estimate revised down holds the counter level until the
 //!   estimate passes its old high again (it is never counted twice);
 //! - a reset is seen when a count that is never estimated went down: a point's timed calls, or
-//!   the calls of a point whose calls are exact. Then every series carries its `high` and starts
+//!   the calls of a point that is on and not estimated. Then every series carries its `high` and starts
 //!   again from the new value, so calls after the reset add to the counter.
 //!
 //! The latency summary's `_sum` and `_count` are counters too and follow the same rule; its
@@ -108,7 +108,9 @@ impl Counters<'_> {
 fn saw_reset(h: &mut Held, r: &Report, labels: &[String]) -> bool {
     let mut reset = false;
     for (p, l) in r.points.iter().zip(labels) {
-        let now = (p.timed, (!p.estimated).then_some(p.nr));
+        // A point off now may be in the budget's bursts, its calls between them estimated even
+        // before `estimated` says so: only an enabled point's unestimated calls are exact.
+        let now = (p.timed, (p.enabled && !p.estimated).then_some(p.nr));
         if let Some(&(timed, nr)) = h.exact.get(l) {
             let calls_down = matches!((nr, now.1), (Some(b), Some(a)) if a < b);
             reset |= p.timed < timed || calls_down;
