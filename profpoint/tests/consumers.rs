@@ -1,0 +1,766 @@
+//! Every export read by the program that consumes it (issue 13), not by our own readers: the
+//! pprof profile by `go tool pprof` (`-raw`, `-top`) and by `protoc --decode` with upstream's
+//! `profile.proto` (`third_party/pprof`), the Prometheus exposition by `promtool check
+//! metrics`, the SVG chart by an XML parser. `scripts/test` installs the tools (Debian's
+//! golang-go, protobuf-compiler, prometheus); where one is missing its test prints `SKIPPED:`
+//! with the reason and passes.
+//!
+//! Values are compared with the JSON form of the same report (one snapshot rendered twice), or,
+//! for the at-exit files, with the JSON report the same exit wrote.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::Duration;
+
+#[profpoint::profile_point]
+fn outer() {
+    std::thread::sleep(Duration::from_millis(4));
+    inner();
+}
+
+#[profpoint::profile_point]
+fn inner() {
+    std::thread::sleep(Duration::from_millis(2));
+}
+
+#[profpoint::profile_point]
+fn once() {
+    std::thread::sleep(Duration::from_millis(1));
+}
+
+#[profpoint::profile_point]
+async fn fetch() {
+    std::thread::sleep(Duration::from_millis(1));
+}
+
+struct Noop;
+impl Wake for Noop {
+    fn wake(self: Arc<Self>) {}
+}
+
+/// Runs a future that never waits on anything to completion.
+fn block_on<F: Future>(f: F) -> F::Output {
+    let mut f = std::pin::pin!(f);
+    let waker = Waker::from(Arc::new(Noop));
+    loop {
+        if let Poll::Ready(v) = Pin::as_mut(&mut f).poll(&mut Context::from_waker(&waker)) {
+            return v;
+        }
+    }
+}
+
+/// The calls every scenario makes: a nested pair (outer's self time is less than its total),
+/// a point called once, an async point (no self time).
+fn work() {
+    for _ in 0..3 {
+        outer();
+    }
+    once();
+    block_on(fetch());
+}
+
+/// The points this file defines (the report also lists points of other test files).
+const OURS: [&str; 4] = [
+    "consumers::outer",
+    "consumers::inner",
+    "consumers::once",
+    "consumers::fetch",
+];
+
+/// `Some(path)` of `tool` on PATH; `None` after printing why the caller is SKIPPED.
+fn tool(test: &str, tool: &str, deb: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let found = std::env::split_paths(&path)
+        .map(|d| d.join(tool))
+        .find(|p| p.is_file());
+    if found.is_none() {
+        println!(
+            "SKIPPED: {test}: `{tool}` is not installed (Debian's {deb}; scripts/test installs it)"
+        );
+    }
+    found
+}
+
+/// A fresh folder for one test's files.
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("profpoint-consumers-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Runs `cmd`, which must succeed; its standard output.
+fn run(cmd: &mut Command) -> String {
+    let o = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    assert!(
+        o.status.success(),
+        "{cmd:?}: {}\n{}\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout).unwrap()
+}
+
+/// `go tool pprof ARGS FILE`, with its temporary files kept in `dir`.
+fn pprof(dir: &Path, args: &[&str], file: &Path) -> String {
+    run(Command::new("go")
+        .args(["tool", "pprof", "-symbolize=none"])
+        .args(args)
+        .arg(file)
+        .env("HOME", dir)
+        .env("PPROF_TMPDIR", dir))
+}
+
+/// The rows of `go tool pprof -top -unit=ns`: function name to its flat value.
+fn top(dir: &Path, file: &Path, index: &str) -> BTreeMap<String, u64> {
+    let out = pprof(
+        dir,
+        &[
+            "-top",
+            "-unit=ns",
+            "-nodefraction=0",
+            "-nodecount=100000",
+            &format!("-sample_index={index}"),
+        ],
+        file,
+    );
+    let mut rows = BTreeMap::new();
+    for line in out
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("flat"))
+        .skip(1)
+    {
+        // flat flat% sum% cum cum% NAME (a name may hold spaces).
+        let mut f = line.split_whitespace();
+        let flat = f.next().unwrap();
+        let name = f.skip(4).collect::<Vec<_>>().join(" ");
+        let v: f64 = flat
+            .trim_end_matches("ns")
+            .parse()
+            .unwrap_or_else(|_| panic!("a flat value {flat:?} in {line:?}:\n{out}"));
+        rows.insert(name, v as u64);
+    }
+    rows
+}
+
+/// The points of a JSON report (parsed by serde_json, not by profpoint), by name.
+fn json_points(json: &str) -> BTreeMap<String, serde_json::Value> {
+    let v: serde_json::Value = serde_json::from_str(json).unwrap();
+    v["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["name"].as_str().unwrap().to_string(), p.clone()))
+        .collect()
+}
+
+/// A point's self time in the JSON: `None` where the report says it is not measured (an async
+/// point), however the schema says so (a missing or null field).
+fn json_self(p: &serde_json::Value) -> Option<u64> {
+    p.get("self_ns").and_then(serde_json::Value::as_u64)
+}
+
+fn gunzip(b: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    flate2::read::GzDecoder::new(b)
+        .read_to_end(&mut out)
+        .expect("gzip");
+    out
+}
+
+/// Whether `b` starts as gzip does (RFC 1952's magic bytes).
+fn is_gzip(b: &[u8]) -> bool {
+    b.starts_with(&[0x1f, 0x8b])
+}
+
+/// What `go tool pprof` says of a profile file, checked against the JSON report `json`: `-raw`
+/// lists one sample per point with the JSON's calls, self and total; `-top` ranks them by each
+/// sample type with the same values.
+fn go_tool_pprof_agrees(dir: &Path, file: &Path, json: &str) {
+    let points = json_points(json);
+    let raw = pprof(dir, &["-raw"], file);
+    assert!(
+        raw.contains("calls/count self/nanoseconds[dflt] total/nanoseconds"),
+        "{raw}"
+    );
+    for (index, field) in [("calls", "nr"), ("self", "self_ns"), ("total", "total_ns")] {
+        let rows = top(dir, file, index);
+        for name in OURS {
+            let p = &points[name];
+            let want = if field == "self_ns" {
+                json_self(p)
+            } else {
+                p[field].as_u64()
+            };
+            // pprof leaves out a function whose value is 0: that is how a self time that is
+            // not measured (an async point's) is absent.
+            assert_eq!(
+                rows.get(name).copied(),
+                want.filter(|&v| v > 0),
+                "go tool pprof -top -sample_index={index}: {name} (JSON {p})\n{rows:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn go_tool_pprof_reads_the_profile_with_the_jsons_values() {
+    let test = "go_tool_pprof_reads_the_profile_with_the_jsons_values";
+    if tool(test, "go", "golang-go").is_none() {
+        return;
+    }
+    work();
+    let r = profpoint::snapshot();
+    let pb = r.to_pprof();
+    // pprof's format is gzipped on disk ("the serialized proto must be gzip-compressed",
+    // profile.proto), once.
+    assert!(is_gzip(&pb), "to_pprof is not gzipped: {:02x?}", &pb[..4]);
+    assert!(!is_gzip(&gunzip(&pb)), "to_pprof is gzipped twice");
+    let dir = scratch("go");
+    let file = dir.join("snapshot.pb.gz");
+    std::fs::write(&file, &pb).unwrap();
+    go_tool_pprof_agrees(&dir, &file, &r.to_json());
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// `protoc --decode` text: the top-level messages named `name`, each as its lines.
+fn messages<'a>(text: &'a str, name: &str) -> Vec<Vec<&'a str>> {
+    let mut out = Vec::new();
+    let mut cur: Option<Vec<&str>> = None;
+    let mut depth = 0;
+    for line in text.lines() {
+        let t = line.trim();
+        if depth == 0 && t == format!("{name} {{") {
+            cur = Some(Vec::new());
+        } else if let Some(c) = cur.as_mut().filter(|_| depth > 0) {
+            c.push(t);
+        }
+        depth += t.ends_with('{') as i32 - (t == "}") as i32;
+        if depth == 0
+            && let Some(c) = cur.take()
+        {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The integer values of `field: N` lines.
+fn ints(lines: &[&str], field: &str) -> Vec<u64> {
+    lines
+        .iter()
+        .filter_map(|l| l.strip_prefix(&format!("{field}: ")))
+        .map(|v| v.parse().unwrap())
+        .collect()
+}
+
+#[test]
+fn protoc_decodes_the_profile_with_upstream_profile_proto() {
+    let test = "protoc_decodes_the_profile_with_upstream_profile_proto";
+    if tool(test, "protoc", "protobuf-compiler").is_none() {
+        return;
+    }
+    work();
+    let r = profpoint::snapshot();
+    let pb = gunzip(&r.to_pprof());
+    let proto = Path::new(env!("CARGO_MANIFEST_DIR")).join("../third_party/pprof");
+    let mut child = Command::new("protoc")
+        .arg("--decode=perftools.profiles.Profile")
+        .arg(format!("--proto_path={}", proto.display()))
+        .arg("profile.proto")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(&pb).unwrap();
+    let o = child.wait_with_output().unwrap();
+    let text = String::from_utf8(o.stdout).unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    // protoc fails on bytes that do not parse as the message; it prints unknown fields by
+    // number, which upstream's schema would not have.
+    assert!(o.status.success(), "protoc: {err}");
+    assert!(err.trim().is_empty(), "protoc: {err}");
+    assert!(
+        !text
+            .lines()
+            .any(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit())),
+        "unknown fields:\n{text}"
+    );
+    let strings: Vec<String> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("string_table: "))
+        .map(|s| s.trim_matches('"').to_string())
+        .collect();
+    assert_eq!(strings[0], "", "string 0 is empty");
+    let types: Vec<(String, String)> = messages(&text, "sample_type")
+        .iter()
+        .map(|m| {
+            (
+                strings[ints(m, "type")[0] as usize].clone(),
+                strings[ints(m, "unit")[0] as usize].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        &types[..3],
+        [
+            ("calls", "count"),
+            ("self", "nanoseconds"),
+            ("total", "nanoseconds")
+        ]
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+    );
+    // Function id -> name, location id -> function id, then each sample's values by name.
+    let functions: BTreeMap<u64, String> = messages(&text, "function")
+        .iter()
+        .map(|m| {
+            (
+                ints(m, "id")[0],
+                strings[ints(m, "name")[0] as usize].clone(),
+            )
+        })
+        .collect();
+    let locations: BTreeMap<u64, u64> = messages(&text, "location")
+        .iter()
+        .map(|m| (ints(m, "id")[0], ints(m, "function_id")[0]))
+        .collect();
+    let mut samples = BTreeMap::new();
+    for m in messages(&text, "sample") {
+        let loc = ints(&m, "location_id");
+        assert_eq!(loc.len(), 1, "one location a sample: {m:?}");
+        let name = functions[&locations[&loc[0]]].clone();
+        samples.insert(name, ints(&m, "value"));
+    }
+    let points = json_points(&r.to_json());
+    for name in OURS {
+        let p = &points[name];
+        let v = &samples[name];
+        assert_eq!(v[0], p["nr"].as_u64().unwrap(), "{name}");
+        assert_eq!(Some(v[1]).filter(|&s| s > 0), json_self(p), "{name}: self");
+        assert_eq!(v[2], p["total_ns"].as_u64().unwrap(), "{name}");
+    }
+    let default = ints(&text.lines().collect::<Vec<_>>(), "default_sample_type");
+    assert_eq!(strings[default[0] as usize], "self");
+}
+
+/// The child's half of the at-exit scenarios (ignored in a normal run: the parent runs it).
+#[test]
+#[ignore = "the child of the at-exit tests below, which start it"]
+fn child_exits_with_its_reports() {
+    work();
+}
+
+/// Runs [`child_exits_with_its_reports`] in a process of its own with `PROFPOINT_REPORT=spec`.
+fn child_reports(spec: &str) {
+    let o = common::runner::target_command(std::env::current_exe().unwrap())
+        .args(["--ignored", "--exact", "child_exits_with_its_reports"])
+        .env("PROFPOINT_REPORT", spec)
+        .env("PROFPOINT_BUDGET", "off")
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+#[test]
+fn the_exit_reports_pprof_file_is_gzipped_once_and_go_tool_pprof_reads_it() {
+    let test = "the_exit_reports_pprof_file_is_gzipped_once_and_go_tool_pprof_reads_it";
+    if tool(test, "go", "golang-go").is_none() {
+        return;
+    }
+    let dir = scratch("exit-pprof");
+    let (pb, json) = (dir.join("exit.pb.gz"), dir.join("exit.json"));
+    child_reports(&format!("pprof:{},json:{}", pb.display(), json.display()));
+    let bytes = std::fs::read(&pb).unwrap();
+    assert!(is_gzip(&bytes), "the pprof file is not gzipped");
+    assert!(!is_gzip(&gunzip(&bytes)), "the pprof file is gzipped twice");
+    go_tool_pprof_agrees(&dir, &pb, &std::fs::read_to_string(&json).unwrap());
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// `promtool check metrics` on `text`: must exit 0 and print nothing (no lint problem).
+fn promtool_accepts(text: &str) {
+    let mut child = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(o.status.success(), "promtool check metrics: {said}\n{text}");
+    assert!(said.trim().is_empty(), "promtool check metrics: {said}");
+}
+
+#[test]
+fn promtool_accepts_the_exposition() {
+    if tool("promtool_accepts_the_exposition", "promtool", "prometheus").is_none() {
+        return;
+    }
+    work();
+    promtool_accepts(&profpoint::snapshot().to_prometheus());
+}
+
+#[test]
+fn promtool_accepts_the_exit_reports_exposition() {
+    let test = "promtool_accepts_the_exit_reports_exposition";
+    if tool(test, "promtool", "prometheus").is_none() {
+        return;
+    }
+    let dir = scratch("exit-prom");
+    let prom = dir.join("exit.prom");
+    child_reports(&format!("prom:{}", prom.display()));
+    let text = std::fs::read_to_string(&prom).unwrap();
+    assert!(text.contains("consumers::outer"), "{text}");
+    promtool_accepts(&text);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[profpoint::profile_point]
+#[inline(never)]
+fn tick(x: u64) -> u64 {
+    std::hint::black_box(x.wrapping_mul(31).wrapping_add(1))
+}
+
+/// Calls `tick` `n` times: hot enough for a small budget to sample, count or burst it.
+fn hot(n: u64) {
+    let mut x = 0;
+    for _ in 0..n {
+        x = tick(x);
+    }
+    std::hint::black_box(x);
+}
+
+/// The counter series of an exposition (`# TYPE` counter, and a summary's `_sum` and `_count`),
+/// series (name and labels) to value.
+fn counters(text: &str) -> BTreeMap<String, f64> {
+    let mut kinds = BTreeMap::new();
+    let mut out = BTreeMap::new();
+    for l in text.lines() {
+        if let Some(t) = l.strip_prefix("# TYPE ") {
+            let (name, kind) = t.split_once(' ').unwrap();
+            kinds.insert(name.to_string(), kind.to_string());
+            continue;
+        }
+        if l.starts_with('#') || l.is_empty() {
+            continue;
+        }
+        let (series, v) = l.rsplit_once(' ').unwrap();
+        let name = &series[..series.find('{').unwrap_or(series.len())];
+        let counter = match kinds.get(name).map(String::as_str) {
+            Some("counter") => true,
+            _ => ["_sum", "_count"].iter().any(|s| {
+                name.strip_suffix(s)
+                    .is_some_and(|base| kinds.get(base).map(String::as_str) == Some("summary"))
+            }),
+        };
+        if counter {
+            out.insert(series.to_string(), v.parse().unwrap());
+        }
+    }
+    out
+}
+
+/// Every counter series of `before` that is in `after` has not gone down.
+fn none_went_down(before: &BTreeMap<String, f64>, after: &BTreeMap<String, f64>, step: &str) {
+    for (s, b) in before {
+        if let Some(a) = after.get(s) {
+            assert!(a >= b, "{step}: {s} went down from {b} to {a}");
+        }
+    }
+}
+
+#[test]
+fn counters_never_go_down_across_a_reset_and_a_budget_change() {
+    let scrape = || counters(&profpoint::snapshot().to_prometheus());
+    let outer_calls = |c: &BTreeMap<String, f64>| {
+        c.iter()
+            .find(|(s, _)| {
+                s.starts_with("profpoint_calls_total{") && s.contains("\"consumers::outer\"")
+            })
+            .map(|(_, v)| *v)
+            .expect("outer's calls")
+    };
+    work();
+    work();
+    let mut scrapes = vec![("exact", scrape())];
+    // A budget far too small for `tick`: the controller samples, counts or bursts it, and its
+    // totals become estimates, which later rounds may revise down.
+    profpoint::set_budget(Some(0.05));
+    for i in 0..20 {
+        hot(200_000);
+        scrapes.push(("under a small budget", scrape()));
+        if i == 10 {
+            profpoint::set_budget(Some(50.0));
+        }
+    }
+    let before_reset = outer_calls(&scrapes.last().unwrap().1);
+    // reset() makes now the reports' zero; the counters go on from where they were.
+    profpoint::reset();
+    scrapes.push(("just after reset()", scrape()));
+    work();
+    hot(100_000);
+    let after = scrape();
+    assert_eq!(
+        outer_calls(&after),
+        before_reset + 3.0,
+        "the 3 calls after reset() add to the counter"
+    );
+    scrapes.push(("after reset() and more calls", after));
+    for w in scrapes.windows(2) {
+        none_went_down(&w[0].1, &w[1].1, w[1].0);
+    }
+}
+
+/// A report of `n` points made from a real one's row (names, calls and times set here): one
+/// point called once, one async point (no self time), one with a name longer than a column.
+fn report_of(n: usize) -> profpoint::Report {
+    work();
+    let mut r = profpoint::snapshot();
+    let template = r
+        .points
+        .iter()
+        .find(|p| p.name == "consumers::outer")
+        .unwrap()
+        .clone();
+    r.points = (0..n as u64)
+        .map(|i| {
+            let mut p = template.clone();
+            p.name = format!("crate_{}::module::function_{i}", i % 7);
+            // Totals from 1 ns to about 3 s, so every unit shows up.
+            p.total_ns = 3_000_000_000 >> (i % 32);
+            p.self_ns = Some(p.total_ns / 3);
+            p.nr = 1 + i * 997;
+            p
+        })
+        .collect();
+    r.points[0].nr = 1;
+    r.points[1].name = format!("{}::the_function", "very_long_module_path".repeat(8));
+    r.points[2].kind = "async".into();
+    r.points[2].self_ns = None;
+    r.points.sort_by_key(|p| std::cmp::Reverse(p.total_ns));
+    r
+}
+
+/// One `<text>` of the chart: its box (monospace advance estimated at 0.6 em) and content.
+#[derive(Debug)]
+struct Label {
+    x0: f64,
+    y0: f64,
+    x1: f64,
+    y1: f64,
+    text: String,
+}
+
+/// The chart's labels, parsed with roxmltree; the SVG's width and height.
+fn labels(svg: &str) -> (Vec<Label>, f64, f64) {
+    let doc = roxmltree::Document::parse(svg).unwrap_or_else(|e| panic!("not XML: {e}"));
+    let root = doc.root_element();
+    assert_eq!(root.tag_name().name(), "svg");
+    assert_eq!(
+        root.tag_name().namespace(),
+        Some("http://www.w3.org/2000/svg")
+    );
+    let num = |n: roxmltree::Node<'_, '_>, a: &str| -> Option<f64> {
+        n.attribute(a).map(|v| v.parse().unwrap())
+    };
+    let (w, h) = (num(root, "width").unwrap(), num(root, "height").unwrap());
+    let font = num(root, "font-size").unwrap();
+    let mut out = Vec::new();
+    for t in root.descendants().filter(|n| n.has_tag_name("text")) {
+        let text: String = t
+            .descendants()
+            .filter(|n| n.is_text())
+            .filter_map(|n| n.text())
+            .collect();
+        let size = num(t, "font-size").unwrap_or(font);
+        let width = text.chars().count() as f64 * size * 0.6;
+        let (x, y) = (num(t, "x").unwrap(), num(t, "y").unwrap());
+        let x0 = match t.attribute("text-anchor") {
+            Some("end") => x - width,
+            Some("middle") => x - width / 2.0,
+            _ => x,
+        };
+        // From the ascent to the descent of the font (about 0.8 em above the baseline, 0.2 below).
+        out.push(Label {
+            x0,
+            y0: y - 0.8 * size,
+            x1: x0 + width,
+            y1: y + 0.2 * size,
+            text,
+        });
+    }
+    (out, w, h)
+}
+
+/// Checks a chart of the report `r`, and writes it to `$PROFPOINT_SVG_OUT/NAME.svg` for
+/// `scripts/render-svg` to render in Chromium.
+fn check_svg(name: &str, r: &profpoint::Report) {
+    let svg = r.to_svg();
+    if let Some(dir) = std::env::var_os("PROFPOINT_SVG_OUT") {
+        std::fs::write(Path::new(&dir).join(format!("{name}.svg")), &svg).unwrap();
+    }
+    let (labels, w, h) = labels(&svg);
+    let texts: Vec<&str> = labels.iter().map(|l| l.text.as_str()).collect();
+    // Every label inside the picture, no two overlapping.
+    for l in &labels {
+        assert!(
+            l.x0 >= 0.0 && l.y0 >= 0.0 && l.x1 <= w && l.y1 <= h,
+            "{name}: outside the {w}x{h} picture: {l:?}"
+        );
+    }
+    for (i, a) in labels.iter().enumerate() {
+        for b in &labels[i + 1..] {
+            let dx = a.x1.min(b.x1) - a.x0.max(b.x0);
+            let dy = a.y1.min(b.y1) - a.y0.max(b.y0);
+            assert!(
+                !(dx > 0.5 && dy > 0.5),
+                "{name}: overlapping labels {a:?} and {b:?}"
+            );
+        }
+    }
+    // An axis with units: tick labels are a number and a time unit, from 0.
+    let ticks: Vec<&str> = texts
+        .iter()
+        .copied()
+        .filter(|t| {
+            t.split_once(' ').is_some_and(|(v, u)| {
+                v.parse::<f64>().is_ok() && ["ns", "µs", "ms", "s"].contains(&u)
+            })
+        })
+        .collect();
+    assert!(ticks.len() >= 4, "{name}: no axis with units: {texts:?}");
+    assert!(
+        ticks.iter().any(|t| t.starts_with("0 ")),
+        "{name}: {ticks:?}"
+    );
+    // Every point called has its name (or its end, when shortened) and its figures.
+    let called: Vec<_> = r.points.iter().filter(|p| p.nr > 0).collect();
+    for p in &called {
+        let shown = texts.iter().any(|t| {
+            *t == p.name || (t.starts_with('…') && p.name.ends_with(t.trim_start_matches('…')))
+        });
+        assert!(shown, "{name}: no label for {}", p.name);
+    }
+    let figures: Vec<&str> = texts
+        .iter()
+        .copied()
+        .filter(|t| {
+            // A row's figures start with its total (`~` when estimated), not the header.
+            (t.ends_with(" call") || t.ends_with(" calls"))
+                && t.starts_with(|c: char| c.is_ascii_digit() || c == '~')
+        })
+        .collect();
+    assert_eq!(
+        figures.len(),
+        called.len(),
+        "{name}: figures for every point called"
+    );
+    for f in &figures {
+        assert!(
+            !f.contains(" 1 calls") && !f.starts_with("1 calls"),
+            "{name}: {f}"
+        );
+    }
+    for p in &called {
+        let want = if p.nr == 1 {
+            "1 call".to_string()
+        } else {
+            "calls".to_string()
+        };
+        assert!(figures.iter().any(|f| f.ends_with(&want)), "{name}: {want}");
+    }
+    // An async point says it has no self time.
+    if called.iter().any(|p| p.self_ns.is_none()) {
+        assert!(
+            figures.iter().any(|f| f.contains("no self time")),
+            "{name}: {figures:?}"
+        );
+    }
+}
+
+#[test]
+fn svg_chart_of_a_real_run_parses_with_axes_units_and_labels() {
+    work();
+    let r = profpoint::snapshot();
+    check_svg("snapshot", &r);
+    let svg = r.to_svg();
+    assert!(
+        svg.contains(">1 call<") || svg.contains(", 1 call<"),
+        "once: {svg}"
+    );
+}
+
+#[test]
+fn svg_chart_of_10_points_has_legible_labels() {
+    check_svg("points-10", &report_of(10));
+}
+
+#[test]
+fn svg_chart_of_500_points_has_legible_labels() {
+    check_svg("points-500", &report_of(500));
+}
+
+/// `GET /metrics` from a server of this process (feature `serve`): the body.
+#[cfg(feature = "serve")]
+fn scrape_metrics(addr: std::net::SocketAddr) -> String {
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    let text = String::from_utf8(out).unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap();
+    assert!(head.starts_with("HTTP/1.1 200 OK"), "{head}");
+    body.to_string()
+}
+
+#[cfg(feature = "serve")]
+#[test]
+fn promtool_accepts_the_servers_metrics_and_its_counters_never_go_down() {
+    let test = "promtool_accepts_the_servers_metrics_and_its_counters_never_go_down";
+    if tool(test, "promtool", "prometheus").is_none() {
+        return;
+    }
+    let addr = profpoint::serve("127.0.0.1:0").unwrap().local_addr();
+    work();
+    work();
+    let first = scrape_metrics(addr);
+    promtool_accepts(&first);
+    assert!(first.contains("consumers::outer"), "{first}");
+    profpoint::reset();
+    work();
+    let second = scrape_metrics(addr);
+    promtool_accepts(&second);
+    none_went_down(
+        &counters(&first),
+        &counters(&second),
+        "a scrape after reset()",
+    );
+}
