@@ -1,5 +1,5 @@
 //! A demo workload for the heatmap sampler: four functions with different CPU budgets on two
-//! threads, sampled at `PROFPOINT_HZ` (default 1000) in CPU mode; prints the top 10 on stderr
+//! threads, sampled at `HEATMAP_HZ` (default 1000) in CPU mode; prints the top 10 on stderr
 //! and writes a dump to the path given as the first argument (default `heatmap.hm`).
 //!
 //! `scripts/compare_with_perf.sh` runs it under `perf record` to check our shares against
@@ -92,12 +92,21 @@ mod linux {
         let out = std::env::args()
             .nth(1)
             .unwrap_or_else(|| "heatmap.hm".to_owned());
-        let config = heatmap::Config::from_env_vars(|k| std::env::var(k).ok())
-            .unwrap_or_else(|e| {
-                eprintln!("heatmap_demo: {e}");
-                std::process::exit(2)
-            })
-            .unwrap_or_default();
+        // The rate from HEATMAP_HZ (the demo's own variable; the crate reads none).
+        let mut config = heatmap::Config::default();
+        if let Ok(v) = std::env::var("HEATMAP_HZ") {
+            match v.trim().parse::<u32>() {
+                Ok(hz) if (1..=heatmap::MAX_HZ).contains(&hz) => config = config.hz(hz),
+                _ => {
+                    eprintln!(
+                        "heatmap_demo: HEATMAP_HZ={v:?}: expected a sampling rate in Hz between 1 \
+                         and {}",
+                        heatmap::MAX_HZ
+                    );
+                    std::process::exit(2)
+                }
+            }
+        }
         let sampler = heatmap::start(config).unwrap_or_else(|e| {
             eprintln!("heatmap_demo: {e}");
             std::process::exit(1)

@@ -17,7 +17,8 @@ TOL=${TOLERANCE:-3}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export HEATMAP_DUMP="$work/run.hm"
-cargo build -q -p heatmap --release --bin heatmap --example heatmap_demo
+cargo build -q -p heatmap --release --example heatmap_demo
+cargo build -q -p profpoint-cli --release
 mode=dump
 if [ "${1:-}" = "--profpoint" ]; then
   mode=profpoint
@@ -27,16 +28,16 @@ if [ $# -eq 0 ]; then
   set -- target/release/examples/heatmap_demo "$HEATMAP_DUMP"
 fi
 if [ $mode = profpoint ]; then
-  PROFPOINT_HEATMAP=1 PROFPOINT_HZ=$HZ PROFPOINT_HEATMAP_TOP=5 \
+  PROFPOINT_HEATMAP=1 PROFPOINT_HZ=$HZ HEATMAP_HZ=$HZ PROFPOINT_HEATMAP_TOP=5 \
     PROFPOINT_REPORT="json:$work/report.json" \
     perf record -q -e cpu-clock:u -F "$HZ" -o "$work/perf.data" -- "$@" >"$work/run.out" 2>"$work/run.err" \
     || { cat "$work/run.err"; exit 1; }
   python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))["heatmap"]))' \
     "$work/report.json" >"$work/heatmap.json"
 else
-  PROFPOINT_HZ=$HZ perf record -q -e cpu-clock:u -F "$HZ" -o "$work/perf.data" -- "$@" 2>"$work/run.err" \
+  HEATMAP_HZ=$HZ perf record -q -e cpu-clock:u -F "$HZ" -o "$work/perf.data" -- "$@" 2>"$work/run.err" \
     || { cat "$work/run.err"; exit 1; }
-  target/release/heatmap --json --top 5 "$HEATMAP_DUMP" >"$work/heatmap.json"
+  target/release/profpoint heatmap --json --top 5 "$HEATMAP_DUMP" >"$work/heatmap.json"
 fi
 perf report -i "$work/perf.data" --stdio --sort sym --no-children -q 2>/dev/null >"$work/perf.txt"
 python3 - "$work/perf.txt" "$work/heatmap.json" "$TOL" <<'PY'

@@ -1,4 +1,5 @@
-//! What to sample and how: [`Config`], from code or from `PROFPOINT_*` environment variables.
+//! What to sample and how: [`Config`], built in code (a program that links profpoint gets one
+//! from profpoint's environment variables; this crate reads none).
 //!
 //! Defaults and why:
 //! - `hz = 1000`: a millisecond of CPU per sample gives ~1000 samples per busy second, enough
@@ -9,8 +10,6 @@
 //!   `setitimer`).
 
 use std::time::Duration;
-
-use crate::error::EnvError;
 
 /// What a sample represents.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -78,9 +77,9 @@ impl Default for Config {
 
 /// Highest accepted rate: 10 us between samples; the kernel's own default
 /// `perf_event_max_sample_rate` is 100000 too.
-pub(crate) const MAX_HZ: u32 = 100_000;
+pub const MAX_HZ: u32 = 100_000;
 /// Largest accepted shift: 16 MiB buckets (one bucket per big library is already useless).
-pub(crate) const MAX_SHIFT: u32 = 24;
+pub const MAX_SHIFT: u32 = 24;
 
 impl Config {
     /// The default configuration (same as `Config::default()`).
@@ -147,166 +146,5 @@ impl Config {
     /// The source asked for.
     pub fn get_source(&self) -> Source {
         self.source
-    }
-
-    /// Reads `PROFPOINT_HEATMAP` (`1` or `cpu`: CPU mode, `wall`: wall-clock mode, `0` or
-    /// empty or unset: not requested), `PROFPOINT_HZ`, `PROFPOINT_SHIFT` and
-    /// `PROFPOINT_HEATMAP_SOURCE` (`auto`, `perf`, `setitimer`, `tgkill`) through `get`
-    /// (pass `|k| std::env::var(k).ok()`). Returns `Ok(None)` when no heatmap was requested;
-    /// the rate and shift are checked even then, so a typo never goes unnoticed.
-    ///
-    /// ```
-    /// let env = |k: &str| match k {
-    ///     "PROFPOINT_HEATMAP" => Some("wall".to_owned()),
-    ///     "PROFPOINT_HZ" => Some("250".to_owned()),
-    ///     _ => None,
-    /// };
-    /// let config = heatmap::Config::from_env_vars(env).unwrap().unwrap();
-    /// assert_eq!(config.get_hz(), 250);
-    /// assert_eq!(config.get_mode(), heatmap::Mode::Wall);
-    ///
-    /// let bad = |k: &str| (k == "PROFPOINT_HZ").then(|| "abc".to_owned());
-    /// let err = heatmap::Config::from_env_vars(bad).unwrap_err();
-    /// assert_eq!(
-    ///     err.to_string(),
-    ///     r#"PROFPOINT_HZ="abc": expected a sampling rate in Hz between 1 and 100000"#
-    /// );
-    /// ```
-    pub fn from_env_vars(get: impl Fn(&str) -> Option<String>) -> Result<Option<Config>, EnvError> {
-        let mut config = Config::default();
-        if let Some(v) = get("PROFPOINT_HZ") {
-            config.hz = match v.trim().parse::<u32>() {
-                Ok(hz) if (1..=MAX_HZ).contains(&hz) => hz,
-                _ => {
-                    return Err(EnvError {
-                        variable: "PROFPOINT_HZ",
-                        value: v,
-                        expected: "a sampling rate in Hz between 1 and 100000",
-                    });
-                }
-            };
-        }
-        if let Some(v) = get("PROFPOINT_SHIFT") {
-            config.shift = match v.trim().parse::<u32>() {
-                Ok(s) if s <= MAX_SHIFT => s,
-                _ => {
-                    return Err(EnvError {
-                        variable: "PROFPOINT_SHIFT",
-                        value: v,
-                        expected: "a bucket shift between 0 and 24 (bucket = 1 << shift bytes)",
-                    });
-                }
-            };
-        }
-        if let Some(v) = get("PROFPOINT_HEATMAP_SOURCE") {
-            config.source = match v.trim() {
-                "auto" => Source::Auto,
-                "perf" => Source::PerfTaskClock,
-                "setitimer" => Source::Setitimer,
-                "tgkill" => Source::Tgkill,
-                _ => {
-                    return Err(EnvError {
-                        variable: "PROFPOINT_HEATMAP_SOURCE",
-                        value: v,
-                        expected: "auto, perf (a task-clock event per thread), setitimer, or tgkill (a watcher thread signals threads by their CPU clocks)",
-                    });
-                }
-            };
-        }
-        let Some(v) = get("PROFPOINT_HEATMAP") else {
-            return Ok(None);
-        };
-        match v.trim().to_ascii_lowercase().as_str() {
-            "" | "0" => Ok(None),
-            "1" | "cpu" => Ok(Some(config.mode(Mode::Cpu))),
-            "wall" => Ok(Some(config.mode(Mode::Wall))),
-            _ => Err(EnvError {
-                variable: "PROFPOINT_HEATMAP",
-                value: v,
-                expected: "1 or cpu (CPU-time sampling), wall (wall-clock sampling), or 0 (off)",
-            }),
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-        let pairs: Vec<(String, String)> = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        move |k| pairs.iter().find(|(pk, _)| pk == k).map(|(_, v)| v.clone())
-    }
-
-    #[test]
-    fn the_source_comes_from_the_environment_or_a_clear_error() {
-        let c = Config::from_env_vars(env(&[
-            ("PROFPOINT_HEATMAP", "1"),
-            ("PROFPOINT_HEATMAP_SOURCE", "tgkill"),
-        ]))
-        .unwrap()
-        .unwrap();
-        assert_eq!(c.get_source(), Source::Tgkill);
-        let e = Config::from_env_vars(env(&[("PROFPOINT_HEATMAP_SOURCE", "timer")])).unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            r#"PROFPOINT_HEATMAP_SOURCE="timer": expected auto, perf (a task-clock event per thread), setitimer, or tgkill (a watcher thread signals threads by their CPU clocks)"#
-        );
-    }
-
-    #[test]
-    fn not_requested_is_none() {
-        assert_eq!(Config::from_env_vars(env(&[])), Ok(None));
-        assert_eq!(
-            Config::from_env_vars(env(&[("PROFPOINT_HEATMAP", "0")])),
-            Ok(None)
-        );
-        assert_eq!(
-            Config::from_env_vars(env(&[("PROFPOINT_HEATMAP", ""), ("PROFPOINT_HZ", "10")])),
-            Ok(None)
-        );
-    }
-
-    #[test]
-    fn values_are_read() {
-        let c = Config::from_env_vars(env(&[
-            ("PROFPOINT_HEATMAP", "1"),
-            ("PROFPOINT_HZ", "10000"),
-            ("PROFPOINT_SHIFT", "6"),
-        ]))
-        .unwrap()
-        .unwrap();
-        assert_eq!((c.hz, c.shift, c.mode), (10000, 6, Mode::Cpu));
-        let c = Config::from_env_vars(env(&[("PROFPOINT_HEATMAP", "WALL")]))
-            .unwrap()
-            .unwrap();
-        assert_eq!((c.hz, c.shift, c.mode), (1000, 4, Mode::Wall));
-    }
-
-    #[test]
-    fn bad_values_name_variable_value_and_expectation() {
-        let e = Config::from_env_vars(env(&[("PROFPOINT_HEATMAP", "yes")])).unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            r#"PROFPOINT_HEATMAP="yes": expected 1 or cpu (CPU-time sampling), wall (wall-clock sampling), or 0 (off)"#
-        );
-        for bad in ["abc", "0", "100001", "-5", ""] {
-            let e = Config::from_env_vars(env(&[("PROFPOINT_HZ", bad)])).unwrap_err();
-            assert_eq!(e.variable, "PROFPOINT_HZ");
-            assert_eq!(
-                e.to_string(),
-                format!(
-                    "PROFPOINT_HZ={bad:?}: expected a sampling rate in Hz between 1 and 100000"
-                )
-            );
-        }
-        let e = Config::from_env_vars(env(&[("PROFPOINT_SHIFT", "25")])).unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            r#"PROFPOINT_SHIFT="25": expected a bucket shift between 0 and 24 (bucket = 1 << shift bytes)"#
-        );
     }
 }

@@ -1,36 +1,9 @@
-//! Errors, one enum per operation: reading the environment, starting, reading a dump.
+//! Errors, one enum per operation: starting, reading a dump.
 //!
 //! Each variant's doc says what caused it and what to do; each message names the bad value
 //! and what was expected, so it can be printed to a user as it is.
 
 use std::fmt;
-
-/// A `PROFPOINT_*` environment variable has a value [`Config::from_env_vars`] cannot use.
-///
-/// Fix: set the named variable to one of the expected values, or unset it.
-///
-/// [`Config::from_env_vars`]: crate::Config::from_env_vars
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EnvError {
-    /// The variable, e.g. `PROFPOINT_HZ`.
-    pub variable: &'static str,
-    /// Its value as found.
-    pub value: String,
-    /// What it should be, e.g. `a sampling rate in Hz between 1 and 100000`.
-    pub expected: &'static str,
-}
-
-impl fmt::Display for EnvError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}={:?}: expected {}",
-            self.variable, self.value, self.expected
-        )
-    }
-}
-
-impl std::error::Error for EnvError {}
 
 /// [`start`](crate::start) could not start a sampler.
 #[derive(Debug)]

@@ -15,14 +15,15 @@
 //! ```
 //!
 //! The crate stands alone: it knows nothing of `profpoint`, which links it behind its default
-//! `heatmap` feature, starts it from `PROFPOINT_HEATMAP=1` ([`Config::from_env_vars`]) and adds
+//! `heatmap` feature, builds its [`Config`] from profpoint's own environment variables (this
+//! crate reads none) and adds
 //! its report to the exit report.
 //!
 //! # Map of the crate
 //!
 //! | file | concept |
 //! | --- | --- |
-//! | `config.rs` | [`Config`], [`Mode`], [`Source`]; environment variables |
+//! | `config.rs` | [`Config`], [`Mode`], [`Source`] and their limits |
 //! | `buckets.rs` | executable segments (`dl_iterate_phdr`) and the atomic counters |
 //! | `signal.rs` | the async-signal-safe `SIGPROF` handler, its installation and removal |
 //! | `sys.rs` | kernel constants and structures missing from `libc`, pinned by tests |
@@ -77,9 +78,9 @@ mod symbolize;
 mod sys;
 
 pub use buckets::{ObjectFile, ObjectKind};
-pub use config::{Config, Mode, Source};
+pub use config::{Config, MAX_HZ, MAX_SHIFT, Mode, Source};
 pub use dump::{MAGIC as DUMP_MAGIC, VERSION as DUMP_VERSION};
-pub use error::{DumpError, EnvError, StartError};
+pub use error::{DumpError, StartError};
 pub use profile::{Profile, Segment, SourceUsed};
 pub use profpoint_glob::glob_matches;
 pub use report::{By, Report, ReportOptions, Row};

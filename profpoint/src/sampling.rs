@@ -18,7 +18,7 @@ static PMU: Mutex<Option<heatmap::pmu::PmuSampler>> = Mutex::new(None);
 /// (no PMU, `perf_event_paranoid`, seccomp) are one line on stderr naming the cause and the
 /// fix; the program and the rest of the report go on.
 pub(crate) fn start_pmu_from_env() -> bool {
-    let config = match heatmap::pmu::PmuConfig::from_env_vars(env::var) {
+    let config = match env::pmu_config(env::var) {
         Ok(Some(c)) => c,
         Ok(None) => return false,
         Err(e) => {
@@ -106,7 +106,7 @@ fn sampler() -> std::sync::MutexGuard<'static, Option<heatmap::Sampler>> {
 /// then due even if it could not start). Errors are one line on stderr: the program keeps
 /// running without a heatmap.
 pub(crate) fn start_from_env() -> bool {
-    let config = match heatmap::Config::from_env_vars(env::var) {
+    let config = match env::heatmap_config(env::var) {
         Ok(Some(c)) => c,
         Ok(None) => return false,
         Err(e) => {
@@ -178,7 +178,7 @@ fn options() -> heatmap::ReportOptions {
                 &env::EnvError {
                     var: "PROFPOINT_HEATMAP_TOP",
                     value: v,
-                    expected: "a number of rows from 1 to 100000",
+                    expected: env::expected("PROFPOINT_HEATMAP_TOP"),
                 },
                 "20",
             ),

@@ -52,14 +52,14 @@ impl std::fmt::Display for PmuError {
             PmuError::AlreadyRunning => {
                 write!(
                     f,
-                    "a per-function metrics sampler (PROFPOINT_PMU) already runs in this process"
+                    "a per-function metrics sampler already runs in this process"
                 )
             }
             PmuError::Config(s) => write!(f, "{s}"),
             PmuError::Io(e) => write!(f, "hardware-metrics sampler: {e}"),
             PmuError::Unsupported => write!(
                 f,
-                "per-function metrics (PROFPOINT_PMU) are not available on this platform ({}): \
+                "per-function metrics are not available on this platform ({}): \
                  they need Linux",
                 std::env::consts::OS
             ),

@@ -1,4 +1,4 @@
-//! The counters a group can hold: their names (for `PROFPOINT_PMU_EVENTS` and the JSON report)
+//! The counters a group can hold: their names (for a caller's configuration and the JSON report)
 //! and what kind of event each is.
 
 use serde::{Deserialize, Serialize};
@@ -30,7 +30,7 @@ pub enum Event {
     L1dReadMisses,
 }
 
-/// Every event, with the name `PROFPOINT_PMU_EVENTS` and the JSON report use.
+/// Every event, with the name its parser (`FromStr`) and the JSON report use.
 pub(super) const EVENT_NAMES: [(Event, &str); 10] = [
     (Event::Cycles, "cycles"),
     (Event::Instructions, "instructions"),
@@ -80,7 +80,7 @@ impl Event {
 }
 
 /// Most counters in a group: the leader and up to this many members.
-pub(super) const MAX_MEMBERS: usize = 6;
+pub const MAX_MEMBERS: usize = 6;
 
 #[cfg(target_os = "linux")]
 impl Event {

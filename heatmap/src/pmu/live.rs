@@ -267,7 +267,7 @@ impl PmuSampler {
         let mut warnings = Vec::new();
         if never_counted > 0 {
             warnings.push(format!(
-                "{never_counted} of {nthreads} threads' groups were never scheduled (time running 0): the PMU cannot count these {} events at once; choose fewer (PROFPOINT_PMU_EVENTS)",
+                "{never_counted} of {nthreads} threads' groups were never scheduled (time running 0): the PMU cannot count these {} events at once; choose fewer events",
                 self.config.events.len() + 1
             ));
         }

@@ -45,7 +45,7 @@
 //! call. [`start`] of the hardware mode then fails with a [`PmuError`] naming the cause and the
 //! fix; callers (profpoint's report) go on without this section.
 //!
-//! The software mode ([`PmuConfig::software`], `PROFPOINT_PMU=software`) needs no PMU: the
+//! The software mode ([`PmuConfig::software`]) needs no PMU: the
 //! thread's CPU clock (`task-clock`, in ns) leads and page faults are counted, through the same
 //! handler, state machine, calibration and attribution. Two things differ. User-only sampling
 //! skips a clock that fires inside the kernel, so windows cannot begin there and a window whose
@@ -57,7 +57,7 @@
 //! | file | what |
 //! | --- | --- |
 //! | `events.rs` | [`Event`]: the counters, their names, their `perf_event_attr` encoding |
-//! | `config.rs` | [`PmuConfig`], its limits, its parsing from `PROFPOINT_PMU*` |
+//! | `config.rs` | [`PmuConfig`] and its limits |
 //! | `error.rs` | [`PmuError`]: why the mode cannot run, with the fix |
 //! | `window.rs` | [`Window`] and [`PmuProfile`]: what a run records; the overlong test |
 //! | `calibration.rs` | [`Calibration`]: the fixed cost, where its loop lies |
@@ -84,7 +84,7 @@ mod window;
 pub use calibration::Calibration;
 pub use config::{MIN_LONG_PERIOD, MIN_SOFTWARE_WINDOW, PmuConfig};
 pub use error::PmuError;
-pub use events::Event;
+pub use events::{Event, MAX_MEMBERS};
 pub use report::{Method, PmuReport, PmuRow};
 pub use window::{PmuProfile, Window};
 

@@ -106,37 +106,6 @@ fn l1d_events_use_the_kernel_cache_encoding_and_every_event_has_one_name() {
 }
 
 #[test]
-fn pmu_events_come_from_the_environment_or_a_clear_error() {
-    let env = |events: &'static str| {
-        move |k: &str| match k {
-            "PROFPOINT_PMU" => Some("1".to_string()),
-            "PROFPOINT_PMU_EVENTS" => Some(events.to_string()),
-            _ => None,
-        }
-    };
-    let c = PmuConfig::from_env_vars(env("instructions, l1d-reads,l1d-read-misses"))
-        .unwrap()
-        .unwrap();
-    assert_eq!(
-        c.events,
-        [Event::Instructions, Event::L1dReads, Event::L1dReadMisses]
-    );
-    for bad in [
-        "",
-        "instructions,,",
-        "cycles",
-        "l1-misses",
-        "instructions,instructions,instructions,instructions,instructions,instructions,instructions",
-    ] {
-        let e = PmuConfig::from_env_vars(env(bad)).unwrap_err().to_string();
-        assert!(
-            e.starts_with(&format!("PROFPOINT_PMU_EVENTS={bad:?}: expected up to 6")),
-            "{e}"
-        );
-    }
-}
-
-#[test]
 fn the_l1d_shares_appear_when_counted() {
     let p = PmuProfile {
         config: PmuConfig {
@@ -166,19 +135,7 @@ fn the_l1d_shares_appear_when_counted() {
 }
 
 #[test]
-fn env_and_config_errors_name_the_value() {
-    let env = |k: &str| match k {
-        "PROFPOINT_PMU" => Some("1".to_string()),
-        "PROFPOINT_PMU_WINDOW" => Some("7".to_string()),
-        _ => None,
-    };
-    let e = PmuConfig::from_env_vars(env).unwrap_err();
-    assert_eq!(
-        e.to_string(),
-        r#"PROFPOINT_PMU_WINDOW="7": expected a window in cycles between 100 and 1000000"#
-    );
-    let on = |k: &str| (k == "PROFPOINT_PMU").then(|| "1".to_string());
-    assert!(PmuConfig::from_env_vars(on).unwrap().is_some());
+fn config_errors_name_the_value() {
     let bad = PmuConfig {
         long_period: 10,
         ..PmuConfig::default()

@@ -5,22 +5,21 @@
 //! start-up, a glob that matches no point (or tracepoint) and a report file whose folder is
 //! missing or not writable (see `exit.rs`).
 //!
-//! | variable | values | default |
-//! |---|---|---|
-//! | `PROFPOINT_REPORT` | comma-separated `stderr`, `stdout`, `off`, `json:PATH`, `csv:PATH`, `table:PATH`, `prom:PATH`, `svg:PATH`, `pprof:PATH` (`{pid}` in a PATH becomes the process id; a forked child that exits normally writes PATH.PID; a relative PATH is resolved at start-up; files are replaced whole, by rename) | unset: no report unless the program opted in (then `stderr`) |
-//! | `PROFPOINT_DISABLE` | comma-separated globs of point names to turn off | none |
-//! | `PROFPOINT_ENABLE` | comma-separated globs to turn on (applied after `PROFPOINT_DISABLE`) | all on |
-//! | `PROFPOINT_SAMPLE` | `N` (every point) or comma-separated `GLOB=N`: time one call in about N | every call timed |
-//! | `PROFPOINT_BUDGET` | the share of CPU time the points' instrumentation may cost: `2%` (a percentage), or `off`; hot points are then timed on one call in N, counted only, or timed in bursts (see `profpoint::set_budget`) | `2%` |
-//! | `PROFPOINT_REPORT_EVERY` | a duration (`500ms`, `10s`, `5m`, `1h`): also write every destination of `PROFPOINT_REPORT` at that interval, with the interval's deltas; `{seq}` in a PATH becomes the report's sequence number | unset: at exit only |
-//! | `PROFPOINT_SERVE` (`PROFPOINT_SERVE_PUBLIC`, `PROFPOINT_SERVE_TOKEN`) | `HOST:PORT`: serve live reports over HTTP (feature `serve`); a non-loopback address needs `PROFPOINT_SERVE_PUBLIC=1`; the token, if set, is required as `Authorization: Bearer TOKEN` | no server |
-//! | `PROFPOINT_SIGNALS` | `0` or `1`: write the report when SIGINT, SIGTERM or SIGHUP ends the process (Unix) | `1` |
-//! | `PROFPOINT_SUBTRACT_OVERHEAD` | `0` or `1` | `0` |
-//! | `PROFPOINT_TRACE` | comma-separated globs of tracepoint names whose counting probe to turn on | none |
-//! | `PROFPOINT_HEATMAP`, `PROFPOINT_HZ`, `PROFPOINT_SHIFT`, `PROFPOINT_HEATMAP_SOURCE` | start the heatmap sampler (see the `heatmap` crate; source `auto`, `perf`, `setitimer` or `tgkill`) | off |
-//! | `PROFPOINT_HEATMAP_TOP`, `PROFPOINT_HEATMAP_EXCLUDE` | rows and excluded function globs of the heatmap section | 20, none |
-//! | `PROFPOINT_PMU` (`PROFPOINT_PMU_LONG`, `PROFPOINT_PMU_WINDOW`, `PROFPOINT_PMU_EVENTS`) | `1`: per-function hardware metrics (`heatmap::pmu`) in the exit report; `software`: the same windows on the CPU clock with page faults, no PMU needed | off |
-//! | `PROFPOINT_CLOCK` | `tsc` or `monotonic` | `tsc` where invariant |
+//! Every variable is in one table, [`VARS`] (`table.rs`): its name, the values it accepts,
+//! its default and the text its error gives as expected. The parsers take their error texts
+//! from it, [`var`] reads only the variables it lists, and a test keeps README's list of
+//! variables and the table equal. The samplers' variables (`PROFPOINT_HEATMAP*`,
+//! `PROFPOINT_HZ`, `PROFPOINT_SHIFT`, `PROFPOINT_PMU*`) are read here too (`samplers.rs`): the
+//! `heatmap` crate takes a `Config` value and knows no variable of profpoint's.
+
+#[cfg(feature = "heatmap")]
+mod samplers;
+mod table;
+
+#[cfg(feature = "heatmap")]
+pub(crate) use samplers::{heatmap_config, pmu_config};
+pub(crate) use table::expected;
+pub use table::{VARS, Var};
 
 use std::path::PathBuf;
 
@@ -136,7 +135,7 @@ const FILE_DESTINATIONS: &[(&str, FileDestination)] = &[
 
 /// What a bad `PROFPOINT_REPORT` is told, made once from the parser's tables: every
 /// destination it accepts.
-fn report_expected() -> &'static str {
+pub(crate) fn report_expected() -> &'static str {
     static TEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     TEXT.get_or_init(|| {
         let mut all: Vec<String> = PLAIN_DESTINATIONS
@@ -161,7 +160,7 @@ pub fn parse_report(value: &str) -> Result<Vec<Destination>, EnvError> {
     let err = || EnvError {
         var: "PROFPOINT_REPORT",
         value: value.to_string(),
-        expected: report_expected(),
+        expected: expected("PROFPOINT_REPORT"),
     };
     let mut out = Vec::new();
     let mut off = false;
@@ -198,7 +197,7 @@ pub fn parse_globs(var: &'static str, value: &str) -> Result<Vec<String>, EnvErr
         return Err(EnvError {
             var,
             value: value.to_string(),
-            expected: "a comma-separated list of point-name globs such as db::*",
+            expected: expected(var),
         });
     }
     Ok(globs)
@@ -210,8 +209,7 @@ pub fn parse_sample(value: &str) -> Result<Vec<(String, u32)>, EnvError> {
     let err = || EnvError {
         var: "PROFPOINT_SAMPLE",
         value: value.to_string(),
-        expected: "N or a comma-separated list of GLOB=N, with N an integer from 1 to 1000000 \
-                   or `count` (count every call, time none)",
+        expected: expected("PROFPOINT_SAMPLE"),
     };
     // `count` is returned as 0.
     let num = |s: &str| match s.trim().parse::<u32>() {
@@ -239,7 +237,7 @@ pub fn parse_bool(var: &'static str, value: &str) -> Result<bool, EnvError> {
         _ => Err(EnvError {
             var,
             value: value.to_string(),
-            expected: "0 or 1",
+            expected: expected(var),
         }),
     }
 }
@@ -256,7 +254,7 @@ pub fn parse_budget(value: &str) -> Result<Option<f64>, EnvError> {
         _ => Err(EnvError {
             var: "PROFPOINT_BUDGET",
             value: value.to_string(),
-            expected: "a percentage of CPU time above 0 and at most 100 (e.g. 2%), or off",
+            expected: expected("PROFPOINT_BUDGET"),
         }),
     }
 }
@@ -267,7 +265,7 @@ pub fn parse_every(value: &str) -> Result<std::time::Duration, EnvError> {
     let bad = || EnvError {
         var: "PROFPOINT_REPORT_EVERY",
         value: value.to_string(),
-        expected: "a duration with its unit from 10ms to 30 days (e.g. 500ms, 10s, 5m, 1h)",
+        expected: expected("PROFPOINT_REPORT_EVERY"),
     };
     let v = value.trim();
     let (num, unit) = match v.find(|c: char| c.is_ascii_alphabetic()) {
@@ -296,7 +294,7 @@ pub fn parse_max_slot_mb(value: &str) -> Result<u64, EnvError> {
         _ => Err(EnvError {
             var: "PROFPOINT_MAX_SLOT_MB",
             value: value.to_string(),
-            expected: "a whole number of MiB from 1 to 1048576",
+            expected: expected("PROFPOINT_MAX_SLOT_MB"),
         }),
     }
 }
@@ -310,7 +308,7 @@ pub fn parse_clock(value: &str) -> Result<bool, EnvError> {
         _ => Err(EnvError {
             var: "PROFPOINT_CLOCK",
             value: value.to_string(),
-            expected: "tsc or monotonic",
+            expected: expected("PROFPOINT_CLOCK"),
         }),
     }
 }
@@ -322,6 +320,10 @@ pub(crate) fn warn(e: &EnvError, fallback: &str) {
 
 /// Reads a variable as UTF-8, warning (and ignoring it) when it is not.
 pub(crate) fn var(name: &str) -> Option<String> {
+    debug_assert!(
+        VARS.iter().any(|v| v.name == name),
+        "{name} is not in env::VARS"
+    );
     match std::env::var(name) {
         Ok(v) => Some(v),
         Err(std::env::VarError::NotPresent) => None,
@@ -333,103 +335,4 @@ pub(crate) fn var(name: &str) -> Option<String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn report_destinations() {
-        assert_eq!(parse_report("stderr"), Ok(vec![Destination::Stderr]));
-        assert_eq!(parse_report("off"), Ok(vec![]));
-        assert_eq!(
-            parse_report("stderr, json:/tmp/a.json"),
-            Ok(vec![
-                Destination::Stderr,
-                Destination::Json("/tmp/a.json".into())
-            ])
-        );
-        let e = parse_report("xml:foo").unwrap_err();
-        assert_eq!(e.var, "PROFPOINT_REPORT");
-        assert!(e.to_string().contains("\"xml:foo\""), "{e}");
-        assert!(parse_report("json:").is_err());
-        assert!(parse_report("off,stderr").is_err());
-    }
-
-    #[test]
-    fn a_bad_report_value_lists_every_destination_the_parser_takes() {
-        let said = parse_report("xml:foo").unwrap_err().expected;
-        assert_eq!(
-            said,
-            "a comma-separated list of stderr, stdout, json:PATH, csv:PATH, table:PATH, \
-             prom:PATH, svg:PATH or pprof:PATH, or off alone"
-        );
-        // Every destination named there parses, with a path where it takes one.
-        for (kind, _) in FILE_DESTINATIONS {
-            let d = parse_report(&format!("{kind}:/tmp/r")).unwrap();
-            assert_eq!(d[0].to_string(), format!("{kind}:/tmp/r"));
-            assert!(said.contains(&format!("{kind}:PATH")), "{said}");
-        }
-        for (name, _) in PLAIN_DESTINATIONS {
-            assert_eq!(parse_report(name).unwrap()[0].to_string(), *name);
-        }
-    }
-
-    #[test]
-    fn sample_values() {
-        assert_eq!(parse_sample("16"), Ok(vec![("*".into(), 16)]));
-        assert_eq!(
-            parse_sample("db::*=8, http::*=2"),
-            Ok(vec![("db::*".into(), 8), ("http::*".into(), 2)])
-        );
-        assert!(parse_sample("0").is_err());
-        assert_eq!(
-            parse_sample("hot::*=count,db::*=4"),
-            Ok(vec![("hot::*".into(), 0), ("db::*".into(), 4)])
-        );
-        assert!(parse_sample("abc").is_err());
-        assert!(parse_sample("=4").is_err());
-    }
-
-    #[test]
-    fn budget_values() {
-        assert_eq!(parse_budget("2%").unwrap(), Some(2.0));
-        assert_eq!(parse_budget(" 0.5 ").unwrap(), Some(0.5));
-        assert_eq!(parse_budget("100%").unwrap(), Some(100.0));
-        assert_eq!(parse_budget("off").unwrap(), None);
-        assert_eq!(parse_budget("0").unwrap(), None);
-        for bad in ["", "-1%", "101", "two", "2%%", "nan"] {
-            let e = parse_budget(bad).unwrap_err();
-            assert_eq!(e.var, "PROFPOINT_BUDGET");
-            assert_eq!(e.value, bad);
-        }
-    }
-
-    #[test]
-    fn every_values() {
-        use std::time::Duration;
-        assert_eq!(parse_every("60s").unwrap(), Duration::from_secs(60));
-        assert_eq!(parse_every(" 500ms ").unwrap(), Duration::from_millis(500));
-        assert_eq!(parse_every("1.5s").unwrap(), Duration::from_millis(1500));
-        assert_eq!(parse_every("5m").unwrap(), Duration::from_secs(300));
-        assert_eq!(parse_every("1h").unwrap(), Duration::from_secs(3600));
-        for bad in [
-            "", "60", "5ms", "0s", "-1s", "1d", "s", "nan s", "31h0", "800h",
-        ] {
-            let e = parse_every(bad).unwrap_err();
-            assert_eq!(e.var, "PROFPOINT_REPORT_EVERY");
-            assert_eq!(e.value, bad);
-        }
-    }
-
-    #[test]
-    fn globs_and_flags() {
-        assert_eq!(
-            parse_globs("PROFPOINT_ENABLE", "a::*, b"),
-            Ok(vec!["a::*".into(), "b".into()])
-        );
-        assert!(parse_globs("PROFPOINT_ENABLE", " , ").is_err());
-        assert_eq!(parse_bool("X", "1"), Ok(true));
-        assert!(parse_bool("X", "maybe").is_err());
-        assert_eq!(parse_clock("monotonic"), Ok(true));
-        assert!(parse_clock("hpet").is_err());
-    }
-}
+mod tests;

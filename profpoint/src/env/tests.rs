@@ -1,0 +1,310 @@
+//! The parsers, the table, and README's list of variables against the table.
+
+use super::*;
+
+#[test]
+fn report_destinations() {
+    assert_eq!(parse_report("stderr"), Ok(vec![Destination::Stderr]));
+    assert_eq!(parse_report("off"), Ok(vec![]));
+    assert_eq!(
+        parse_report("stderr, json:/tmp/a.json"),
+        Ok(vec![
+            Destination::Stderr,
+            Destination::Json("/tmp/a.json".into())
+        ])
+    );
+    let e = parse_report("xml:foo").unwrap_err();
+    assert_eq!(e.var, "PROFPOINT_REPORT");
+    assert!(e.to_string().contains("\"xml:foo\""), "{e}");
+    assert!(parse_report("json:").is_err());
+    assert!(parse_report("off,stderr").is_err());
+}
+
+#[test]
+fn a_bad_report_value_lists_every_destination_the_parser_takes() {
+    let said = parse_report("xml:foo").unwrap_err().expected;
+    assert_eq!(
+        said,
+        "a comma-separated list of stderr, stdout, json:PATH, csv:PATH, table:PATH, \
+         prom:PATH, svg:PATH or pprof:PATH, or off alone"
+    );
+    // Every destination named there parses, with a path where it takes one.
+    for (kind, _) in FILE_DESTINATIONS {
+        let d = parse_report(&format!("{kind}:/tmp/r")).unwrap();
+        assert_eq!(d[0].to_string(), format!("{kind}:/tmp/r"));
+        assert!(said.contains(&format!("{kind}:PATH")), "{said}");
+    }
+    for (name, _) in PLAIN_DESTINATIONS {
+        assert_eq!(parse_report(name).unwrap()[0].to_string(), *name);
+    }
+}
+
+#[test]
+fn sample_values() {
+    assert_eq!(parse_sample("16"), Ok(vec![("*".into(), 16)]));
+    assert_eq!(
+        parse_sample("db::*=8, http::*=2"),
+        Ok(vec![("db::*".into(), 8), ("http::*".into(), 2)])
+    );
+    assert!(parse_sample("0").is_err());
+    assert_eq!(
+        parse_sample("hot::*=count,db::*=4"),
+        Ok(vec![("hot::*".into(), 0), ("db::*".into(), 4)])
+    );
+    assert!(parse_sample("abc").is_err());
+    assert!(parse_sample("=4").is_err());
+}
+
+#[test]
+fn budget_values() {
+    assert_eq!(parse_budget("2%").unwrap(), Some(2.0));
+    assert_eq!(parse_budget(" 0.5 ").unwrap(), Some(0.5));
+    assert_eq!(parse_budget("100%").unwrap(), Some(100.0));
+    assert_eq!(parse_budget("off").unwrap(), None);
+    assert_eq!(parse_budget("0").unwrap(), None);
+    for bad in ["", "-1%", "101", "two", "2%%", "nan"] {
+        let e = parse_budget(bad).unwrap_err();
+        assert_eq!(e.var, "PROFPOINT_BUDGET");
+        assert_eq!(e.value, bad);
+    }
+}
+
+#[test]
+fn every_values() {
+    use std::time::Duration;
+    assert_eq!(parse_every("60s").unwrap(), Duration::from_secs(60));
+    assert_eq!(parse_every(" 500ms ").unwrap(), Duration::from_millis(500));
+    assert_eq!(parse_every("1.5s").unwrap(), Duration::from_millis(1500));
+    assert_eq!(parse_every("5m").unwrap(), Duration::from_secs(300));
+    assert_eq!(parse_every("1h").unwrap(), Duration::from_secs(3600));
+    for bad in [
+        "", "60", "5ms", "0s", "-1s", "1d", "s", "nan s", "31h0", "800h",
+    ] {
+        let e = parse_every(bad).unwrap_err();
+        assert_eq!(e.var, "PROFPOINT_REPORT_EVERY");
+        assert_eq!(e.value, bad);
+    }
+}
+
+#[test]
+fn globs_and_flags() {
+    assert_eq!(
+        parse_globs("PROFPOINT_ENABLE", "a::*, b"),
+        Ok(vec!["a::*".into(), "b".into()])
+    );
+    assert!(parse_globs("PROFPOINT_ENABLE", " , ").is_err());
+    assert_eq!(parse_bool("X", "1"), Ok(true));
+    assert!(parse_bool("X", "maybe").is_err());
+    assert_eq!(parse_clock("monotonic"), Ok(true));
+    assert!(parse_clock("hpet").is_err());
+}
+
+// The samplers' variables (moved from the heatmap crate, which reads none).
+#[cfg(feature = "heatmap")]
+mod samplers {
+    use super::super::{heatmap_config, pmu_config};
+    use heatmap::pmu::Event;
+    use heatmap::{Mode, Source};
+
+    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let pairs: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |k| pairs.iter().find(|(pk, _)| pk == k).map(|(_, v)| v.clone())
+    }
+
+    #[test]
+    fn the_source_comes_from_the_environment_or_a_clear_error() {
+        let c = heatmap_config(env(&[
+            ("PROFPOINT_HEATMAP", "1"),
+            ("PROFPOINT_HEATMAP_SOURCE", "tgkill"),
+        ]))
+        .unwrap()
+        .unwrap();
+        assert_eq!(c.get_source(), Source::Tgkill);
+        let e = heatmap_config(env(&[("PROFPOINT_HEATMAP_SOURCE", "timer")])).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            r#"PROFPOINT_HEATMAP_SOURCE="timer": expected auto, perf (a task-clock event per thread), setitimer, or tgkill (a watcher thread signals threads by their CPU clocks)"#
+        );
+    }
+
+    #[test]
+    fn not_requested_is_none() {
+        assert_eq!(heatmap_config(env(&[])), Ok(None));
+        assert_eq!(heatmap_config(env(&[("PROFPOINT_HEATMAP", "0")])), Ok(None));
+        assert_eq!(
+            heatmap_config(env(&[("PROFPOINT_HEATMAP", ""), ("PROFPOINT_HZ", "10")])),
+            Ok(None)
+        );
+    }
+
+    #[test]
+    fn values_are_read() {
+        let c = heatmap_config(env(&[
+            ("PROFPOINT_HEATMAP", "1"),
+            ("PROFPOINT_HZ", "10000"),
+            ("PROFPOINT_SHIFT", "6"),
+        ]))
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            (c.get_hz(), c.get_shift(), c.get_mode()),
+            (10000, 6, Mode::Cpu)
+        );
+        let c = heatmap_config(env(&[("PROFPOINT_HEATMAP", "WALL")]))
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (c.get_hz(), c.get_shift(), c.get_mode()),
+            (1000, 4, Mode::Wall)
+        );
+    }
+
+    #[test]
+    fn bad_values_name_variable_value_and_expectation() {
+        let e = heatmap_config(env(&[("PROFPOINT_HEATMAP", "yes")])).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            r#"PROFPOINT_HEATMAP="yes": expected 1 or cpu (CPU-time sampling), wall (wall-clock sampling), or 0 (off)"#
+        );
+        for bad in ["abc", "0", "100001", "-5", ""] {
+            let e = heatmap_config(env(&[("PROFPOINT_HZ", bad)])).unwrap_err();
+            assert_eq!(e.var, "PROFPOINT_HZ");
+            assert_eq!(
+                e.to_string(),
+                format!(
+                    "PROFPOINT_HZ={bad:?}: expected a sampling rate in Hz between 1 and 100000"
+                )
+            );
+        }
+        let e = heatmap_config(env(&[("PROFPOINT_SHIFT", "25")])).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            r#"PROFPOINT_SHIFT="25": expected a bucket shift between 0 and 24 (bucket = 1 << shift bytes)"#
+        );
+    }
+
+    #[test]
+    fn pmu_events_come_from_the_environment_or_a_clear_error() {
+        let env = |events: &'static str| {
+            move |k: &str| match k {
+                "PROFPOINT_PMU" => Some("1".to_string()),
+                "PROFPOINT_PMU_EVENTS" => Some(events.to_string()),
+                _ => None,
+            }
+        };
+        let c = pmu_config(env("instructions, l1d-reads,l1d-read-misses"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            c.events,
+            [Event::Instructions, Event::L1dReads, Event::L1dReadMisses]
+        );
+        for bad in [
+            "",
+            "instructions,,",
+            "cycles",
+            "l1-misses",
+            "instructions,instructions,instructions,instructions,instructions,instructions,instructions",
+        ] {
+            let e = pmu_config(env(bad)).unwrap_err().to_string();
+            assert!(
+                e.starts_with(&format!("PROFPOINT_PMU_EVENTS={bad:?}: expected up to 6")),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn pmu_errors_name_the_value() {
+        let env = |k: &str| match k {
+            "PROFPOINT_PMU" => Some("1".to_string()),
+            "PROFPOINT_PMU_WINDOW" => Some("7".to_string()),
+            _ => None,
+        };
+        let e = pmu_config(env).unwrap_err();
+        assert!(
+            e.to_string().starts_with(
+                r#"PROFPOINT_PMU_WINDOW="7": expected a window in cycles between 100 and 1000000"#
+            ),
+            "{e}"
+        );
+        let on = |k: &str| (k == "PROFPOINT_PMU").then(|| "1".to_string());
+        assert!(pmu_config(on).unwrap().is_some());
+        let env = |k: &str| match k {
+            "PROFPOINT_PMU" => Some("software".to_string()),
+            "PROFPOINT_PMU_WINDOW" => Some("500".to_string()),
+            _ => None,
+        };
+        let e = pmu_config(env).unwrap_err().to_string();
+        assert!(e.contains("PROFPOINT_PMU_WINDOW=\"500\""), "{e}");
+        assert!(e.contains("10 us"), "{e}");
+        let bad = |k: &str| (k == "PROFPOINT_PMU").then(|| "sw".to_string());
+        let e = pmu_config(bad).unwrap_err().to_string();
+        assert!(e.contains("\"sw\"") && e.contains("software"), "{e}");
+    }
+}
+
+/// README's list of variables and the table are the same set: a variable added to one and not
+/// the other fails here.
+#[test]
+fn readme_lists_every_variable_of_the_table() {
+    let readme = include_str!("../../../README.md");
+    let mut in_readme: Vec<&str> = readme
+        .match_indices("PROFPOINT_")
+        .map(|(at, _)| {
+            let rest = &readme[at..];
+            let end = rest
+                .find(|c: char| !(c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_'))
+                .unwrap_or(rest.len());
+            rest[..end].trim_end_matches('_')
+        })
+        // `PROFPOINT_*`, the family, is not a variable.
+        .filter(|name| *name != "PROFPOINT")
+        .collect();
+    in_readme.sort_unstable();
+    in_readme.dedup();
+    let mut in_table: Vec<&str> = VARS.iter().map(|v| v.name).collect();
+    in_table.sort_unstable();
+    assert_eq!(in_readme, in_table, "README.md's variables vs env::VARS");
+}
+
+/// Every variable the sources name is in the table (so `var` never reads one the table does
+/// not describe), and every entry has its texts.
+#[test]
+fn the_sources_name_only_variables_of_the_table() {
+    for v in VARS {
+        assert!(!v.values.is_empty() && !v.default.is_empty(), "{}", v.name);
+        assert!(!expected(v.name).is_empty(), "{}", v.name);
+    }
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut stack = vec![dir];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+                continue;
+            }
+            let text = std::fs::read_to_string(&p).unwrap();
+            for (at, _) in text.match_indices("\"PROFPOINT_") {
+                let name = &text[at + 1..];
+                let end = name
+                    .find(|c: char| !(c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_'))
+                    .unwrap_or(name.len());
+                let name = &name[..end];
+                if name == "PROFPOINT_" {
+                    // This test's own pattern.
+                    continue;
+                }
+                assert!(
+                    VARS.iter().any(|v| v.name == name),
+                    "{} names {name}, which is not in env::VARS",
+                    p.display()
+                );
+            }
+        }
+    }
+}
