@@ -25,9 +25,10 @@
 //! | --- | --- |
 //! | `config.rs` | [`Config`], [`Mode`], [`Source`] and their limits |
 //! | `buckets.rs` | executable segments (`dl_iterate_phdr`) and the atomic counters |
-//! | `signal.rs` | the async-signal-safe `SIGPROF` handler, its installation and removal |
+//! | `signal.rs` | the sampler core: publication and drain, the handler's entry and exit, the interrupted pc, install and restore (the heatmap's and the windows' handlers use it) |
+//! | `threads.rs` | the threads alive now, for both watchers |
 //! | `sys.rs` | kernel constants and structures missing from `libc`, pinned by tests |
-//! | `sampler.rs` | sources (perf `task-clock`, `setitimer`), the watcher thread, [`start`] |
+//! | `sampler/` | [`start`]; the heatmap's handler, each source's part (perf `task-clock`, `setitimer`, `tgkill`, wall mode), the watcher thread |
 //! | `profile.rs` | [`Profile`]: the data of one run |
 //! | `symbolize.rs` | addresses to names from ELF symbol tables |
 //! | `report.rs` | [`Report`]: ranking, exclusion, table and JSON |
@@ -76,6 +77,8 @@ mod signal;
 mod symbolize;
 #[cfg(target_os = "linux")]
 mod sys;
+#[cfg(target_os = "linux")]
+mod threads;
 
 pub use buckets::{ObjectFile, ObjectKind};
 pub use config::{Config, MAX_HZ, MAX_SHIFT, Mode, Source};

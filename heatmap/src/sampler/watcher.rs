@@ -18,6 +18,7 @@ use crate::config::Mode;
 use crate::profile::SourceUsed;
 use crate::signal::Installed;
 use crate::sys;
+use crate::threads;
 
 /// How often the watcher checks, at least, that the `SIGPROF` handler is still ours.
 const DISPOSITION_CHECK: Duration = Duration::from_millis(5);
@@ -231,8 +232,8 @@ impl Watcher {
     /// Returns whether any thread started or ended since the last look.
     fn scan(&mut self, me: libc::pid_t, threads: &mut HashMap<libc::pid_t, Tracked>) -> bool {
         self.new_libraries();
-        let dir = match std::fs::read_dir("/proc/self/task") {
-            Ok(dir) => dir,
+        let alive = match threads::alive(me) {
+            Ok(alive) => alive,
             Err(e) => {
                 let mut first = self
                     .shared
@@ -245,11 +246,6 @@ impl Watcher {
                 return false;
             }
         };
-        let mut alive: Vec<libc::pid_t> = dir
-            .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-            .filter(|&tid| tid != me)
-            .collect();
-        alive.sort_unstable();
         let before = threads.len();
         threads.retain(|tid, t| {
             let keep = alive.binary_search(tid).is_ok();
@@ -297,10 +293,8 @@ impl Watcher {
     }
 
     pub(super) fn failed(&self, tid: libc::pid_t, e: &std::io::Error) {
-        // ESRCH: the thread exited between the listing and the open; nothing lost.
-        let exited = e.raw_os_error() == Some(libc::ESRCH)
-            || !std::path::Path::new(&format!("/proc/self/task/{tid}")).exists();
-        if !exited {
+        // A thread that exited between the listing and the open lost nothing.
+        if !threads::exited(tid, e) {
             // Relaxed: a tally.
             self.shared.failed_threads.fetch_add(1, Ordering::Relaxed);
         }

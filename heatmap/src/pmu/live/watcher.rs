@@ -5,6 +5,7 @@ use super::super::config::PmuConfig;
 use super::group::open_event;
 use super::handler::{Shared, signal};
 use crate::sys;
+use crate::threads;
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -21,15 +22,12 @@ pub(super) fn scan(
 ) {
     // SAFETY: the sampler keeps `shared` alive while the watcher runs (it joins it first).
     let s = unsafe { &*shared };
-    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
+    let Ok(live) = threads::alive(0) else {
         return;
     };
-    let live: Vec<libc::pid_t> = dir
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-        .collect();
     let mut t = threads.lock().unwrap_or_else(|e| e.into_inner());
     t.retain(|(tid, fds)| {
-        if live.contains(tid) {
+        if live.binary_search(tid).is_ok() {
             return true;
         }
         for &fd in fds.iter().rev() {
@@ -59,9 +57,7 @@ pub(super) fn release_slot(s: &Shared, fd: libc::c_int) {
 
 /// Notes why a thread could not be given its group (not for a thread that has just exited).
 pub(super) fn open_failed(s: &Shared, tid: libc::pid_t, e: &io::Error) {
-    if e.raw_os_error() == Some(libc::ESRCH)
-        || !std::path::Path::new(&format!("/proc/self/task/{tid}")).exists()
-    {
+    if threads::exited(tid, e) {
         return;
     }
     let mut first = s.open_error.lock().unwrap_or_else(|p| p.into_inner());
