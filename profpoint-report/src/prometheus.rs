@@ -7,9 +7,12 @@
 //!
 //! # Counters never go down
 //! Between two scrapes of one process a counter must not decrease, or Prometheus takes it for
-//! a restart and `rate()` counts the whole value again. Two things could move ours down: a
-//! point the overhead budget samples or times in bursts has *estimated* calls and times, which
-//! a later round can revise down; and `profpoint::reset()` makes the reports count from zero.
+//! a restart and `rate()` counts the whole value again. Three things move ours down: a point
+//! the overhead budget samples or times in bursts has *estimated* calls and times, which a
+//! later round can revise down; the clock's calibration is refined at every report, so even an
+//! exact time converted to seconds can come out a few nanoseconds lower than a scrape before
+//! (`tests/consumers.rs` saw it in every run without this rule); and `profpoint::reset()` makes
+//! the reports count from zero.
 //! So the counters of a report of the running process itself (its `run.pid` is this process's
 //! and it has a start time: `snapshot()`, `/metrics`, the periodic and exit reports) are
 //! rendered through one record kept for the process, series by series:
