@@ -10,13 +10,13 @@
 //! - The seqlock is model-checked under loom (`loom_tests` below, `docs/loom.md`).
 //!
 //! # Extending
-//! A new per-point counter is a field of [`Slot`], written in `point.rs` between
+//! A new per-point counter is a field of [`Slot`], written in `point/hot.rs` between
 //! `write_begin`/`write_end` and read in [`Slot::read`].
 
 use crate::hist;
 // The seqlock's words come from `crate::sync`: std's, or loom's in the model-checking build
 // (the `loom_tests` below). The 32-bit owner-only words (`depth`, `countdown`) are std's in
-// every build: `point.rs` reads them through `owned::get32` together with its own std
+// every build: `point/hot.rs` reads them through `owned::get32` together with its own std
 // atomics, and no model needs them.
 use crate::sync::atomic::{AtomicU64, Ordering, fence};
 use std::sync::atomic::AtomicU32;
@@ -366,7 +366,6 @@ mod tests {
     }
 }
 
-
 #[cfg(all(test, not(loom)))]
 mod size_tests {
     /// The memory figure ARCHITECTURE.md states.
@@ -380,7 +379,7 @@ mod size_tests {
 ///
 /// Real code: `Slot::new_boxed`, `write_begin`, `bump`, `write_end` and `read`, with loom's
 /// atomics and fences (`crate::sync`). Stand-in: the writer's update is the model's own
-/// sequence of `bump`s between `write_begin` and `write_end`, the shape of `point.rs`'s leave
+/// sequence of `bump`s between `write_begin` and `write_end`, the shape of `point/hot.rs`'s leave
 /// (which needs the thread-locals and the clock); `owned.rs`'s debug-build x86_64 assembly is
 /// replaced by its release-build code (the std atomics loom can see).
 #[cfg(all(test, loom))]

@@ -1,0 +1,77 @@
+//! Timing of `async` calls: from the first poll to completion, on whichever threads poll.
+
+use super::*;
+use hot::record_interval;
+
+impl Point {
+    /// Starts the timing of one `async` call (see [`AsyncGuard`]); call it when the call
+    /// starts running (its first poll).
+    #[inline]
+    pub fn async_guard(&'static self) -> AsyncGuard {
+        AsyncGuard {
+            point: self,
+            t0: None,
+        }
+    }
+
+    /// What `#[profile_point]` puts first in an `async fn`'s body: a guard that lives in the
+    /// future's state from its first poll (when the body starts) to its completion, or its
+    /// drop if it is cancelled. `Send` and `Sync`, so the future keeps its auto traits; the
+    /// body stays the function's own.
+    #[doc(hidden)]
+    #[inline]
+    pub fn __async_enter(&'static self) -> AsyncGuard {
+        let mut g = self.async_guard();
+        g.poll();
+        g
+    }
+
+    /// Records one completed async call of `dur` ticks on the current thread.
+    fn record_async(&'static self, dur: u64) {
+        let index = self.index();
+        // `slot_for_read`, not `slot`: the latter serves no slot without the TSC.
+        let fast = shard::current().and_then(|s| Some((s, s.slot_for_read(index as usize)?)));
+        let (shard, slot, borrowed) = match fast {
+            Some((shard, slot)) => (shard, slot, false),
+            None => {
+                // First use on this thread: outside the intervals open here.
+                let (shard, slot, flags) = self.slot_cold();
+                (shard, slot, flags & T_BORROWED != 0)
+            }
+        };
+        slot.write_begin();
+        bump(&slot.self_ticks, dur);
+        record_interval(slot, dur);
+        slot.write_end();
+        if borrowed {
+            shard::release(shard);
+        }
+    }
+}
+
+/// Times one `async` call from its first poll to its completion (or its drop, if it is
+/// cancelled after starting), on whichever threads poll it. Used by `#[profile_point]` on
+/// `async fn`.
+#[derive(Debug)]
+pub struct AsyncGuard {
+    point: &'static Point,
+    t0: Option<u64>,
+}
+
+impl AsyncGuard {
+    /// Marks a poll: the first one starts the clock (if the point is on at that moment).
+    #[inline]
+    pub fn poll(&mut self) {
+        if self.t0.is_none() && self.point.is_enabled() {
+            self.t0 = Some(clock::now());
+        }
+    }
+}
+
+impl Drop for AsyncGuard {
+    fn drop(&mut self) {
+        if let Some(t0) = self.t0 {
+            self.point.record_async(clock::now().saturating_sub(t0));
+        }
+    }
+}
