@@ -34,7 +34,6 @@
 //! | `report.rs` | [`Report`]: ranking, exclusion, table and JSON |
 //! | `dump.rs` | the versioned dump format |
 //! | `pmu/` | per-function hardware metrics by alternating sample periods ([`pmu::start`]); its `mod.rs` maps its files |
-//! | `bin/heatmap.rs` | the `heatmap` command: a report from a dump |
 //!
 //! Beside the crate: `examples/heatmap_demo.rs` (a workload that writes a dump),
 //! `scripts/compare_with_perf.sh` (our top 5 against `perf report` on the same run),

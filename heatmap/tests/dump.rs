@@ -1,13 +1,12 @@
 //! The dump format: a real profile survives the round trip exactly and reports the same; every
 //! truncation, every single-bit flip and arbitrary bytes give a `DumpError`, never a panic;
-//! the `heatmap` command reports from a dump and names bad arguments and bad files.
+//! the command that reports from a dump is `profpoint heatmap` (profpoint-cli/tests/cli.rs).
 
 // Linux only: the samplers it tests run on Linux only (elsewhere they say so; see pmu/unsupported.rs and unsupported.rs).
 #![cfg(target_os = "linux")]
 
 mod common;
 
-use std::process::Command;
 use std::time::Duration;
 
 use common::*;
@@ -117,88 +116,4 @@ proptest! {
             let _ = p.report(&ReportOptions::default()).to_json();
         }
     }
-}
-
-// === the heatmap command ===
-
-fn bin() -> Command {
-    common::target_command(env!("CARGO_BIN_EXE_heatmap"))
-}
-
-fn dump_file() -> std::path::PathBuf {
-    let path = std::env::temp_dir().join(format!("heatmap-test-{}.hm", std::process::id()));
-    std::fs::write(&path, real_profile().to_dump_bytes()).unwrap();
-    path
-}
-
-#[test]
-fn command_reports_table_and_json() {
-    let path = dump_file();
-    let out = bin().arg("--top").arg("3").arg(&path).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.contains("Heatmap (top #"), "{text}");
-    assert!(text.contains("source setitimer"), "{text}");
-    assert!(text.contains("dump::common::burn_cpu_alpha"), "{text}");
-
-    let out = bin()
-        .args(["--json", "--by", "bucket"])
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["by"], "bucket");
-    assert_eq!(v["total_samples"], real_profile().total_samples());
-
-    let out = bin()
-        .args(["--json", "--exclude", "*burn_cpu_alpha"])
-        .arg(&path)
-        .output()
-        .unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert!(v["excluded"].as_u64().unwrap() > 0);
-    assert!(
-        v["rows"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|r| !r["function"].as_str().unwrap().contains("burn_cpu_alpha"))
-    );
-    std::fs::remove_file(path).unwrap();
-}
-
-#[test]
-fn command_names_bad_arguments_and_bad_files() {
-    let out = bin().args(["--top", "many", "x"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8(out.stderr).unwrap();
-    assert!(
-        err.starts_with("heatmap: --top \"many\": expected a positive number of rows"),
-        "{err}"
-    );
-
-    let out = bin().arg("/nonexistent/dump.hm").output().unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    let err = String::from_utf8(out.stderr).unwrap();
-    assert!(
-        err.starts_with("heatmap: cannot read \"/nonexistent/dump.hm\""),
-        "{err}"
-    );
-
-    let path = std::env::temp_dir().join(format!("heatmap-test-trunc-{}.hm", std::process::id()));
-    let bytes = real_profile().to_dump_bytes();
-    std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
-    let out = bin().arg(&path).output().unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    let err = String::from_utf8(out.stderr).unwrap();
-    assert!(
-        err.contains("corrupt heatmap dump") || err.contains("truncated heatmap dump"),
-        "{err}"
-    );
-    std::fs::remove_file(path).unwrap();
 }

@@ -1,12 +1,12 @@
 //! `profpoint compare`: each point's latency distribution, base runs against new runs.
 
+use crate::load;
 use crate::stats::{self, Dist};
-use crate::{Point, Run, load, split_option, value};
+use profpoint_report::{PointReport as Point, Report as Run};
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
+use std::path::PathBuf;
 use std::process::ExitCode;
-
-pub(crate) const USAGE: &str = "usage: profpoint compare BASE.json NEW.json [--alpha A] [--alpha-per-point] [--threshold PCT] [--fail-on-regression]\n       profpoint compare BASE1.json BASE2.json... -- NEW1.json NEW2.json... [OPTIONS]";
 
 pub(crate) const HELP: &str = "\
 Compares each profile point's latency distribution between two runs (JSON reports written with
@@ -38,25 +38,96 @@ of different programs (by their command lines, or with no point in common) or fr
 CPU models get a warning line on stderr. A report without histograms (written by an older
 profpoint) has its distributions rebuilt from its percentiles, with a note.
 
-Options:
-  --alpha A             false-alarm rate, from 0 to 0.5 (default 0.01). Within a run: the
-                        chance of flagging a point whose calls in both runs come from one
-                        distribution. Across repeated runs: the chance of flagging a point whose
-                        per-run medians come from one distribution, run-to-run noise included.
-                        It holds for the whole comparison, not per point: the p-values are
-                        adjusted (Holm) over the points tested, and the p column shows them
-                        adjusted, so with 100 points the chance that any is falsely flagged
-                        stays under A.
-  --alpha-per-point     no adjustment: A is each point's own false-alarm rate (with N points
-                        tested, about A x N false flags are to be expected).
-  --threshold PCT       the least change of the median that is flagged, percent (default 5).
-                        A change under it is reported, never flagged: on one machine two runs
-                        of one program differ by a few percent.
-  --fail-on-regression  exit status 1 when a point is flagged SLOWER.
+Usage: profpoint compare BASE.json NEW.json [OPTIONS]
+       profpoint compare BASE1.json BASE2.json... [OPTIONS] -- NEW1.json NEW2.json...
 
 Tracepoint hits (counts, no test) are listed after the points. Exit status: 0; 1 with
 --fail-on-regression and a point flagged SLOWER; 2 for bad arguments or a report that cannot be
 read.";
+
+/// `profpoint compare`'s arguments.
+#[derive(Debug, clap::Args)]
+pub(crate) struct CompareArgs {
+    /// The base report and the new one; with repeated runs, the base reports (the new ones
+    /// follow --)
+    #[arg(value_name = "BASE.json", required = true)]
+    base: Vec<PathBuf>,
+    /// The new reports of repeated runs
+    #[arg(value_name = "NEW.json", last = true)]
+    new: Vec<PathBuf>,
+    /// False-alarm rate, above 0 and at most 0.5. Within a run: the chance of flagging a point
+    /// whose calls in both runs come from one distribution. Across repeated runs: the chance
+    /// of flagging a point whose per-run medians come from one distribution, run-to-run noise
+    /// included. It holds for the whole comparison, not per point: the p-values are adjusted
+    /// (Holm) over the points tested, and the p column shows them adjusted, so with 100 points
+    /// the chance that any is falsely flagged stays under A
+    #[arg(long, value_name = "A", default_value_t = 0.01, value_parser = alpha)]
+    alpha: f64,
+    /// No adjustment: A is each point's own false-alarm rate (with N points tested, about
+    /// A x N false flags are to be expected)
+    #[arg(long)]
+    alpha_per_point: bool,
+    /// The least change of the median that is flagged, percent. A change under it is
+    /// reported, never flagged: on one machine two runs of one program differ by a few percent
+    #[arg(long, value_name = "PCT", default_value_t = 5.0, value_parser = threshold)]
+    threshold: f64,
+    /// Exit status 1 when a point is flagged SLOWER
+    #[arg(long)]
+    fail_on_regression: bool,
+}
+
+/// The command line with compare's options moved before its `--`: they may follow the new
+/// reports (`compare B1 B2 -- N1 N2 --fail-on-regression`, as before clap), where clap would
+/// take them for files. Only compare's own options move; anything else stays where it is.
+pub(crate) fn options_first(
+    args: impl IntoIterator<Item = std::ffi::OsString>,
+) -> Vec<std::ffi::OsString> {
+    let args: Vec<std::ffi::OsString> = args.into_iter().collect();
+    if args.get(1).is_none_or(|a| a != "compare") {
+        return args;
+    }
+    let Some(split) = args.iter().position(|a| a == "--") else {
+        return args;
+    };
+    let (mut head, mut moved, mut files) = (args[..split].to_vec(), Vec::new(), Vec::new());
+    let mut rest = args[split + 1..].iter();
+    while let Some(a) = rest.next() {
+        let s = a.to_string_lossy();
+        let name = s.split_once('=').map_or(&*s, |(n, _)| n);
+        match name {
+            "--alpha-per-point" | "--fail-on-regression" => moved.push(a.clone()),
+            "--alpha" | "--threshold" => {
+                moved.push(a.clone());
+                if !s.contains('=')
+                    && let Some(v) = rest.next()
+                {
+                    moved.push(v.clone());
+                }
+            }
+            _ => files.push(a.clone()),
+        }
+    }
+    head.extend(moved);
+    head.push("--".into());
+    head.extend(files);
+    head
+}
+
+/// `--alpha`: above 0, at most 0.5.
+fn alpha(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(a) if a > 0.0 && a <= 0.5 => Ok(a),
+        _ => Err("expected a false-alarm rate above 0 and at most 0.5, such as 0.01".into()),
+    }
+}
+
+/// `--threshold`: 0 to 1000 percent.
+fn threshold(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(t) if (0.0..=1000.0).contains(&t) => Ok(t),
+        _ => Err("expected a percentage from 0 to 1000, such as 5".into()),
+    }
+}
 
 /// compare's settings.
 #[derive(Debug, Clone, Copy)]
@@ -110,23 +181,18 @@ fn ln(ns: f64) -> f64 {
 /// A point's distribution in one run: its histogram, or, in a report written before the
 /// histogram was added, one rebuilt from its percentiles.
 fn dist(p: &Point) -> Dist {
-    match &p.hist {
-        Some(h) => Dist::from_pairs(h),
-        None => {
-            let known: Vec<(f64, u64)> = [
-                (0.0, p.min_ns),
-                (0.5, Some(p.p50_ns)),
-                (0.9, p.p90_ns),
-                (0.99, Some(p.p99_ns)),
-                (0.999, p.p999_ns),
-                (1.0, p.max_ns),
-            ]
-            .into_iter()
-            .filter_map(|(q, v)| v.map(|v| (q, v)))
-            .collect();
-            Dist::from_quantiles(p.timed, &known)
-        }
+    if !p.hist.is_empty() {
+        return Dist::from_pairs(&p.hist);
     }
+    let known = [
+        (0.0, p.min_ns),
+        (0.5, p.p50_ns),
+        (0.9, p.p90_ns),
+        (0.99, p.p99_ns),
+        (0.999, p.p999_ns),
+        (1.0, p.max_ns),
+    ];
+    Dist::from_quantiles(p.timed, &known)
 }
 
 /// What the comparison found for one point.
@@ -142,7 +208,7 @@ enum Row {
 
 /// The program a report measured: the file name of its command's first word.
 fn program(run: &Run) -> Option<String> {
-    let first = run.run.as_ref()?.command.first()?;
+    let first = run.run.command.first()?;
     let name = std::path::Path::new(first).file_name()?;
     Some(name.to_string_lossy().into_owned())
 }
@@ -158,12 +224,7 @@ fn distinct(runs: &[Run], f: fn(&Run) -> Option<String>) -> Vec<String> {
 /// The warning for reports from different CPU models, if they are: their times differ by the
 /// machine as much as by the code.
 fn different_cpus(base: &[Run], new: &[Run]) -> Option<String> {
-    let cpu = |r: &Run| {
-        r.run
-            .as_ref()
-            .map(|m| m.cpu_model.trim().to_string())
-            .filter(|c| !c.is_empty())
-    };
+    let cpu = |r: &Run| Some(r.run.cpu_model.trim().to_string()).filter(|c| !c.is_empty());
     let (a, b) = (distinct(base, cpu), distinct(new, cpu));
     let mut all: Vec<&String> = a.iter().chain(&b).collect();
     all.sort();
@@ -221,70 +282,26 @@ fn side<'r>(ix: &[HashMap<&str, &'r Point>], name: &str) -> Side<'r> {
     }
 }
 
-pub(crate) fn compare(args: Vec<String>) -> Result<ExitCode, String> {
-    let mut it = args.into_iter();
-    let mut paths = Vec::new();
-    let mut split = None;
-    let mut o = Options {
-        alpha: 0.01,
-        per_point: false,
-        threshold_pct: 5.0,
-        gate: false,
+pub(crate) fn compare(args: CompareArgs) -> Result<ExitCode, String> {
+    let o = Options {
+        alpha: args.alpha,
+        per_point: args.alpha_per_point,
+        threshold_pct: args.threshold,
+        gate: args.fail_on_regression,
     };
-    while let Some(a) = it.next() {
-        let (name, inline) = split_option(&a);
-        match name {
-            "-h" | "--help" => {
-                println!("{USAGE}\n\n{HELP}");
-                return Ok(ExitCode::SUCCESS);
-            }
-            "--threshold" => {
-                let what = "a percentage from 0 to 1000, such as 5";
-                o.threshold_pct = value(inline, &mut it, "--threshold", what)?;
-                if !(0.0..=1000.0).contains(&o.threshold_pct) {
-                    return Err(format!("--threshold {}: expected {what}", o.threshold_pct));
-                }
-            }
-            "--alpha" => {
-                let what = "a false-alarm rate above 0 and at most 0.5, such as 0.01";
-                o.alpha = value(inline, &mut it, "--alpha", what)?;
-                if !(o.alpha > 0.0 && o.alpha <= 0.5) {
-                    return Err(format!("--alpha {}: expected {what}", o.alpha));
-                }
-            }
-            "--alpha-per-point" | "--fail-on-regression" if inline.is_some() => {
-                return Err(format!("{a:?}: {name} takes no value"));
-            }
-            "--alpha-per-point" => o.per_point = true,
-            "--fail-on-regression" => o.gate = true,
-            "--" if split.is_some() => {
-                return Err(
-                    "compare: expected one -- between the base and the new reports, got two".into(),
-                );
-            }
-            "--" => split = Some(paths.len()),
-            _ if a.starts_with('-') && a.len() > 1 => {
-                return Err(format!(
-                    "unknown option {a:?}: expected --alpha A, --alpha-per-point, --threshold PCT or --fail-on-regression (profpoint compare --help)"
-                ));
-            }
-            _ => paths.push(a),
-        }
-    }
     // BASE NEW, or BASE... -- NEW... for repeated runs.
-    let split = match split {
-        Some(k) => k,
-        None if paths.len() == 2 => 1,
-        None => {
-            return Err(format!(
-                "compare: expected two JSON reports (base, new), or several of each separated by --; got {} (profpoint compare --help)",
-                paths.len()
-            ));
-        }
+    let mut paths = args.base;
+    let split = if !args.new.is_empty() {
+        paths.len()
+    } else if paths.len() == 2 {
+        1
+    } else {
+        return Err(format!(
+            "compare: expected two JSON reports (base, new), or several of each separated by --; got {} (profpoint compare --help)",
+            paths.len()
+        ));
     };
-    if split == 0 || split == paths.len() {
-        return Err("compare: expected at least one report on each side of --".into());
-    }
+    paths.extend(args.new);
     // Reading a large report is most of compare's time: the files are read side by side, as
     // many at once as there are cores (the first error in argument order is the one reported).
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
@@ -331,9 +348,10 @@ pub(crate) fn compare(args: Vec<String>) -> Result<ExitCode, String> {
         eprintln!("profpoint: warning: {w}");
     }
     for (path, run) in paths.iter().zip(base.iter().chain(&new)) {
-        if run.points.iter().any(|p| p.timed > 0 && p.hist.is_none()) {
+        if run.points.iter().any(|p| p.timed > 0 && p.hist.is_empty()) {
             eprintln!(
-                "profpoint: note: {path} has no latency histograms (written before reports held them): its distributions are rebuilt from its percentiles, so the test is approximate"
+                "profpoint: note: {} has no latency histograms (written before reports held them): its distributions are rebuilt from its percentiles, so the test is approximate",
+                path.display()
             );
         }
     }
@@ -410,8 +428,8 @@ pub(crate) fn compare(args: Vec<String>) -> Result<ExitCode, String> {
         writeln!(
             out,
             "base {}, new {}: each point's calls ranked against each other (Mann-Whitney U over the latency histograms, ties corrected, at most {} calls a run counted)\n{how} and the median moved by at least {}%",
-            paths[0],
-            paths[1],
+            paths[0].display(),
+            paths[1].display(),
             stats::N_CAP,
             o.threshold_pct
         ).map_err(write_error)?;

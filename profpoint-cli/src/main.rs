@@ -1,324 +1,302 @@
-//! The `profpoint` command: reads JSON reports (`PROFPOINT_REPORT=json:PATH`).
+//! The `profpoint` command: reads saved reports (`PROFPOINT_REPORT=json:PATH`) and heatmap
+//! dumps.
 //!
 //! ```text
-//! profpoint report RUN.json [--top N]
+//! profpoint report RUN.json [--format table|json|csv|pprof|prom|svg] [-o OUT] [--top N]
 //! profpoint compare BASE.json NEW.json [--alpha A] [--threshold PCT] [--fail-on-regression]
 //! profpoint compare BASE1.json BASE2.json ... -- NEW1.json NEW2.json ...
+//! profpoint heatmap DUMP [--top N] [--by function|bucket] [--exclude GLOB]... [--json]
 //! ```
 //!
-//! `compare` matches points by name and compares their latency distributions, not their
-//! means: one run a side, a rank test over the two histograms; repeated runs, a t test over
-//! the per-run medians (`compare.rs`, `stats.rs`, and `profpoint compare --help`).
+//! `report` reads the file with `profpoint_report::read` and prints it with the same
+//! renderers the library's exit report uses, so the table is the exit table. `compare` matches
+//! points by name and compares their latency distributions, not their means: one run a side, a
+//! rank test over the two histograms; repeated runs, a t test over the per-run medians
+//! (`compare.rs`, `stats.rs`, and `profpoint compare --help`). `heatmap` reports a heatmap
+//! dump (what the `heatmap` crate's `Profile::write_dump` wrote).
 //!
 //! This is its own crate, apart from the `profpoint` library: linking the library would
 //! install its start-up and at-exit hooks in the command (`PROFPOINT_REPORT=json:x profpoint
 //! report x` would write the command's own report over its input), and the command's
-//! dependencies (statrs) must not reach the programs that link the library.
+//! dependencies (statrs, clap) must not reach the programs that link the library. The model
+//! crate, `profpoint-report`, has no hook: reading a report measures nothing.
+//!
+//! Exit status: 0; 1 for `compare --fail-on-regression` with a point flagged SLOWER; 2 for bad
+//! arguments (clap's message) and for input that cannot be read (one line naming the file and
+//! what is wrong).
 
 mod compare;
 mod stats;
 
-use serde::Deserialize;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use profpoint_report::Report;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-/// The parts of a report this command reads (other fields are ignored).
-#[derive(Debug, Deserialize)]
-struct Run {
-    schema: String,
-    version: u32,
-    wall_ns: u64,
-    points: Vec<Point>,
-    #[serde(default)]
-    run: Option<RunMeta>,
-    #[serde(default)]
-    tracepoints: Vec<Tracepoint>,
-    #[serde(default)]
-    heatmap: Option<Heatmap>,
-    #[serde(default)]
-    pmu: Option<Pmu>,
+/// Reads profpoint's saved reports and heatmap dumps.
+#[derive(Debug, Parser)]
+#[command(name = "profpoint", version, propagate_version = true)]
+#[command(
+    about = "Reads profpoint's saved reports (PROFPOINT_REPORT=json:PATH) and heatmap dumps",
+    after_help = "`profpoint COMMAND --help` says more about each command.\n\
+                  Exit status: 0; 1 when compare --fail-on-regression flags a point SLOWER; \
+                  2 for bad arguments or a file that cannot be read."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
 }
 
-#[derive(Debug, Deserialize)]
-struct Tracepoint {
-    name: String,
-    enabled: bool,
-    probes: u64,
-    counting: bool,
-    hits: u64,
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Prints a saved JSON report in any of the report's formats
+    Report(ReportArgs),
+    /// Compares each point's latency distribution between runs and flags the changed ones
+    #[command(long_about = compare::HELP)]
+    Compare(compare::CompareArgs),
+    /// Prints the hottest functions (or buckets) of a heatmap dump, readprofile style
+    Heatmap(HeatmapArgs),
 }
 
-#[derive(Debug, Deserialize)]
-struct Heatmap {
-    source: String,
-    total_samples: u64,
-    requested_hz: u64,
-    rows: Vec<HeatRow>,
+/// `profpoint report`'s arguments.
+#[derive(Debug, Args)]
+#[command(
+    long_about = "Prints a saved JSON report (PROFPOINT_REPORT=json:PATH) in any of the formats \
+                  the exit report writes: the table (points with their self time, tracepoints, \
+                  the overhead budget, heatmap and per-function metrics where present), the \
+                  JSON itself (older versions are written as the current one), CSV, pprof, the \
+                  Prometheus text format or an SVG chart."
+)]
+struct ReportArgs {
+    /// The JSON report
+    #[arg(value_name = "RUN.json")]
+    run: PathBuf,
+    /// Output format
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    format: Format,
+    /// Write to this file instead of standard output
+    #[arg(short, long, value_name = "OUT")]
+    output: Option<PathBuf>,
+    /// Keep the first N rows of each section (points, tracepoints, heatmap, metrics)
+    #[arg(long, value_name = "N")]
+    top: Option<usize>,
 }
 
-#[derive(Debug, Deserialize)]
-struct HeatRow {
-    function: String,
-    nr: u64,
-    percent: f64,
+/// The formats of `profpoint report`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Format {
+    /// The exit report's table
+    Table,
+    /// The JSON report (docs/report-schema.md)
+    Json,
+    /// One row per point
+    Csv,
+    /// A pprof profile (protobuf), for go tool pprof
+    Pprof,
+    /// The Prometheus text exposition format
+    Prom,
+    /// A bar chart of total and self time
+    Svg,
 }
 
-#[derive(Debug, Deserialize)]
-struct Pmu {
-    events: Vec<String>,
-    windows: u64,
-    rows: Vec<PmuRow>,
+/// `profpoint heatmap`'s arguments.
+#[derive(Debug, Args)]
+#[command(
+    long_about = "Prints the hottest functions (or buckets) of a heatmap dump, readprofile style. \
+                  Symbols are read from the files recorded in the dump (the executable and its \
+                  shared objects): run it on the machine that produced the dump, before those \
+                  files are rebuilt (a rebuilt file is detected by its build id and said in a \
+                  warning)."
+)]
+struct HeatmapArgs {
+    /// The dump file (heatmap::Profile::write_dump)
+    #[arg(value_name = "DUMP")]
+    dump: PathBuf,
+    /// Rows to print
+    #[arg(long, value_name = "N", default_value_t = 20, value_parser = positive)]
+    top: usize,
+    /// One row per function, or one per bucket
+    #[arg(long, value_enum, value_name = "KIND", default_value_t = By::Function)]
+    by: By,
+    /// Leave out functions matching GLOB (* and ?), e.g. 'std::thread::park*'; may be repeated;
+    /// excluded samples leave the total too
+    #[arg(long, value_name = "GLOB", value_parser = glob)]
+    exclude: Vec<String>,
+    /// Print the report as JSON instead of a table
+    #[arg(long)]
+    json: bool,
 }
 
-#[derive(Debug, Deserialize)]
-struct PmuRow {
-    symbol: String,
-    windows: u64,
-    clock_percent: f64,
-    cpi: Option<f64>,
-    bm_per_ki: Option<f64>,
-    cm_per_ki: Option<f64>,
-    page_faults_per_ms: Option<f64>,
+/// How heatmap rows are formed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum By {
+    /// One row per function
+    Function,
+    /// One row per bucket
+    Bucket,
 }
 
-/// A point's row. The percentiles other than p50 and p99, and `hist`, are optional: a report
-/// of an older writer may lack them.
-#[derive(Debug, Deserialize)]
-struct Point {
-    name: String,
-    nr: u64,
-    timed: u64,
-    total_ns: u64,
-    avg_ns: u64,
-    p50_ns: u64,
-    p99_ns: u64,
-    #[serde(default)]
-    min_ns: Option<u64>,
-    #[serde(default)]
-    max_ns: Option<u64>,
-    #[serde(default)]
-    p90_ns: Option<u64>,
-    #[serde(default)]
-    p999_ns: Option<u64>,
-    #[serde(default)]
-    estimated: bool,
-    /// `[value_ns, calls]` per non-empty bucket (docs/report-schema.md).
-    #[serde(default)]
-    hist: Option<Vec<[u64; 2]>>,
-}
-
-/// The run's metadata, where the report has it.
-#[derive(Debug, Deserialize)]
-struct RunMeta {
-    #[serde(default)]
-    command: Vec<String>,
-    #[serde(default)]
-    cpu_model: String,
-}
-
-const REPORT_USAGE: &str = "usage: profpoint report RUN.json [--top N]";
-
-fn load(path: &str) -> Result<Run, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("{path}: cannot read it: {e}"))?;
-    let run: Run = profpoint_json::from_slice(&bytes).map_err(|e| {
-        format!(
-            "{path}: not a profpoint JSON report ({e}); write one with PROFPOINT_REPORT=json:{path}"
-        )
-    })?;
-    if run.schema != "profpoint.report" {
-        return Err(format!(
-            "{path}: schema {:?}, expected \"profpoint.report\"",
-            run.schema
-        ));
-    }
-    if run.version != 1 {
-        return Err(format!(
-            "{path}: report version {}, this command reads version 1",
-            run.version
-        ));
-    }
-    Ok(run)
-}
-
-/// One value of an option: `--name VALUE`, or `--name=VALUE` (then `inline` holds it).
-fn value<T: std::str::FromStr>(
-    inline: Option<&str>,
-    args: &mut impl Iterator<Item = String>,
-    flag: &str,
-    what: &str,
-) -> Result<T, String> {
-    let v = match inline {
-        Some(v) => v.to_string(),
-        None => args
-            .next()
-            .ok_or_else(|| format!("{flag}: expected {what} after it"))?,
-    };
-    v.trim()
-        .parse()
-        .map_err(|_| format!("{flag} {v:?}: expected {what}"))
-}
-
-/// `--name=VALUE` split into the name and the value; any other argument whole.
-fn split_option(a: &str) -> (&str, Option<&str>) {
-    match a.split_once('=') {
-        Some((n, v)) if n.starts_with("--") => (n, Some(v)),
-        _ => (a, None),
+/// A number of rows: at least 1.
+fn positive(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err("expected a positive number of rows".into()),
     }
 }
 
-fn report(args: Vec<String>) -> Result<ExitCode, String> {
-    let mut it = args.into_iter();
-    let mut path = None;
-    let mut top = usize::MAX;
-    while let Some(a) = it.next() {
-        let (name, inline) = split_option(&a);
-        match name {
-            "-h" | "--help" => {
-                println!(
-                    "{REPORT_USAGE}\n\nPrints a saved JSON report (PROFPOINT_REPORT=json:PATH): its points, then its tracepoints,\nheatmap and per-function metrics where present; --top N keeps the first N rows of each."
-                );
-                return Ok(ExitCode::SUCCESS);
-            }
-            "--top" => top = value(inline, &mut it, "--top", "a number of rows")?,
-            _ if a.starts_with('-') && a.len() > 1 => {
-                return Err(format!(
-                    "unknown option {a:?}: expected --top N ({REPORT_USAGE})"
-                ));
-            }
-            _ if path.is_none() => path = Some(a),
-            _ => {
-                return Err(format!(
-                    "unexpected argument {a:?}: report reads one file ({REPORT_USAGE})"
-                ));
-            }
+/// A glob: not empty.
+fn glob(s: &str) -> Result<String, String> {
+    if s.is_empty() {
+        Err("expected a non-empty glob".into())
+    } else {
+        Ok(s.to_string())
+    }
+}
+
+/// A command's failure: the line printed after `profpoint: `.
+type Failure = String;
+
+/// Reads a report; the error names the file and what is wrong.
+pub(crate) fn load(path: &Path) -> Result<Report, Failure> {
+    profpoint_report::read(path).map_err(|e| e.to_string())
+}
+
+/// The report cut to its first `top` rows of each section.
+fn keep_top(r: &mut Report, top: usize) {
+    r.points.truncate(top);
+    r.tracepoints.truncate(top);
+    if let Some(h) = &mut r.heatmap {
+        h.rows.truncate(top);
+    }
+    if let Some(p) = &mut r.pmu {
+        p.rows.truncate(top);
+    }
+}
+
+fn report(a: ReportArgs) -> Result<ExitCode, Failure> {
+    let mut r = load(&a.run)?;
+    if let Some(top) = a.top {
+        keep_top(&mut r, top);
+    }
+    let bytes: Vec<u8> = match a.format {
+        Format::Table => r.to_table().into_bytes(),
+        Format::Json => {
+            let mut v = r.to_json().into_bytes();
+            v.push(b'\n');
+            v
         }
+        Format::Csv => r.to_csv().into_bytes(),
+        Format::Pprof => r.to_pprof(),
+        Format::Prom => r.to_prometheus().into_bytes(),
+        Format::Svg => r.to_svg().into_bytes(),
+    };
+    match &a.output {
+        Some(out) => std::fs::write(out, &bytes)
+            .map_err(|e| format!("{}: cannot write: {e}", out.display()))?,
+        None => write_stdout(&bytes)?,
     }
-    let path = path.ok_or_else(|| format!("report: expected a JSON report ({REPORT_USAGE})"))?;
-    let run = load(&path)?;
-    let w = run
-        .points
-        .iter()
-        .map(|p| p.name.len())
-        .max()
-        .unwrap_or(4)
-        .max(16);
-    println!(
-        "{path}: {} points, wall {:.3} s",
-        run.points.len(),
-        run.wall_ns as f64 / 1e9
-    );
-    println!(
-        "{:<w$}  {:>15}  {:>12}  {:>10}  {:>10}  {:>10}",
-        "name", "total(s)", "nr", "avg.ns", "p50.ns", "p99.ns"
-    );
-    for p in run.points.iter().take(top) {
-        println!(
-            "{:<w$}  {:>15.9}  {:>12}  {:>10}  {:>10}  {:>10}",
-            format!("{}{}", p.name, if p.estimated { " ~" } else { "" }),
-            p.total_ns as f64 / 1e9,
-            p.nr,
-            p.avg_ns,
-            p.p50_ns,
-            p.p99_ns
-        );
-    }
-    print_sections(&run, top);
     Ok(ExitCode::SUCCESS)
 }
 
-/// The report's other sections, where present: tracepoints, the heatmap, per-function metrics.
-fn print_sections(run: &Run, top: usize) {
-    let opt = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.2}"));
-    if !run.tracepoints.is_empty() {
-        let w = run
-            .tracepoints
-            .iter()
-            .map(|t| t.name.len())
-            .max()
-            .unwrap_or(4)
-            .max(16);
-        println!("\ntracepoints: {}", run.tracepoints.len());
-        println!(
-            "{:<w$}  {:>8}  {:>6}  {:>8}  {:>12}",
-            "name", "enabled", "probes", "counting", "hits"
-        );
-        for t in run.tracepoints.iter().take(top) {
-            println!(
-                "{:<w$}  {:>8}  {:>6}  {:>8}  {:>12}",
-                t.name, t.enabled, t.probes, t.counting, t.hits
-            );
+/// Writes to standard output; a closed pipe (`profpoint report x | head`) is no error.
+pub(crate) fn write_stdout(bytes: &[u8]) -> Result<(), Failure> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(bytes).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(format!("cannot write to standard output: {e}"))
         }
-    }
-    if let Some(h) = &run.heatmap {
-        let w = h
-            .rows
-            .iter()
-            .map(|r| r.function.len())
-            .max()
-            .unwrap_or(8)
-            .clamp(8, 80);
-        println!(
-            "\nheatmap: {} samples, source {}, {} Hz requested",
-            h.total_samples, h.source, h.requested_hz
-        );
-        println!("{:<w$}  {:>10}  {:>7}", "function", "samples", "%");
-        for r in h.rows.iter().take(top) {
-            let name: String = r.function.chars().take(w).collect();
-            println!("{name:<w$}  {:>10}  {:>7.2}", r.nr, r.percent);
-        }
-    }
-    if let Some(p) = &run.pmu {
-        let w = p
-            .rows
-            .iter()
-            .map(|r| r.symbol.len())
-            .max()
-            .unwrap_or(8)
-            .clamp(8, 80);
-        println!(
-            "\nper-function metrics: {} windows, events {}",
-            p.windows,
-            p.events.join(", ")
-        );
-        println!(
-            "{:<w$}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}",
-            "symbol", "windows", "%clock", "CPI", "BM/KI", "CM/KI", "PF/ms"
-        );
-        for r in p.rows.iter().take(top) {
-            let name: String = r.symbol.chars().take(w).collect();
-            println!(
-                "{name:<w$}  {:>7}  {:>7.2}  {:>7}  {:>7}  {:>7}  {:>7}",
-                r.windows,
-                r.clock_percent,
-                opt(r.cpi),
-                opt(r.bm_per_ki),
-                opt(r.cm_per_ki),
-                opt(r.page_faults_per_ms)
-            );
-        }
+        _ => Ok(()),
     }
 }
 
+fn heatmap(a: HeatmapArgs) -> Result<ExitCode, Failure> {
+    let name = a.dump.display();
+    if a.dump.is_dir() {
+        return Err(format!(
+            "{name}: is a directory: expected a heatmap dump file"
+        ));
+    }
+    let bytes = std::fs::read(&a.dump).map_err(|e| format!("{name}: cannot read: {e}"))?;
+    let profile = heatmap::Profile::read_dump(&bytes).map_err(|e| format!("{name}: {e}"))?;
+    let opts = heatmap::ReportOptions {
+        top: a.top,
+        by: match a.by {
+            By::Function => heatmap::By::Function,
+            By::Bucket => heatmap::By::Bucket,
+        },
+        exclude: a.exclude,
+        ..Default::default()
+    };
+    let report = profile.report(&opts);
+    let mut text = Vec::new();
+    if a.json {
+        text = report.to_json().into_bytes();
+        text.push(b'\n');
+    } else {
+        // Writing into memory cannot fail.
+        let _ = report.write_table(&mut text);
+    }
+    write_stdout(&text)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--help` and `--version` as clap prints them; a bad argument as clap's message in one line
+/// (its first line, and its tip where it has one), exit status 2.
+fn usage_error(e: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        let _ = e.print();
+        return ExitCode::from(if e.exit_code() == 0 { 0 } else { 2 });
+    }
+    let text = e.render().to_string();
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with("Usage:") && !l.starts_with("For more"))
+        .collect();
+    let mut first = lines
+        .first()
+        .map_or("bad arguments", |l| l.strip_prefix("error: ").unwrap_or(l))
+        .to_string();
+    // "the following required arguments were not provided:" lists them on the next lines.
+    if first.ends_with(':') {
+        let rest: Vec<&str> = lines[1..]
+            .iter()
+            .copied()
+            .filter(|l| !l.starts_with("tip: "))
+            .collect();
+        first = format!("{first} {}", rest.join(" "));
+    }
+    let tip = lines
+        .iter()
+        .find_map(|l| l.strip_prefix("tip: "))
+        .map_or(String::new(), |t| format!(" ({t})"));
+    let sub = std::env::args()
+        .nth(1)
+        .filter(|a| ["report", "compare", "heatmap"].contains(&a.as_str()));
+    let help = match sub {
+        Some(s) => format!("profpoint {s} --help"),
+        None => "profpoint --help".to_string(),
+    };
+    eprintln!("profpoint: {first}{tip}; see {help}");
+    ExitCode::from(2)
+}
+
 fn main() -> ExitCode {
-    let usage = format!(
-        "{REPORT_USAGE}\n       {}",
-        &compare::USAGE["usage: ".len()..]
-    );
-    let mut args = std::env::args().skip(1);
-    let result = match args.next().as_deref() {
-        Some("report") => report(args.collect()),
-        Some("compare") => compare::compare(args.collect()),
-        Some("-h" | "--help") => {
-            println!("{usage}\n\nprofpoint report --help and profpoint compare --help say more.");
-            Ok(ExitCode::SUCCESS)
-        }
-        Some("-V" | "--version") => {
-            println!("profpoint {}", env!("CARGO_PKG_VERSION"));
-            Ok(ExitCode::SUCCESS)
-        }
-        Some(other) => Err(format!(
-            "unknown command {other:?}: expected report or compare (profpoint --help)"
-        )),
-        None => Err(usage),
+    let cli = match Cli::try_parse_from(compare::options_first(std::env::args_os())) {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(&e),
+    };
+    let result = match cli.command {
+        Command::Report(a) => report(a),
+        Command::Compare(a) => compare::compare(a),
+        Command::Heatmap(a) => heatmap(a),
     };
     result.unwrap_or_else(|e| {
         eprintln!("profpoint: {e}");

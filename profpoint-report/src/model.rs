@@ -110,13 +110,16 @@ pub struct Report {
     pub schema: String,
     /// Always [`VERSION`].
     pub version: u32,
-    /// Which run this is.
+    /// Which run this is (a hand-made report may leave it out).
+    #[serde(default)]
     pub run: RunInfo,
-    /// The clock the points were timed with.
+    /// The clock the points were timed with (a hand-made report may leave it out).
+    #[serde(default)]
     pub clock: ClockReport,
     /// What one enabled point costs on this machine.
     pub overhead: Option<Overhead>,
     /// Whether `overhead.in_interval_ns` was subtracted from every timed call's interval.
+    #[serde(default)]
     pub overhead_subtracted: bool,
     /// Whether overhead compensation was on (`profpoint::compensate`): each timed interval then
     /// excludes the point's own in-interval cost and the whole cost of the points nested in it.
@@ -164,7 +167,7 @@ pub struct SlotMemory {
 }
 
 /// Metadata of the measured run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct RunInfo {
     /// The command line (`/proc/self/cmdline`).
     pub command: Vec<String>,
@@ -182,7 +185,7 @@ pub struct RunInfo {
 }
 
 /// The clock, as calibrated for this report.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ClockReport {
     /// `"tsc"` (x86_64), `"cntvct"` (aarch64's virtual counter) or `"monotonic"`.
     pub source: String,

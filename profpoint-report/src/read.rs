@@ -173,6 +173,19 @@ fn upgrade(report: &mut Report) {
     report.version = VERSION;
 }
 
+impl Report {
+    /// [`Report::from_json`] on bytes, which must be UTF-8.
+    pub fn from_json_slice(bytes: &[u8]) -> Result<Report, ReadError> {
+        let text = std::str::from_utf8(bytes).map_err(|e| {
+            ReadError::new(format!(
+                "not JSON: invalid UTF-8 at byte {}",
+                e.valid_up_to()
+            ))
+        })?;
+        Report::from_json(text)
+    }
+}
+
 /// Reads the report in `path` ([`Report::from_json`]); every error names the file.
 pub fn read(path: &Path) -> Result<Report, ReadError> {
     let in_file = |e: ReadError| e.in_file(path);
@@ -183,13 +196,7 @@ pub fn read(path: &Path) -> Result<Report, ReadError> {
     }
     let bytes = std::fs::read(path)
         .map_err(|e| in_file(ReadError::new(format!("cannot read: {}", io_words(&e)))))?;
-    let text = std::str::from_utf8(&bytes).map_err(|e| {
-        in_file(ReadError::new(format!(
-            "not JSON: invalid UTF-8 at byte {}",
-            e.valid_up_to()
-        )))
-    })?;
-    Report::from_json(text).map_err(in_file)
+    Report::from_json_slice(&bytes).map_err(in_file)
 }
 
 /// An I/O error in words, without Rust's `(os error N)`.
