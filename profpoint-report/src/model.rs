@@ -455,18 +455,21 @@ impl Report {
     }
 
     /// The report in the Prometheus text format: calls and time counters, latency summaries,
-    /// tracepoint hits, one series per point (label `point`).
+    /// tracepoint hits, one series per point (labels `point`, `location`). For a report of the
+    /// running process, counters never go down from one call to the next, estimates revised
+    /// down and `profpoint::reset()` included (the rule: `prometheus.rs`).
     pub fn to_prometheus(&self) -> String {
         crate::prometheus::render(self)
     }
 
-    /// The points as a pprof profile (protobuf, uncompressed): calls, self and total time per
-    /// point, for `go tool pprof` and other pprof viewers.
+    /// The points as a pprof profile, gzipped (protobuf inside, as pprof's readers expect):
+    /// calls, self and total time per point, for `go tool pprof` and other pprof viewers.
     pub fn to_pprof(&self) -> Vec<u8> {
         crate::pprof::render(self)
     }
 
-    /// The points as a self-contained SVG bar chart (total and self time per point).
+    /// The points as a self-contained SVG bar chart: total and self time per point on a time
+    /// axis with units, the figures beside each bar.
     pub fn to_svg(&self) -> String {
         crate::svg::render(self)
     }
