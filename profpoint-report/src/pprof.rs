@@ -130,9 +130,12 @@ fn heatmap_sites(_: &Report) -> Vec<(String, String, u64, u64)> {
 /// The profile, gzipped.
 pub(super) fn render(r: &Report) -> Vec<u8> {
     let raw = encode(r);
+    // The fastest level, as Go's runtime/pprof writes its profiles: 10,000 points encode in
+    // ~7 ms and gzip in ~4 ms more to 352 KB here (release); the default level took ~80 ms
+    // more for 300 KB.
     let mut gz = flate2::write::GzEncoder::new(
         Vec::with_capacity(raw.len() / 4),
-        flate2::Compression::default(),
+        flate2::Compression::fast(),
     );
     // Writing into a Vec cannot fail.
     let _ = std::io::Write::write_all(&mut gz, &raw);
