@@ -46,9 +46,15 @@ pub mod key;
     not(feature = "tracepoint-atomic")
 ))]
 pub(crate) mod patch;
+mod handle;
+mod panics;
 pub(crate) mod rcu;
 
 use crate::glob;
+pub use handle::ProbeHandle;
+#[doc(hidden)]
+pub use panics::probe_panicked;
+use panics::{filter_probe_panics, panics_of};
 pub use profpoint_report::TracepointInfo;
 use std::any::Any;
 // The tracepoint's words and the writers' lock come from `crate::sync`: std's, or loom's in the
@@ -531,52 +537,6 @@ impl Tracepoint {
     }
 }
 
-/// Unregisters its probe when dropped (or by [`ProbeHandle::unregister`]). A probe may drop
-/// its own handle: that does not deadlock.
-#[derive(Debug)]
-#[must_use = "dropping the handle unregisters the probe at once; keep it while the probe should run"]
-pub struct ProbeHandle {
-    tracepoint: Option<&'static Tracepoint>,
-    id: Option<u64>,
-}
-
-impl ProbeHandle {
-    /// A handle of nothing (what `register_trace_*` returns under the `off` feature).
-    #[doc(hidden)]
-    pub fn __inert() -> ProbeHandle {
-        ProbeHandle {
-            tracepoint: None,
-            id: None,
-        }
-    }
-
-    /// Unregisters the probe now. When this returns, no new call of the probe starts; calls
-    /// already running on other threads may still finish (see [`synchronize_unregister`]).
-    ///
-    /// Called from inside a probe (a probe dropping its own handle, or another's), it does not
-    /// wait for other threads (two probes doing so on two threads would wait for each other):
-    /// the removal is immediate on this thread, and another thread that had already checked the
-    /// probe just before may still call it once. Outside probes, the guarantee is exact.
-    pub fn unregister(mut self) {
-        if let (Some(t), Some(id)) = (self.tracepoint, self.id.take()) {
-            t.unregister(id);
-        }
-    }
-
-    /// Keeps the probe registered for the rest of the program.
-    pub fn forget(mut self) {
-        self.id = None;
-    }
-}
-
-impl Drop for ProbeHandle {
-    fn drop(&mut self) {
-        if let (Some(t), Some(id)) = (self.tracepoint, self.id.take()) {
-            t.unregister(id);
-        }
-    }
-}
-
 /// Waits until no probe call that started before this call is still running (the kernel's
 /// `tracepoint_synchronize_unregister`), and frees what earlier unregistrations retired.
 /// Call it outside probes.
@@ -607,80 +567,6 @@ fn reclaim() {
     }
 }
 
-/// Panics of probes (and conditions) so far, by tracepoint name.
-static PANICS: Mutex<Vec<(&'static str, u64)>> = Mutex::new(Vec::new());
-
-/// How many probe panics are printed in full (message and, with `RUST_BACKTRACE`, backtrace)
-/// by the program's panic hook; later ones are one line each.
-const FULL_PANICS: u64 = 3;
-
-/// Probe panics so far, every tracepoint (read by the panic filter).
-static PANICS_ALL: AtomicU64 = AtomicU64::new(0);
-
-/// Reports a probe (or a tracepoint condition) that panicked: the first few are printed in full
-/// by the panic hook, with one line of ours the first time; after them, one line per panic
-/// (the hook's message and backtrace are left out, see [`filter_probe_panics`]); reports
-/// count them per tracepoint.
-#[doc(hidden)]
-#[cold]
-pub fn probe_panicked(name: &'static str) {
-    let mut seen = PANICS.lock().unwrap_or_else(|e| e.into_inner());
-    let n = match seen.iter_mut().find(|(t, _)| *t == name) {
-        Some((_, n)) => {
-            *n += 1;
-            *n
-        }
-        None => {
-            seen.push((name, 1));
-            1
-        }
-    };
-    drop(seen);
-    // Relaxed: read by the filter, which only compares it with a constant.
-    let all = PANICS_ALL.load(Ordering::Relaxed);
-    if n == 1 {
-        eprintln!("profpoint: a probe of tracepoint {name} panicked; the program goes on");
-    } else if all > FULL_PANICS {
-        eprintln!(
-            "profpoint: a probe of tracepoint {name} panicked again ({n} times so far; the \
-             first {FULL_PANICS} panics of probes were printed in full)"
-        );
-    }
-}
-
-/// Panics of the probes of tracepoint `name` so far.
-fn panics_of(name: &str) -> u64 {
-    let seen = PANICS.lock().unwrap_or_else(|e| e.into_inner());
-    seen.iter().find(|(t, _)| *t == name).map_or(0, |&(_, n)| n)
-}
-
-/// Wraps the program's panic hook, once, when the first probe is registered: a panic inside a
-/// probe (a tracepoint read section on this thread) after the first [`FULL_PANICS`] skips the
-/// hook (its message, and its backtrace under `RUST_BACKTRACE`: 46 lines each, 400 panicking
-/// calls printed 18,400 lines); [`probe_panicked`] prints one line instead. Every other panic
-/// goes to the program's hook as before; a hook the program sets later replaces this one.
-fn filter_probe_panics() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    // `set_hook` panics on a panicking thread; a probe registered during unwinding keeps the
-    // program's hook as it is.
-    if std::thread::panicking() {
-        return;
-    }
-    ONCE.call_once(|| {
-        let previous = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            if rcu::in_read_section() {
-                // Relaxed: a tally.
-                let n = PANICS_ALL.fetch_add(1, Ordering::Relaxed) + 1;
-                if n > FULL_PANICS {
-                    return;
-                }
-            }
-            previous(info)
-        }));
-    });
-}
-
 /// Every tracepoint compiled into the program.
 pub fn all() -> &'static [Tracepoint] {
     &TRACEPOINTS
@@ -702,15 +588,8 @@ pub(crate) fn infos() -> Vec<TracepointInfo> {
     v
 }
 
-/// Model checking of the key toggling (`RUSTFLAGS="--cfg loom"`, docs/loom.md), with the
-/// portable key (`key.rs`'s atomic backend: the static-key backend patches code, which loom
-/// cannot run).
-///
-/// Real code: `__register`, `ProbeHandle::drop` (`unregister`), `set_counting`, `update`,
-/// `refresh_key`, `Key::set` and `Key::is_enabled`, `reclaim` and the grace period, on loom's
-/// atomics and the writers' lock as a loom `Mutex`. Stand-ins: the tracepoint is made by
-/// `Tracepoint::new` on the heap (not a linker-gathered static: nothing here needs its index);
-/// no thread is in a read section, so the grace period waits for no shard.
+/// Model checking of the key toggling (`RUSTFLAGS="--cfg loom"`, docs/loom.md; the file says
+/// what is real and what stands in).
 #[cfg(all(
     test,
     loom,
@@ -720,59 +599,4 @@ pub(crate) fn infos() -> Vec<TracepointInfo> {
         not(feature = "tracepoint-atomic")
     ))
 ))]
-mod loom_tests {
-    use super::*;
-    use std::collections::BTreeSet;
-
-    fn probe() -> Box<dyn Any + Send + Sync> {
-        Box::new(|_: u64| {}) as Box<dyn Any + Send + Sync>
-    }
-
-    /// Three threads switch one tracepoint's key at once: the main thread registers a probe,
-    /// a second registers one and drops it, a third turns counting on and off. Whatever the
-    /// order, the key ends on (one probe is left: enabled twice, disabled once, stays
-    /// enabled), with one probe and counting off; dropping the last probe turns it off.
-    #[test]
-    fn loom_key_enabled_twice_disabled_once_stays_enabled() {
-        // Probes the second thread's tracepoint had right after its registration, over every
-        // execution: 1 and 2 (it ran both before and after the main thread's registration).
-        let seen = Arc::new(Mutex::new(BTreeSet::new()));
-        let seen_in = seen.clone();
-        crate::sync::model("key toggling", move || {
-            let tp: &'static Tracepoint =
-                Box::leak(Box::new(Tracepoint::new("loom::toggled", file!(), line!())));
-            let seen = seen_in.clone();
-            let other = loom::thread::spawn(move || {
-                let h = tp.__register(probe());
-                assert!(
-                    tp.is_enabled(),
-                    "off right after this thread's registration"
-                );
-                // Relaxed: a count for the coverage check, read by the registering thread.
-                seen.lock()
-                    .unwrap()
-                    .insert(tp.nprobes.load(Ordering::Relaxed));
-                drop(h);
-            });
-            let counter = loom::thread::spawn(move || {
-                tp.set_counting(true);
-                assert!(tp.is_enabled(), "off right after counting was turned on");
-                tp.set_counting(false);
-            });
-            let mine = tp.__register(probe());
-            other.join().unwrap();
-            counter.join().unwrap();
-            assert!(tp.is_enabled(), "a probe is left but the key is off");
-            // Relaxed: every writer has been joined.
-            assert_eq!(tp.nprobes.load(Ordering::Relaxed), 1);
-            assert!(!tp.counting.load(Ordering::Relaxed));
-            drop(mine);
-            assert!(
-                !tp.is_enabled(),
-                "no probe and no counting, but the key is on"
-            );
-        });
-        let seen = seen.lock().unwrap();
-        assert_eq!(*seen, BTreeSet::from([1, 2]), "schedules explored");
-    }
-}
+mod loom_tests;
