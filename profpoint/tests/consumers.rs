@@ -335,11 +335,32 @@ fn protoc_decodes_the_profile_with_upstream_profile_proto() {
         .map(|m| (ints(m, "id")[0], ints(m, "function_id")[0]))
         .collect();
     let mut samples = BTreeMap::new();
+    let mut labels = BTreeMap::new();
     for m in messages(&text, "sample") {
         let loc = ints(&m, "location_id");
         assert_eq!(loc.len(), 1, "one location a sample: {m:?}");
         let name = functions[&locations[&loc[0]]].clone();
-        samples.insert(name, ints(&m, "value"));
+        samples.insert(name.clone(), ints(&m, "value"));
+        // label { key, str }, by their strings.
+        let l: Vec<(String, String)> = ints(&m, "key")
+            .iter()
+            .zip(ints(&m, "str"))
+            .map(|(&k, v)| (strings[k as usize].clone(), strings[v as usize].clone()))
+            .collect();
+        labels.insert(name, l);
+    }
+    // The async point's absent self time is said in a label; no other point has one.
+    for name in OURS {
+        let want: &[(&str, &str)] = if name == "consumers::fetch" {
+            &[("self", "none (async point)")]
+        } else {
+            &[]
+        };
+        let got: Vec<(&str, &str)> = labels[name]
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        assert_eq!(got, want, "{name}'s labels");
     }
     let points = json_points(&r.to_json());
     for name in OURS {
