@@ -341,3 +341,65 @@ fn threads_without_counters_are_reported() {
         profile.warnings
     );
 }
+
+/// The names of this process's threads now.
+fn thread_names() -> Vec<String> {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|e| std::fs::read_to_string(e.ok()?.path().join("comm")).ok())
+        .map(|n| n.trim().to_owned())
+        .collect()
+}
+
+/// A worker that runs the workload for 80 ms of its own CPU time.
+fn worker() {
+    std::thread::spawn(|| {
+        let end = thread_cpu() + Duration::from_millis(80);
+        while thread_cpu() < end {
+            workload(Duration::from_millis(10), None);
+        }
+    })
+    .join()
+    .expect("a worker finished");
+}
+
+/// With the heatmap running too, one thread lists the threads for both samplers: the heatmap's
+/// watcher hosts the windows' scans (no `pmu-watcher` thread), and a new thread still gets its
+/// group; once the heatmap stops, the windows' own thread takes the scans over.
+#[test]
+fn with_the_heatmap_one_watcher_serves_both() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if !software_or_skip("with_the_heatmap_one_watcher_serves_both") {
+        return;
+    }
+    let heat = heatmap::start(heatmap::Config::new()).expect("the heatmap starts");
+    let sampler = fast_software_sampler();
+    std::thread::sleep(Duration::from_millis(60));
+    let names = thread_names();
+    assert!(!names.iter().any(|n| n == "pmu-watcher"), "{names:?}");
+    assert_eq!(
+        names.iter().filter(|n| *n == "heatmap-watcher").count(),
+        1,
+        "{names:?}"
+    );
+    worker();
+    drop(heat.stop());
+    std::thread::sleep(Duration::from_millis(60));
+    let names = thread_names();
+    assert!(names.iter().any(|n| n == "pmu-watcher"), "{names:?}");
+    worker();
+    let profile = sampler.stop();
+    let report = profile.report(20);
+    // The workers' windows: the main thread only slept and joined.
+    assert!(
+        report
+            .rows
+            .iter()
+            .any(|r| r.symbol.ends_with("fault_pages")),
+        "{} threads, {} windows",
+        profile.threads,
+        profile.windows.len()
+    );
+    // Both workers were given groups, one by each watcher.
+    assert!(profile.threads >= 5, "{} threads", profile.threads);
+}

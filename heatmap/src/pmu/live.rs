@@ -1,6 +1,7 @@
 //! The live half of [`super`] (Linux only): [`start`], the running [`PmuSampler`] and its
 //! stop. Its parts: `group.rs` (perf groups), `handler.rs` (the overflow handler and its
-//! per-thread state machine), `watcher.rs` (threads found and given their groups); the
+//! per-thread state machine), `watcher.rs` (threads found and given their groups, at the
+//! scans `crate::threads` runs or the heatmap's watcher hosts); the
 //! calibration run is in `../calibration.rs`. What the report needs (windows, their
 //! arithmetic) is in the other files of `pmu/`, on every system; elsewhere `unsupported.rs`
 //! has stubs that say the mode is not available.
@@ -31,8 +32,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 pub struct PmuSampler {
     config: PmuConfig,
     threads: Threads,
-    stop_watcher: Arc<AtomicBool>,
-    watcher: Option<std::thread::JoinHandle<()>>,
+    /// Tells the calibration to stop early.
+    stopping: Arc<AtomicBool>,
+    /// This sampler as a follower of the thread scans (`crate::threads`).
+    follower: Option<u64>,
     /// Our handler and the disposition it replaced.
     installed: Installed,
     shared: *mut Shared,
@@ -67,12 +70,12 @@ pub fn start(config: PmuConfig) -> Result<PmuSampler, PmuError> {
     let installed = handler::install(shared)?;
     SHARED.publish(shared);
     let threads: Threads = Arc::default();
-    let stop_watcher = Arc::new(AtomicBool::new(false));
+    let stopping = Arc::new(AtomicBool::new(false));
     let mut sampler = PmuSampler {
         config: config.clone(),
         threads: threads.clone(),
-        stop_watcher: stop_watcher.clone(),
-        watcher: None,
+        stopping: stopping.clone(),
+        follower: None,
         installed,
         shared,
         rate_at_start: max_sample_rate(),
@@ -81,18 +84,16 @@ pub fn start(config: PmuConfig) -> Result<PmuSampler, PmuError> {
         calibrator: None,
         started: std::time::Instant::now(),
     };
-    watcher::scan(&config, shared, &threads);
-    sampler.watcher =
-        Some(watcher::spawn(config.clone(), shared, threads, stop_watcher).map_err(PmuError::Io)?);
+    if let Ok(live) = crate::threads::alive(0) {
+        watcher::scan(&config, shared, &threads, &live);
+    }
+    sampler.follower =
+        Some(watcher::follow(config.clone(), shared, threads).map_err(PmuError::Io)?);
     // The calibration runs its loop for ~100 ms on a thread of its own, once the watcher has
     // given that thread its group: the caller (often the program's start-up) does not wait.
     sampler.calibrator = Some(
-        spawn_calibrator(
-            sampler.threads.clone(),
-            shared,
-            sampler.stop_watcher.clone(),
-        )
-        .map_err(PmuError::Io)?,
+        spawn_calibrator(sampler.threads.clone(), shared, sampler.stopping.clone())
+            .map_err(PmuError::Io)?,
     );
     Ok(sampler)
 }
@@ -220,11 +221,11 @@ impl PmuSampler {
         }
     }
 
-    /// Stops the calibration and the watcher and joins them (in a forked child, where they
-    /// were not copied, forgets them instead).
+    /// Stops the calibration and joins it, then leaves the thread scans (in a forked child,
+    /// where the calibration thread was not copied, forgets it instead).
     fn join_threads(&mut self, forked: bool) {
-        // Relaxed: a stop flag (the watcher and the calibration poll it).
-        self.stop_watcher.store(true, Ordering::Relaxed);
+        // Relaxed: a stop flag (the calibration polls it).
+        self.stopping.store(true, Ordering::Relaxed);
         if let Some(c) = self.calibrator.take() {
             if forked {
                 // Not copied into the child: joining it would wait forever.
@@ -233,13 +234,9 @@ impl PmuSampler {
                 self.calibration = c;
             }
         }
-        self.stop_watcher.store(true, Ordering::Relaxed);
-        if let Some(w) = self.watcher.take() {
-            if forked {
-                std::mem::forget(w);
-            } else {
-                let _ = w.join();
-            }
+        if let Some(id) = self.follower.take() {
+            // Once it returns, no scan of ours runs or will run.
+            crate::threads::unfollow(id, forked);
         }
     }
 

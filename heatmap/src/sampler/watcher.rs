@@ -1,5 +1,6 @@
 //! The watcher thread (`heatmap-watcher`, with `SIGPROF` blocked so it never samples itself
 //! nor gets `EINTR`): it finds threads and gives each what its source needs (`source.rs`),
+//! hosts the windows' scans while it runs (`crate::threads`: one list of the threads for both),
 //! ticks for the sources that need a clock (tgkill, wall mode), gives libraries loaded later
 //! buckets of their own, and checks every 5 ms that the handler is still ours.
 
@@ -89,10 +90,15 @@ impl Watcher {
     pub(super) fn run(mut self, stop: mpsc::Receiver<()>, ready: mpsc::Sender<()>) {
         handler::block_here();
         let me = sys::gettid();
+        // From now on the windows' scans are ours (`crate::threads`): one thread lists the
+        // threads for both samplers.
+        threads::host(true);
         let mut threads: HashMap<libc::pid_t, Tracked> = HashMap::new();
         self.scan(me, &mut threads);
         let _ = ready.send(());
         let replaced = self.watch(me, &mut threads, &stop);
+        // No more scans here: a thread of `crate::threads` takes the windows' over.
+        threads::host(false);
         for (_, t) in threads.drain() {
             self.close(&t);
         }
@@ -232,8 +238,8 @@ impl Watcher {
     /// Returns whether any thread started or ended since the last look.
     fn scan(&mut self, me: libc::pid_t, threads: &mut HashMap<libc::pid_t, Tracked>) -> bool {
         self.new_libraries();
-        let alive = match threads::alive(me) {
-            Ok(alive) => alive,
+        let all = match threads::alive(0) {
+            Ok(all) => all,
             Err(e) => {
                 let mut first = self
                     .shared
@@ -246,6 +252,9 @@ impl Watcher {
                 return false;
             }
         };
+        // One list for both samplers: the windows follow the scans we host.
+        threads::hosted_scan(&all);
+        let alive: Vec<libc::pid_t> = all.into_iter().filter(|&tid| tid != me).collect();
         let before = threads.len();
         threads.retain(|tid, t| {
             let keep = alive.binary_search(tid).is_ok();

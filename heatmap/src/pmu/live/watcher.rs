@@ -1,5 +1,7 @@
-//! The watcher: every 20 ms it gives new threads their group (routed to the thread, armed for
-//! a first long period) and closes the groups of threads that have ended.
+//! The windows' part of the thread watch: at each list of the threads (every 20 ms, taken by the
+//! heatmap's watcher when it runs, else by `threads.rs`'s own thread: one scan either way), new
+//! threads get their group (routed to the thread, armed for a first long period) and the
+//! groups of threads that have ended are closed.
 
 use super::super::config::PmuConfig;
 use super::group::open_event;
@@ -7,24 +9,21 @@ use super::handler::{Shared, signal};
 use crate::sys;
 use crate::threads;
 use std::io;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 /// The threads sampled: each thread id with its group's descriptors (leader first).
 pub(crate) type Threads = Arc<Mutex<Vec<(libc::pid_t, Vec<libc::c_int>)>>>;
 
-/// Opens groups for threads not seen yet and forgets threads that are gone.
+/// Opens groups for threads of `live` (sorted) not seen yet and forgets threads that are gone.
 pub(super) fn scan(
     config: &PmuConfig,
     shared: *mut Shared,
     threads: &Mutex<Vec<(libc::pid_t, Vec<libc::c_int>)>>,
+    live: &[libc::pid_t],
 ) {
-    // SAFETY: the sampler keeps `shared` alive while the watcher runs (it joins it first).
+    // SAFETY: the sampler keeps `shared` alive while it is followed (stop unfollows first).
     let s = unsafe { &*shared };
-    let Ok(live) = threads::alive(0) else {
-        return;
-    };
     let mut t = threads.lock().unwrap_or_else(|e| e.into_inner());
     t.retain(|(tid, fds)| {
         if live.binary_search(tid).is_ok() {
@@ -38,7 +37,7 @@ pub(super) fn scan(
         }
         false
     });
-    for &tid in &live {
+    for &tid in live {
         if t.iter().any(|(x, _)| *x == tid) {
             continue;
         }
@@ -130,21 +129,11 @@ pub(super) fn open_group(
     Some(fds)
 }
 
-/// Starts the watcher thread: a scan every 20 ms until `stop` is set.
-pub(super) fn spawn(
-    config: PmuConfig,
-    shared: *mut Shared,
-    threads: Threads,
-    stop: Arc<AtomicBool>,
-) -> io::Result<std::thread::JoinHandle<()>> {
+/// Follows the thread scans (`threads::follow`): [`scan`] at each; returns the follower's id
+/// for stop to unfollow.
+pub(super) fn follow(config: PmuConfig, shared: *mut Shared, threads: Threads) -> io::Result<u64> {
     let shared_addr = shared as usize;
-    std::thread::Builder::new()
-        .name("pmu-watcher".into())
-        .spawn(move || {
-            // Relaxed: a stop flag.
-            while !stop.load(Ordering::Relaxed) {
-                std::thread::sleep(Duration::from_millis(20));
-                scan(&config, shared_addr as *mut Shared, &threads);
-            }
-        })
+    threads::follow(Box::new(move |live| {
+        scan(&config, shared_addr as *mut Shared, &threads, live)
+    }))
 }
