@@ -357,6 +357,14 @@ mod tests {
     }
 
     #[test]
+    fn a_report_of_no_point_is_a_chart_all_the_same() {
+        let svg = render(&Report::empty());
+        assert!(svg.trim_end().ends_with("</svg>"), "{svg}");
+        assert!(svg.contains("0 of 0 called"), "{svg}");
+        assert!(!svg.contains("NaN") && !svg.contains("inf"), "{svg}");
+    }
+
+    #[test]
     fn long_names_keep_their_end() {
         let long = format!("{}::the_function", "a".repeat(100));
         let s = short_name(&long);
