@@ -299,7 +299,6 @@ impl Point {
         self.status
             .store(if every == 1 { ON } else { SAMPLED }, Ordering::Relaxed);
     }
-
 }
 
 /// Times until the end of the enclosing scope: `let _g = profile_scope!("name");`.

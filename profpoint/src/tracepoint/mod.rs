@@ -39,15 +39,15 @@
 //! New per-tracepoint statistics go in `Tracepoint` (shared state) or `Shard::tp_hits`
 //! (per-thread counters); `info()` reports them.
 
+mod handle;
 pub mod key;
+mod panics;
 #[cfg(all(
     target_arch = "x86_64",
     target_os = "linux",
     not(feature = "tracepoint-atomic")
 ))]
 pub(crate) mod patch;
-mod handle;
-mod panics;
 pub(crate) mod rcu;
 
 use crate::glob;
