@@ -56,8 +56,8 @@ mod clock;
 mod copies;
 #[cfg(feature = "criterion")]
 pub mod criterion;
-pub mod env;
 mod deliver;
+pub mod env;
 mod exit;
 mod exit_report;
 mod fork;
@@ -73,8 +73,8 @@ mod sampling;
 #[cfg(feature = "serve")]
 mod serve;
 mod shard;
-mod slot;
 mod signals;
+mod slot;
 mod sync;
 mod threads;
 pub mod tracepoint;

@@ -105,7 +105,11 @@ pub(super) struct Reference {
 }
 
 impl Reference {
-    pub(super) fn of(points: &[PointState], window_calls: &[Scalars], cur: &[Scalars]) -> Reference {
+    pub(super) fn of(
+        points: &[PointState],
+        window_calls: &[Scalars],
+        cur: &[Scalars],
+    ) -> Reference {
         let mut r = Reference::default();
         for (i, st) in points.iter().enumerate() {
             if st.set == Some(Mode::Burst) {
@@ -175,7 +179,13 @@ impl BurstRound {
     /// estimated if the burst tells (reliable, and with reference points or a call seen),
     /// else kept for the next burst that does (`state`). Returns the round's estimated calls
     /// (the kept rounds' included), if estimated.
-    pub(super) fn fold(&self, est: &mut Est, state: &mut BurstState, d: &Scalars, w: &Scalars) -> Option<f64> {
+    pub(super) fn fold(
+        &self,
+        est: &mut Est,
+        state: &mut BurstState,
+        d: &Scalars,
+        w: &Scalars,
+    ) -> Option<f64> {
         if self.reliable {
             state.pool = (
                 state.pool.0 * KEEP + w.nr() as f64,
