@@ -212,5 +212,10 @@ fn main() {
     }
     let cmp = time(|| run(&["compare", a.to_str().unwrap(), b.to_str().unwrap()]));
     println!("profpoint compare a.json b.json: {}", ms(cmp));
-    std::fs::remove_dir_all(&dir).ok();
+    // PROFPOINT_BENCH_KEEP=1 leaves the two reports for a look by hand (their folder printed).
+    if std::env::var_os("PROFPOINT_BENCH_KEEP").is_some() {
+        println!("reports kept in {}", dir.display());
+    } else {
+        std::fs::remove_dir_all(&dir).ok();
+    }
 }

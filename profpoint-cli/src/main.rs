@@ -179,22 +179,39 @@ fn report(a: ReportArgs) -> Result<ExitCode, Failure> {
     if let Some(top) = a.top {
         keep_top(&mut r, top);
     }
+    // JSON is streamed in pieces (a 10,000-point report is ~24 MB of text); the others are
+    // rendered whole, then written.
     let bytes: Vec<u8> = match a.format {
+        Format::Json => Vec::new(),
         Format::Table => r.to_table().into_bytes(),
-        Format::Json => {
-            let mut v = r.to_json().into_bytes();
-            v.push(b'\n');
-            v
-        }
         Format::Csv => r.to_csv().into_bytes(),
         Format::Pprof => r.to_pprof(),
         Format::Prom => r.to_prometheus().into_bytes(),
         Format::Svg => r.to_svg().into_bytes(),
     };
+    let write = |w: &mut dyn Write| -> std::io::Result<()> {
+        if a.format == Format::Json {
+            r.write_json(w)?;
+            w.write_all(b"\n")?;
+        } else {
+            w.write_all(&bytes)?;
+        }
+        w.flush()
+    };
     match &a.output {
-        Some(out) => std::fs::write(out, &bytes)
+        Some(out) => std::fs::File::create(out)
+            .and_then(|f| write(&mut std::io::BufWriter::with_capacity(1 << 16, f)))
             .map_err(|e| format!("{}: cannot write: {e}", out.display()))?,
-        None => write_stdout(&bytes)?,
+        None => {
+            let mut out = std::io::stdout().lock();
+            match write(&mut out) {
+                // A closed pipe (`profpoint report x | head`) is no error.
+                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+                    return Err(format!("cannot write to standard output: {e}"));
+                }
+                _ => {}
+            }
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

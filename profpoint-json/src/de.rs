@@ -3,12 +3,15 @@
 
 use crate::{Error, MAX_DEPTH, Segment};
 use serde::de::{self, DeserializeSeed, IntoDeserializer, Unexpected, Visitor};
+use std::borrow::Cow;
 use std::fmt::Write as _;
 
 /// A parsed JSON value. Objects keep their keys in document order (duplicates too: a struct's
-/// visitor reports a duplicate field).
+/// visitor reports a duplicate field). Strings and keys without escapes borrow from the text
+/// (a report has hundreds of thousands of keys: one allocation each was a good part of the
+/// reading time).
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Value {
+pub(crate) enum Value<'a> {
     Null,
     Bool(bool),
     /// A non-negative integer that fits in 64 bits.
@@ -17,13 +20,13 @@ pub(crate) enum Value {
     Signed(i64),
     /// Any other number (with a fraction or exponent, or too large for 64 bits).
     Float(f64),
-    String(String),
-    Array(Vec<Value>),
-    Object(Vec<(String, Value)>),
+    String(Cow<'a, str>),
+    Array(Vec<Value<'a>>),
+    Object(Vec<(Cow<'a, str>, Value<'a>)>),
 }
 
 /// Parses a whole document.
-pub(crate) fn parse(text: &str) -> Result<Value, Error> {
+pub(crate) fn parse(text: &str) -> Result<Value<'_>, Error> {
     let mut p = Parser {
         text,
         bytes: text.as_bytes(),
@@ -43,7 +46,7 @@ struct Parser<'a> {
     pos: usize,
 }
 
-impl Parser<'_> {
+impl<'a> Parser<'a> {
     fn error(&self, msg: &str) -> Error {
         Error::at(self.bytes, self.pos, msg.to_string())
     }
@@ -59,7 +62,7 @@ impl Parser<'_> {
     }
 
     /// Consumes `word` (after its first byte was seen).
-    fn literal(&mut self, word: &str, value: Value) -> Result<Value, Error> {
+    fn literal(&mut self, word: &str, value: Value<'a>) -> Result<Value<'a>, Error> {
         for &b in word.as_bytes() {
             if self.peek() != Some(b) {
                 return Err(self.error(&format!("expected `{word}`")));
@@ -70,7 +73,7 @@ impl Parser<'_> {
     }
 
     /// A value; `depth` arrays and objects are open around it.
-    fn value(&mut self, depth: usize) -> Result<Value, Error> {
+    fn value(&mut self, depth: usize) -> Result<Value<'a>, Error> {
         self.skip_whitespace();
         match self.peek() {
             None => Err(self.error("unexpected end of input, expected a value")),
@@ -153,10 +156,25 @@ impl Parser<'_> {
     }
 
     /// A string literal, from its opening quote.
-    fn string(&mut self) -> Result<String, Error> {
+    fn string(&mut self) -> Result<Cow<'a, str>, Error> {
         self.pos += 1;
+        let begin = self.pos;
+        // Without an escape the string is a slice of the text.
+        loop {
+            match self.peek() {
+                Some(b'"') => {
+                    // Slices start and end at ASCII bytes: character boundaries.
+                    let text: &'a str = self.text;
+                    let s = &text[begin..self.pos];
+                    self.pos += 1;
+                    return Ok(Cow::Borrowed(s));
+                }
+                Some(b'\\') | None | Some(0..=0x1f) => break,
+                Some(_) => self.pos += 1,
+            }
+        }
         let mut out = String::new();
-        let mut start = self.pos;
+        let mut start = begin;
         loop {
             let Some(b) = self.peek() else {
                 return Err(self.error("unexpected end of input in a string"));
@@ -166,7 +184,7 @@ impl Parser<'_> {
                     // Slices start and end at ASCII bytes: character boundaries.
                     out.push_str(&self.text[start..self.pos]);
                     self.pos += 1;
-                    return Ok(out);
+                    return Ok(Cow::Owned(out));
                 }
                 b'\\' => {
                     out.push_str(&self.text[start..self.pos]);
@@ -250,7 +268,7 @@ impl Parser<'_> {
     }
 
     /// A number: `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`.
-    fn number(&mut self) -> Result<Value, Error> {
+    fn number(&mut self) -> Result<Value<'a>, Error> {
         let start = self.pos;
         let negative = self.peek() == Some(b'-');
         if negative {
@@ -313,7 +331,7 @@ impl Parser<'_> {
 }
 
 /// Deserializes a `T` from a parsed document.
-pub(crate) fn deserialize<T: de::DeserializeOwned>(value: &Value) -> Result<T, Error> {
+pub(crate) fn deserialize<T: de::DeserializeOwned>(value: &Value<'_>) -> Result<T, Error> {
     T::deserialize(ValueDeserializer(value))
 }
 
@@ -341,7 +359,7 @@ pub(crate) fn describe(unexp: &Unexpected<'_>) -> String {
     }
 }
 
-impl Value {
+impl Value<'_> {
     fn unexpected(&self) -> Unexpected<'_> {
         match self {
             Value::Null => Unexpected::Unit,
@@ -357,7 +375,7 @@ impl Value {
 }
 
 /// Deserializes from one value of the tree.
-struct ValueDeserializer<'de>(&'de Value);
+struct ValueDeserializer<'de>(&'de Value<'de>);
 
 impl<'de> de::Deserializer<'de> for ValueDeserializer<'de> {
     type Error = Error;
@@ -417,7 +435,7 @@ impl<'de> de::Deserializer<'de> for ValueDeserializer<'de> {
         visitor: V,
     ) -> Result<V::Value, Error> {
         match self.0 {
-            Value::String(s) => visitor.visit_enum(s.as_str().into_deserializer()),
+            Value::String(s) => visitor.visit_enum(s.as_ref().into_deserializer()),
             Value::Object(entries) if entries.len() == 1 => visitor.visit_enum(EnumAccess {
                 variant: &entries[0].0,
                 value: &entries[0].1,
@@ -456,7 +474,7 @@ impl<'de> de::Deserializer<'de> for ValueDeserializer<'de> {
 }
 
 struct SeqAccess<'de> {
-    items: std::slice::Iter<'de, Value>,
+    items: std::slice::Iter<'de, Value<'de>>,
     index: usize,
 }
 
@@ -483,9 +501,9 @@ impl<'de> de::SeqAccess<'de> for SeqAccess<'de> {
 }
 
 struct MapAccess<'de> {
-    entries: std::slice::Iter<'de, (String, Value)>,
+    entries: std::slice::Iter<'de, (Cow<'de, str>, Value<'de>)>,
     /// The entry whose key was just read.
-    value: Option<&'de (String, Value)>,
+    value: Option<&'de (Cow<'de, str>, Value<'de>)>,
 }
 
 impl<'de> de::MapAccess<'de> for MapAccess<'de> {
@@ -501,7 +519,7 @@ impl<'de> de::MapAccess<'de> for MapAccess<'de> {
         self.value = Some(entry);
         seed.deserialize(KeyDeserializer(&entry.0))
             .map(Some)
-            .map_err(|e| e.inside(Segment::Key(entry.0.clone())))
+            .map_err(|e| e.inside(Segment::Key(entry.0.to_string())))
     }
 
     fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, Error> {
@@ -511,7 +529,7 @@ impl<'de> de::MapAccess<'de> for MapAccess<'de> {
             ));
         };
         seed.deserialize(ValueDeserializer(value))
-            .map_err(|e| e.inside(Segment::Key(key.clone())))
+            .map_err(|e| e.inside(Segment::Key(key.to_string())))
     }
 
     fn size_hint(&self) -> Option<usize> {
@@ -521,7 +539,7 @@ impl<'de> de::MapAccess<'de> for MapAccess<'de> {
 
 struct EnumAccess<'de> {
     variant: &'de str,
-    value: &'de Value,
+    value: &'de Value<'de>,
 }
 
 impl<'de> de::EnumAccess<'de> for EnumAccess<'de> {
@@ -546,7 +564,7 @@ impl<'de> de::EnumAccess<'de> for EnumAccess<'de> {
 /// The value of a `{"variant": value}` object.
 struct VariantAccess<'de> {
     variant: &'de str,
-    value: &'de Value,
+    value: &'de Value<'de>,
 }
 
 impl VariantAccess<'_> {
