@@ -1,5 +1,5 @@
-//! Reading: JSON text parsed into a tree of [`Value`]s, then a serde `Deserializer` over the
-//! tree.
+//! Reading: a serde `Deserializer` straight over the text ([`from_text`]), and a tree of
+//! [`Value`]s for what is only skipped or described in an error.
 
 use crate::{Error, MAX_DEPTH, Segment};
 use serde::de::{self, DeserializeSeed, IntoDeserializer, Unexpected, Visitor};
@@ -330,11 +330,6 @@ impl<'a> Parser<'a> {
     }
 }
 
-/// Deserializes a `T` from a parsed document.
-pub(crate) fn deserialize<T: de::DeserializeOwned>(value: &Value<'_>) -> Result<T, Error> {
-    T::deserialize(ValueDeserializer(value))
-}
-
 /// What a type error says was found.
 pub(crate) fn describe(unexp: &Unexpected<'_>) -> String {
     match *unexp {
@@ -374,244 +369,9 @@ impl Value<'_> {
     }
 }
 
-/// Deserializes from one value of the tree.
-struct ValueDeserializer<'de>(&'de Value<'de>);
-
-impl<'de> de::Deserializer<'de> for ValueDeserializer<'de> {
-    type Error = Error;
-
-    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
-        match self.0 {
-            Value::Null => visitor.visit_unit(),
-            Value::Bool(b) => visitor.visit_bool(*b),
-            Value::Unsigned(n) => visitor.visit_u64(*n),
-            Value::Signed(n) => visitor.visit_i64(*n),
-            Value::Float(f) => visitor.visit_f64(*f),
-            Value::String(s) => visitor.visit_borrowed_str(s),
-            Value::Array(items) => {
-                let mut seq = SeqAccess {
-                    items: items.iter(),
-                    index: 0,
-                };
-                let out = visitor.visit_seq(&mut seq)?;
-                if seq.items.len() != 0 {
-                    return Err(de::Error::invalid_length(items.len(), &"fewer elements"));
-                }
-                Ok(out)
-            }
-            Value::Object(entries) => {
-                let mut map = MapAccess {
-                    entries: entries.iter(),
-                    value: None,
-                };
-                let out = visitor.visit_map(&mut map)?;
-                if map.entries.len() != 0 {
-                    return Err(de::Error::invalid_length(entries.len(), &"fewer entries"));
-                }
-                Ok(out)
-            }
-        }
-    }
-
-    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
-        match self.0 {
-            Value::Null => visitor.visit_none(),
-            _ => visitor.visit_some(self),
-        }
-    }
-
-    fn deserialize_newtype_struct<V: Visitor<'de>>(
-        self,
-        _name: &'static str,
-        visitor: V,
-    ) -> Result<V::Value, Error> {
-        visitor.visit_newtype_struct(self)
-    }
-
-    fn deserialize_enum<V: Visitor<'de>>(
-        self,
-        _name: &'static str,
-        _variants: &'static [&'static str],
-        visitor: V,
-    ) -> Result<V::Value, Error> {
-        match self.0 {
-            Value::String(s) => visitor.visit_enum(s.as_ref().into_deserializer()),
-            Value::Object(entries) if entries.len() == 1 => visitor.visit_enum(EnumAccess {
-                variant: &entries[0].0,
-                value: &entries[0].1,
-            }),
-            other => Err(de::Error::invalid_type(
-                other.unexpected(),
-                &"a string or an object with one entry (an enum variant)",
-            )),
-        }
-    }
-
-    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
-        visitor.visit_unit()
-    }
-
-    // The writer writes NaN and the infinities as `null` (as serde_json does): a float read
-    // from `null` is NaN, so what was written reads back (serde_json refuses it instead).
-    fn deserialize_f64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
-        match self.0 {
-            Value::Null => visitor.visit_f64(f64::NAN),
-            _ => self.deserialize_any(visitor),
-        }
-    }
-
-    fn deserialize_f32<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
-        match self.0 {
-            Value::Null => visitor.visit_f32(f32::NAN),
-            _ => self.deserialize_any(visitor),
-        }
-    }
-
-    serde::forward_to_deserialize_any! {
-        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 char str string bytes byte_buf
-        unit unit_struct seq tuple tuple_struct map struct identifier
-    }
-}
-
-struct SeqAccess<'de> {
-    items: std::slice::Iter<'de, Value<'de>>,
-    index: usize,
-}
-
-impl<'de> de::SeqAccess<'de> for SeqAccess<'de> {
-    type Error = Error;
-
-    fn next_element_seed<T: DeserializeSeed<'de>>(
-        &mut self,
-        seed: T,
-    ) -> Result<Option<T::Value>, Error> {
-        let Some(item) = self.items.next() else {
-            return Ok(None);
-        };
-        let index = self.index;
-        self.index += 1;
-        seed.deserialize(ValueDeserializer(item))
-            .map(Some)
-            .map_err(|e| e.inside(Segment::Index(index)))
-    }
-
-    fn size_hint(&self) -> Option<usize> {
-        Some(self.items.len())
-    }
-}
-
-struct MapAccess<'de> {
-    entries: std::slice::Iter<'de, (Cow<'de, str>, Value<'de>)>,
-    /// The entry whose key was just read.
-    value: Option<&'de (Cow<'de, str>, Value<'de>)>,
-}
-
-impl<'de> de::MapAccess<'de> for MapAccess<'de> {
-    type Error = Error;
-
-    fn next_key_seed<K: DeserializeSeed<'de>>(
-        &mut self,
-        seed: K,
-    ) -> Result<Option<K::Value>, Error> {
-        let Some(entry) = self.entries.next() else {
-            return Ok(None);
-        };
-        self.value = Some(entry);
-        seed.deserialize(KeyDeserializer(&entry.0))
-            .map(Some)
-            .map_err(|e| e.inside(Segment::Key(entry.0.to_string())))
-    }
-
-    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, Error> {
-        let Some((key, value)) = self.value.take() else {
-            return Err(de::Error::custom(
-                "a map value was asked for before its key",
-            ));
-        };
-        seed.deserialize(ValueDeserializer(value))
-            .map_err(|e| e.inside(Segment::Key(key.to_string())))
-    }
-
-    fn size_hint(&self) -> Option<usize> {
-        Some(self.entries.len())
-    }
-}
-
-struct EnumAccess<'de> {
-    variant: &'de str,
-    value: &'de Value<'de>,
-}
-
-impl<'de> de::EnumAccess<'de> for EnumAccess<'de> {
-    type Error = Error;
-    type Variant = VariantAccess<'de>;
-
-    fn variant_seed<V: DeserializeSeed<'de>>(
-        self,
-        seed: V,
-    ) -> Result<(V::Value, VariantAccess<'de>), Error> {
-        let variant = seed.deserialize(KeyDeserializer(self.variant))?;
-        Ok((
-            variant,
-            VariantAccess {
-                variant: self.variant,
-                value: self.value,
-            },
-        ))
-    }
-}
-
-/// The value of a `{"variant": value}` object.
-struct VariantAccess<'de> {
-    variant: &'de str,
-    value: &'de Value<'de>,
-}
-
-impl VariantAccess<'_> {
-    fn segment(&self) -> Segment {
-        Segment::Key(self.variant.to_string())
-    }
-}
-
-impl<'de> de::VariantAccess<'de> for VariantAccess<'de> {
-    type Error = Error;
-
-    fn unit_variant(self) -> Result<(), Error> {
-        match self.value {
-            Value::Null => Ok(()),
-            other => Err(de::Error::invalid_type(
-                other.unexpected(),
-                &"null (a unit variant)",
-            )),
-        }
-    }
-
-    fn newtype_variant_seed<T: DeserializeSeed<'de>>(self, seed: T) -> Result<T::Value, Error> {
-        let segment = self.segment();
-        seed.deserialize(ValueDeserializer(self.value))
-            .map_err(|e| e.inside(segment))
-    }
-
-    fn tuple_variant<V: Visitor<'de>>(self, _len: usize, visitor: V) -> Result<V::Value, Error> {
-        let segment = self.segment();
-        de::Deserializer::deserialize_seq(ValueDeserializer(self.value), visitor)
-            .map_err(|e| e.inside(segment))
-    }
-
-    fn struct_variant<V: Visitor<'de>>(
-        self,
-        _fields: &'static [&'static str],
-        visitor: V,
-    ) -> Result<V::Value, Error> {
-        let segment = self.segment();
-        de::Deserializer::deserialize_map(ValueDeserializer(self.value), visitor)
-            .map_err(|e| e.inside(segment))
-    }
-}
-
 /// Deserializes an object key: a string, or what a string can hold when the key type is a
 /// number or a bool (as serde_json writes them: `{"5": ...}`).
-struct KeyDeserializer<'de>(&'de str);
+struct KeyDeserializer<'k>(&'k str);
 
 macro_rules! parsed_key {
     ($($method:ident $visit:ident $ty:ty,)*) => {$(
@@ -627,11 +387,11 @@ macro_rules! parsed_key {
     )*};
 }
 
-impl<'de> de::Deserializer<'de> for KeyDeserializer<'de> {
+impl<'de> de::Deserializer<'de> for KeyDeserializer<'_> {
     type Error = Error;
 
     fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
-        visitor.visit_borrowed_str(self.0)
+        visitor.visit_str(self.0)
     }
 
     parsed_key! {
@@ -674,5 +434,421 @@ impl<'de> de::Deserializer<'de> for KeyDeserializer<'de> {
     serde::forward_to_deserialize_any! {
         char str string bytes byte_buf unit unit_struct seq tuple tuple_struct map struct
         identifier ignored_any
+    }
+}
+
+/// Reads a `T` straight from the text, without a tree: what [`crate::from_str`] does. The
+/// tree ([`parse`]) remains for values read only to be skipped or described in an error.
+pub(crate) fn from_text<T: de::DeserializeOwned>(text: &str) -> Result<T, Error> {
+    let mut p = Parser {
+        text,
+        bytes: text.as_bytes(),
+        pos: 0,
+    };
+    let value = T::deserialize(Stream {
+        p: &mut p,
+        depth: 0,
+    })
+    .map_err(|e| {
+        // A syntax error anywhere comes before a type error (as when the whole text was
+        // parsed first): on the way out of a type error, the text is checked whole.
+        match (e.line(), parse(text)) {
+            (None, Err(syntax)) => syntax,
+            _ => e,
+        }
+    })?;
+    p.skip_whitespace();
+    if p.pos < p.bytes.len() {
+        return Err(p.error("trailing characters after the value"));
+    }
+    Ok(value)
+}
+
+/// Deserializes the value at the parser's position; `depth` arrays and objects are open
+/// around it.
+struct Stream<'p, 'a> {
+    p: &'p mut Parser<'a>,
+    depth: usize,
+}
+
+impl<'a> Stream<'_, 'a> {
+    /// The next value as a tree (to skip it, or to say what it is in an error).
+    fn tree(self) -> Result<Value<'a>, Error> {
+        self.p.value(self.depth)
+    }
+}
+
+impl<'de> de::Deserializer<'de> for Stream<'_, 'de> {
+    type Error = Error;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        let Stream { p, depth } = self;
+        p.skip_whitespace();
+        match p.peek() {
+            None => Err(p.error("unexpected end of input, expected a value")),
+            Some(b'n') => {
+                p.literal("null", Value::Null)?;
+                visitor.visit_unit()
+            }
+            Some(b't') => {
+                p.literal("true", Value::Null)?;
+                visitor.visit_bool(true)
+            }
+            Some(b'f') => {
+                p.literal("false", Value::Null)?;
+                visitor.visit_bool(false)
+            }
+            Some(b'"') => match p.string()? {
+                Cow::Borrowed(s) => visitor.visit_borrowed_str(s),
+                Cow::Owned(s) => visitor.visit_string(s),
+            },
+            Some(b'-' | b'0'..=b'9') => match p.number()? {
+                Value::Unsigned(n) => visitor.visit_u64(n),
+                Value::Signed(n) => visitor.visit_i64(n),
+                Value::Float(f) => visitor.visit_f64(f),
+                _ => Err(p.error("expected a number")),
+            },
+            Some(b'[') => {
+                p.enter(depth)?;
+                let mut seq = StreamSeq {
+                    p,
+                    depth: depth + 1,
+                    first: true,
+                    done: false,
+                    index: 0,
+                };
+                let out = visitor.visit_seq(&mut seq)?;
+                // A visitor that took what it wanted (a fixed-size array) leaves the rest.
+                let taken = seq.index;
+                let mut n = taken;
+                while de::SeqAccess::next_element::<de::IgnoredAny>(&mut seq)?.is_some() {
+                    n += 1;
+                }
+                if n > taken {
+                    return Err(de::Error::invalid_length(n, &"fewer elements"));
+                }
+                Ok(out)
+            }
+            Some(b'{') => {
+                p.enter(depth)?;
+                let mut map = StreamMap {
+                    p,
+                    depth: depth + 1,
+                    first: true,
+                    done: false,
+                    count: 0,
+                    key: None,
+                };
+                let out = visitor.visit_map(&mut map)?;
+                let taken = map.count;
+                let mut n = taken;
+                while de::MapAccess::next_entry::<de::IgnoredAny, de::IgnoredAny>(&mut map)?
+                    .is_some()
+                {
+                    n += 1;
+                }
+                if n > taken {
+                    return Err(de::Error::invalid_length(n, &"fewer entries"));
+                }
+                Ok(out)
+            }
+            Some(_) => Err(p.error("expected a value")),
+        }
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        self.p.skip_whitespace();
+        if self.p.peek() == Some(b'n') {
+            self.p.literal("null", Value::Null)?;
+            visitor.visit_none()
+        } else {
+            visitor.visit_some(self)
+        }
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, Error> {
+        visitor.visit_newtype_struct(self)
+    }
+
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _variants: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, Error> {
+        self.p.skip_whitespace();
+        match self.p.peek() {
+            Some(b'"') => match self.p.string()? {
+                Cow::Borrowed(s) => visitor.visit_enum(s.into_deserializer()),
+                Cow::Owned(s) => visitor.visit_enum(s.into_deserializer()),
+            },
+            Some(b'{') => {
+                // `{"variant": value}`.
+                let start = self.p.pos;
+                self.p.enter(self.depth)?;
+                self.p.skip_whitespace();
+                if self.p.peek() != Some(b'"') {
+                    self.p.pos = start;
+                    return Err(not_a_variant(&self.tree()?));
+                }
+                let variant = self.p.string()?;
+                self.p.skip_whitespace();
+                match self.p.peek() {
+                    Some(b':') => self.p.pos += 1,
+                    None => return Err(self.p.error("unexpected end of input in an object")),
+                    Some(_) => return Err(self.p.error("expected `:`")),
+                }
+                let out = visitor.visit_enum(StreamEnum {
+                    p: &mut *self.p,
+                    depth: self.depth + 1,
+                    variant,
+                })?;
+                self.p.skip_whitespace();
+                match self.p.peek() {
+                    Some(b'}') => {
+                        self.p.pos += 1;
+                        Ok(out)
+                    }
+                    None => Err(self.p.error("unexpected end of input in an object")),
+                    Some(_) => Err(self
+                        .p
+                        .error("expected `}`: an enum variant is an object with one entry")),
+                }
+            }
+            _ => Err(not_a_variant(&self.tree()?)),
+        }
+    }
+
+    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        self.tree()?;
+        visitor.visit_unit()
+    }
+
+    fn deserialize_f64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        self.p.skip_whitespace();
+        if self.p.peek() == Some(b'n') {
+            self.p.literal("null", Value::Null)?;
+            return visitor.visit_f64(f64::NAN);
+        }
+        self.deserialize_any(visitor)
+    }
+
+    fn deserialize_f32<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        self.p.skip_whitespace();
+        if self.p.peek() == Some(b'n') {
+            self.p.literal("null", Value::Null)?;
+            return visitor.visit_f32(f32::NAN);
+        }
+        self.deserialize_any(visitor)
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 char str string bytes byte_buf
+        unit unit_struct seq tuple tuple_struct map struct identifier
+    }
+}
+
+/// The elements of an array being read.
+struct StreamSeq<'p, 'a> {
+    p: &'p mut Parser<'a>,
+    depth: usize,
+    first: bool,
+    done: bool,
+    index: usize,
+}
+
+impl<'de> de::SeqAccess<'de> for StreamSeq<'_, 'de> {
+    type Error = Error;
+
+    fn next_element_seed<T: DeserializeSeed<'de>>(
+        &mut self,
+        seed: T,
+    ) -> Result<Option<T::Value>, Error> {
+        if self.done {
+            return Ok(None);
+        }
+        self.p.skip_whitespace();
+        match (self.first, self.p.peek()) {
+            (_, Some(b']')) if self.first => {
+                self.p.pos += 1;
+                self.done = true;
+                return Ok(None);
+            }
+            (true, _) => {}
+            (false, Some(b',')) => self.p.pos += 1,
+            (false, Some(b']')) => {
+                self.p.pos += 1;
+                self.done = true;
+                return Ok(None);
+            }
+            (false, None) => return Err(self.p.error("unexpected end of input in an array")),
+            (false, Some(_)) => return Err(self.p.error("expected `,` or `]`")),
+        }
+        self.first = false;
+        let index = self.index;
+        self.index += 1;
+        seed.deserialize(Stream {
+            p: self.p,
+            depth: self.depth,
+        })
+        .map(Some)
+        .map_err(|e| e.inside(Segment::Index(index)))
+    }
+}
+
+/// The entries of an object being read.
+struct StreamMap<'p, 'a> {
+    p: &'p mut Parser<'a>,
+    depth: usize,
+    first: bool,
+    done: bool,
+    count: usize,
+    /// The key just read, for the path of an error in its value.
+    key: Option<Cow<'a, str>>,
+}
+
+impl<'de> de::MapAccess<'de> for StreamMap<'_, 'de> {
+    type Error = Error;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, Error> {
+        if self.done {
+            return Ok(None);
+        }
+        self.p.skip_whitespace();
+        if !self.first {
+            match self.p.peek() {
+                Some(b',') => {
+                    self.p.pos += 1;
+                    self.p.skip_whitespace();
+                }
+                Some(b'}') => {
+                    self.p.pos += 1;
+                    self.done = true;
+                    return Ok(None);
+                }
+                None => return Err(self.p.error("unexpected end of input in an object")),
+                Some(_) => return Err(self.p.error("expected `,` or `}`")),
+            }
+        } else if self.p.peek() == Some(b'}') {
+            self.p.pos += 1;
+            self.done = true;
+            return Ok(None);
+        }
+        self.first = false;
+        match self.p.peek() {
+            Some(b'"') => {}
+            None => return Err(self.p.error("unexpected end of input in an object")),
+            Some(_) => return Err(self.p.error("expected a string key")),
+        }
+        let key = self.p.string()?;
+        self.p.skip_whitespace();
+        match self.p.peek() {
+            Some(b':') => self.p.pos += 1,
+            None => return Err(self.p.error("unexpected end of input in an object")),
+            Some(_) => return Err(self.p.error("expected `:`")),
+        }
+        self.count += 1;
+        let out = seed
+            .deserialize(KeyDeserializer(&key))
+            .map_err(|e| e.inside(Segment::Key(key.to_string())))?;
+        self.key = Some(key);
+        Ok(Some(out))
+    }
+
+    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, Error> {
+        let Some(key) = self.key.take() else {
+            return Err(de::Error::custom(
+                "a map value was asked for before its key",
+            ));
+        };
+        seed.deserialize(Stream {
+            p: self.p,
+            depth: self.depth,
+        })
+        .map_err(|e| e.inside(Segment::Key(key.into_owned())))
+    }
+}
+
+/// The error for a value that is no enum variant.
+fn not_a_variant(value: &Value<'_>) -> Error {
+    de::Error::invalid_type(
+        value.unexpected(),
+        &"a string or an object with one entry (an enum variant)",
+    )
+}
+
+/// `{"variant": value}` being read: the variant's name read, its value next.
+struct StreamEnum<'p, 'a> {
+    p: &'p mut Parser<'a>,
+    depth: usize,
+    variant: Cow<'a, str>,
+}
+
+impl<'de, 'p> de::EnumAccess<'de> for StreamEnum<'p, 'de> {
+    type Error = Error;
+    type Variant = StreamEnum<'p, 'de>;
+
+    fn variant_seed<V: DeserializeSeed<'de>>(self, seed: V) -> Result<(V::Value, Self), Error> {
+        let variant = seed.deserialize(KeyDeserializer(&self.variant))?;
+        Ok((variant, self))
+    }
+}
+
+impl<'de> de::VariantAccess<'de> for StreamEnum<'_, 'de> {
+    type Error = Error;
+
+    fn unit_variant(self) -> Result<(), Error> {
+        self.p.skip_whitespace();
+        if self.p.peek() == Some(b'n') {
+            self.p.literal("null", Value::Null)?;
+            return Ok(());
+        }
+        let other = self.p.value(self.depth)?;
+        let e: Error = de::Error::invalid_type(other.unexpected(), &"null (a unit variant)");
+        Err(e.inside(Segment::Key(self.variant.into_owned())))
+    }
+
+    fn newtype_variant_seed<T: DeserializeSeed<'de>>(self, seed: T) -> Result<T::Value, Error> {
+        let segment = Segment::Key(self.variant.to_string());
+        seed.deserialize(Stream {
+            p: self.p,
+            depth: self.depth,
+        })
+        .map_err(|e| e.inside(segment))
+    }
+
+    fn tuple_variant<V: Visitor<'de>>(self, _len: usize, visitor: V) -> Result<V::Value, Error> {
+        let segment = Segment::Key(self.variant.to_string());
+        de::Deserializer::deserialize_seq(
+            Stream {
+                p: self.p,
+                depth: self.depth,
+            },
+            visitor,
+        )
+        .map_err(|e| e.inside(segment))
+    }
+
+    fn struct_variant<V: Visitor<'de>>(
+        self,
+        _fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, Error> {
+        let segment = Segment::Key(self.variant.to_string());
+        de::Deserializer::deserialize_map(
+            Stream {
+                p: self.p,
+                depth: self.depth,
+            },
+            visitor,
+        )
+        .map_err(|e| e.inside(segment))
     }
 }
