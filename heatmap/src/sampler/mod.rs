@@ -5,11 +5,12 @@
 //! CPU samples are `SIGPROF`s handled by `handler.rs` through the sampler core (`signal.rs`,
 //! which the per-function windows of `pmu/` use too). Each source's part is in `source.rs`;
 //! the watcher thread's loop in `watcher.rs` calls it by the source in use, whatever it is.
-//! The preferred source is one perf software event per thread (`task-clock`, `sample_period = 1e9 / hz` ns, user space only as
-//! `perf_event_paranoid` 2 requires), its overflow signal routed by `F_SETOWN_EX`/`F_SETSIG` to
-//! that very thread: each thread is sampled exactly at `hz` per second of its own user-space
-//! CPU time (BENCHMARKS.md has the measured rates and overheads), and since the overflow only fires while
-//! the thread runs in user space, a signal never lands on a thread blocked in a system call.
+//! The preferred source is one perf software event per thread (`task-clock`,
+//! `sample_period = 1e9 / hz` ns, user space only as `perf_event_paranoid` 2 requires), its
+//! overflow signal routed by `F_SETOWN_EX`/`F_SETSIG` to that very thread: each thread is
+//! sampled at `hz` per second of its own user-space CPU time (BENCHMARKS.md has the measured
+//! rates and overheads), and since the overflow only fires while the thread runs in user
+//! space, a signal never lands on a thread blocked in a system call.
 //! When `perf_event_open` is refused (paranoid 3, seccomp, old kernel) and the source is
 //! [`Source::Auto`], `setitimer(ITIMER_PROF)` takes over: it needs no per-thread set-up but
 //! delivers at most the kernel tick (250 Hz here); the report says so. [`Source::Tgkill`]
@@ -28,7 +29,8 @@
 //! either source. A new thread is thus sampled within one scan interval plus the
 //! scan's own time, well inside 100 ms; a thread's exit loses nothing because its samples are
 //! already in the shared buckets. `start` returns only after the first scan, so every thread
-//! existing at that point is sampled from then on.
+//! existing at that point is sampled from then on. While it runs it also hosts the per-function
+//! windows' scans (`threads.rs`): one listing of `/proc/self/task` serves both samplers.
 //!
 //! In [`Mode::Wall`] the watcher also ticks at `hz`: for every thread it reads
 //! `/proc/self/task/TID/syscall` (kept open, one `pread` of ~0.4 us each); a thread that is not
