@@ -97,9 +97,10 @@ fn a_collected_report_reads_back_equal() {
 #[test]
 fn a_report_with_the_heatmap_section_reads_back_equal() {
     let s = heatmap::start(heatmap::Config::new().hz(1000)).expect("the sampler starts");
-    let t = std::time::Instant::now();
+    // A fixed amount of work (not a wall time: beside busy loops a wall time may hold little
+    // CPU time, and the section few samples).
     let mut x = 0;
-    while t.elapsed() < std::time::Duration::from_millis(100) {
+    for _ in 0..20_000 {
         x = std::hint::black_box(x + parent(1_000));
     }
     let mut r = profpoint::snapshot();
