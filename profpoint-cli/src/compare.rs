@@ -38,8 +38,9 @@ of different programs (by their command lines, or with no point in common) or fr
 CPU models get a warning line on stderr. A report without histograms (written by an older
 profpoint) has its distributions rebuilt from its percentiles, with a note.
 
-Usage: profpoint compare BASE.json NEW.json [OPTIONS]
-       profpoint compare BASE1.json BASE2.json... [OPTIONS] -- NEW1.json NEW2.json...
+Two forms: profpoint compare BASE.json NEW.json, and for repeated runs
+profpoint compare BASE1.json BASE2.json... -- NEW1.json NEW2.json...; the options may also
+follow the new reports.
 
 Tracepoint hits (counts, no test) are listed after the points. Exit status: 0; 1 with
 --fail-on-regression and a point flagged SLOWER; 2 for bad arguments or a report that cannot be
