@@ -4,6 +4,8 @@
 //!    samples while its allocation count stays exactly 0 (so the handler allocated nothing).
 //! 2. errno: a thread sets errno to a marker, takes thousands of samples, and still reads the
 //!    marker (the handler saves and restores it).
+//!    The same holds for the windows' handler (`heatmap::pmu`, software mode), which enters
+//!    through the same sampler core (`signal.rs`).
 //! 3. A stress run: allocation- and lock-heavy threads, plus thread churn, under 10 kHz
 //!    sampling for several seconds; every thread finishes (no deadlock, checked by a deadline)
 //!    with its exact expected checksum, and the sample total is accounted for exactly
@@ -125,6 +127,59 @@ fn the_handler_neither_allocates_nor_changes_errno() {
         "allocations on a thread that only spun and took samples"
     );
     assert!(errno_kept, "errno changed under the handler");
+}
+
+/// The same for the windows' handler (`heatmap::pmu`, software mode: no PMU needed), which
+/// enters through the same sampler core and makes system calls (`read`, `ioctl`) that could
+/// set errno: a thread that only spins takes hundreds of windows without one allocation, and
+/// keeps its errno.
+#[test]
+fn the_windows_handler_neither_allocates_nor_changes_errno() {
+    use heatmap::pmu::{self, Counters, Event, PmuConfig};
+    let _g = serial();
+    if let Err(e) = Counters::open_with(Event::TaskClock, &[Event::PageFaults]) {
+        println!(
+            "SKIPPED the_windows_handler_neither_allocates_nor_changes_errno: software perf \
+             events are not available here: {e}"
+        );
+        return;
+    }
+    let mut s = pmu::start(PmuConfig {
+        long_period: 1_000_000,
+        window: 100_000,
+        ..PmuConfig::software()
+    })
+    .expect("the software mode starts");
+    s.calibrated();
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<()>();
+    let h = std::thread::spawn(move || {
+        // 100 ms of its own CPU first, unwatched: the scans (every 20 ms) give the thread its
+        // group meanwhile.
+        let end = thread_cpu() + Duration::from_millis(100);
+        while thread_cpu() < end {
+            spin(100_000);
+        }
+        ready_tx.send(()).unwrap();
+        watched_spinner(Duration::from_millis(500))
+    });
+    ready_rx.recv().unwrap();
+    let before = s.recorded();
+    let (allocs, errno_kept) = h.join().unwrap();
+    let windows = s.recorded() - before;
+    drop(s.stop());
+    println!(
+        "windows' no-alloc test: {windows} windows, {allocs} allocations, errno kept {errno_kept}"
+    );
+    // ~1.1 ms of CPU per window: ~450 in 500 ms, each two handler runs.
+    assert!(
+        windows >= 100,
+        "{windows} windows: the check would prove nothing"
+    );
+    assert_eq!(
+        allocs, 0,
+        "allocations on a thread that only spun and took windows"
+    );
+    assert!(errno_kept, "errno changed under the windows' handler");
 }
 
 /// Allocation-heavy, lock-heavy threads and thread churn under 10 kHz, until the workers have
