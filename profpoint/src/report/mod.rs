@@ -98,6 +98,10 @@ pub(crate) fn collect(opts: &ReportOptions) -> Report {
     // At exit both samplers stop before either is symbolised (that is the profiler's work).
     #[cfg(feature = "heatmap")]
     let (heatmap, pmu) = crate::sampling::reports(opts.final_report);
+    // The sections of a feature this build has off come from `Report::empty()` (None): the
+    // model's `heatmap` feature may be on when profpoint's is off (another crate of the build,
+    // such as the profpoint command, turned it on).
+    #[allow(clippy::needless_update)]
     Report {
         schema: SCHEMA.to_string(),
         version: VERSION,
@@ -121,6 +125,7 @@ pub(crate) fn collect(opts: &ReportOptions) -> Report {
         heatmap,
         #[cfg(feature = "heatmap")]
         pmu,
+        ..Report::empty()
     }
 }
 
