@@ -19,9 +19,7 @@
 //!   the one the exit report will use), and a glob of `PROFPOINT_DISABLE`, `PROFPOINT_ENABLE`,
 //!   `PROFPOINT_SAMPLE` or `PROFPOINT_TRACE` that matches no point (tracepoint) of this copy.
 
-use crate::deliver::{
-    INIT_PID, STDOUT_CLOSED_AT_START, absolute, cannot_write, destination_for, plan,
-};
+use crate::deliver::{INIT_PID, absolute, cannot_write, destination_for, plan};
 use crate::env::{self, Destination};
 use crate::exit_report::write_exit_report;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -65,7 +63,7 @@ fn init_inner() {
     {
         // SAFETY: F_GETFD on an fd number only reads its flags.
         let closed = unsafe { libc::fcntl(1, libc::F_GETFD) } == -1;
-        STDOUT_CLOSED_AT_START.store(closed, Ordering::Relaxed);
+        crate::deliver::STDOUT_CLOSED_AT_START.store(closed, Ordering::Relaxed);
     }
     crate::fork::init();
     crate::clock::init();
