@@ -1,5 +1,5 @@
-//! Workloads shared by the tests, benches and examples of several crates of the workspace, so
-//! that each of them runs the same code (and a change to it reaches all of them) without
+//! Workloads (and the runner that starts test binaries, `runner`) shared by the tests, benches
+//! and examples of several crates of the workspace, so that each of them runs the same code (and a change to it reaches all of them) without
 //! `#[path = "../../..."]` includes. Not published; a dev-dependency only.
 //!
 //! Each workload function is `#[inline(never)]`: the samplers' reports find it by the end of
@@ -7,6 +7,7 @@
 
 #[cfg(target_os = "linux")]
 pub mod faults;
+pub mod runner;
 #[cfg(target_os = "linux")]
 pub mod seed;
 #[cfg(target_os = "linux")]

@@ -1,12 +1,10 @@
 //! Helpers of the command's tests: running it, and synthetic reports drawn from known
 //! distributions with a deterministic generator (a failure names a case that replays).
 
-#![allow(dead_code, unreachable_pub)]
+#![allow(dead_code, unreachable_pub, unused_imports)]
 
-/// Starting binaries through the target's runner (qemu under scripts/test-aarch64): the
-/// library's test helper, shared rather than copied.
-#[path = "../../../profpoint/tests/common/runner.rs"]
-pub mod runner;
+/// Starting binaries through the target's runner (qemu under scripts/test-aarch64).
+pub use profpoint_test_support::runner;
 
 /// Runs the command: (exit status, stdout, stderr).
 pub fn profpoint(args: &[&str]) -> (i32, String, String) {

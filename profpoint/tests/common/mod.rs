@@ -1,6 +1,6 @@
 //! Helpers shared by several test files (each includes this with `mod common;`).
 
-#![allow(dead_code, unreachable_pub)]
+#![allow(dead_code, unreachable_pub, unused_imports)]
 
 pub mod pb;
-pub mod runner;
+pub use profpoint_test_support::runner;
