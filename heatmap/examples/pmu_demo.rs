@@ -23,8 +23,8 @@ mod linux {
         if let Err(e) = pmu::available() {
             eprintln!("pmu_demo: {e}");
             eprintln!(
-                "pmu_demo: without a PMU, the software mode (PmuConfig::software(), \
-                 PROFPOINT_PMU=software) runs the same alternating windows on the CPU clock and \
+                "pmu_demo: without a PMU, the software mode (PmuConfig::software(); a program \
+                 profiled by profpoint asks for it itself) runs the same alternating windows on the CPU clock and \
                  counts page faults; `cargo bench -p heatmap --bench pmu_targets` checks it against a \
                  counted ground truth"
             );
