@@ -2,7 +2,7 @@
 //! availability check (tests that need it print SKIPPED and why, never pass silently), and the
 //! lock that keeps tests of one binary from racing for the one process-wide sampler.
 
-#![allow(dead_code, unreachable_pub)]
+#![allow(dead_code, unreachable_pub, unused_imports)]
 
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
@@ -109,30 +109,6 @@ pub fn start_perf_or_skip(test: &str, config: heatmap::Config) -> Option<heatmap
     }
 }
 
-/// A command that runs `exe`, a binary of this build (this test binary, or one cargo built
-/// beside it), the way cargo runs the tests: through the target's runner when one is set, e.g.
-/// `CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="qemu-aarch64 -L /usr/aarch64-linux-gnu"`
-/// (`scripts/test-aarch64`). Without it, a child of a test run under an emulator would be
-/// started natively and fail to exec.
-pub fn target_command(exe: impl AsRef<std::ffi::OsStr>) -> std::process::Command {
-    // The variable cargo reads for this target; only the cross-tested target has one here.
-    let var = if cfg!(all(
-        target_arch = "aarch64",
-        target_os = "linux",
-        target_env = "gnu"
-    )) {
-        "CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER"
-    } else {
-        return std::process::Command::new(exe);
-    };
-    let runner = std::env::var(var).unwrap_or_default();
-    let mut words = runner.split_whitespace();
-    match words.next() {
-        Some(program) => {
-            let mut cmd = std::process::Command::new(program);
-            cmd.args(words).arg(exe);
-            cmd
-        }
-        None => std::process::Command::new(exe),
-    }
-}
+/// Starting binaries of this build through the target's runner (qemu under
+/// scripts/test-aarch64): test-support's, shared by every crate's tests.
+pub use profpoint_test_support::runner::target_command;
