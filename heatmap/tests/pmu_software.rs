@@ -390,15 +390,23 @@ fn with_the_heatmap_one_watcher_serves_both() {
     worker();
     let profile = sampler.stop();
     let report = profile.report(20);
-    // The workers' windows: the main thread only slept and joined.
+    // The workers' windows (the main thread only slept and joined): either of the workload's
+    // two functions. Beside two busy loops a worker's 80 ms of CPU left fault_pages too few
+    // windows for a row in 5 of 20 runs, while spin always had its ~24: the workers were
+    // given groups all the same, which is what this test is about.
     assert!(
         report
             .rows
             .iter()
-            .any(|r| r.symbol.ends_with("fault_pages")),
-        "{} threads, {} windows",
+            .any(|r| r.symbol.ends_with("fault_pages") || r.symbol.ends_with("::spin")),
+        "{} threads, {} windows, rows {:?}",
         profile.threads,
-        profile.windows.len()
+        profile.windows.len(),
+        report
+            .rows
+            .iter()
+            .map(|r| (&r.symbol, r.windows))
+            .collect::<Vec<_>>()
     );
     // Both workers were given groups, one by each watcher.
     assert!(profile.threads >= 5, "{} threads", profile.threads);
