@@ -14,23 +14,13 @@
 //! (parsing only, no model).
 
 use profpoint_report::{PointReport, Report};
+use profpoint_test_support::rng::Rng;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 const RUNS: usize = 7;
 const POINTS: usize = 10_000;
-
-/// xorshift: reproducible figures.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
 
 /// A report of `POINTS` points (each with a 24-bucket histogram) and a heatmap section of
 /// about 5 MB of JSON; `slow` makes every tenth point 1.5x slower (what compare flags).

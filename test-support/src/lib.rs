@@ -7,6 +7,7 @@
 
 #[cfg(target_os = "linux")]
 pub mod faults;
+pub mod rng;
 pub mod runner;
 #[cfg(target_os = "linux")]
 pub mod seed;
