@@ -74,6 +74,7 @@ mod sampler;
 mod sampler;
 #[cfg(target_os = "linux")]
 mod signal;
+pub mod stacks;
 mod symbolize;
 #[cfg(target_os = "linux")]
 mod sys;
@@ -88,6 +89,7 @@ pub use profile::{Profile, Segment, SourceUsed};
 pub use profpoint_glob::glob_matches;
 pub use report::{By, Report, ReportOptions, Row};
 pub use sampler::{Sampler, start};
+pub use stacks::{Frame, SampledStack, StackCut, StackReport};
 
 /// Prints the top `n` functions of `profile` to standard error: the seed's
 /// `print_profile_heatmap_nr(int nr)`.

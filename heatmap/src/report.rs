@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::Mode;
 use crate::profile::Profile;
+use crate::stacks::StackReport;
 use crate::symbolize::Symbolizer;
 use profpoint_glob::glob_matches as glob_match;
 
@@ -117,6 +118,10 @@ pub struct Report {
     pub warnings: Vec<String>,
     /// The top rows, most samples first.
     pub rows: Vec<Row>,
+    /// The sampled call stacks, when the sampler ran with stacks (absent from reports of
+    /// earlier versions).
+    #[serde(default)]
+    pub stacks: Option<StackReport>,
 }
 
 /// When `function` (the symbol at `addr`) matches a `transparent` glob: the function the wrapper
@@ -245,6 +250,7 @@ impl Profile {
             base,
             warnings,
             rows,
+            stacks: None,
         }
     }
 }

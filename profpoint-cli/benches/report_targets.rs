@@ -101,6 +101,7 @@ fn big(seed: u64, slow: bool) -> Report {
         base: 200_010_000,
         warnings: Vec::new(),
         rows,
+        stacks: None,
     });
     r
 }

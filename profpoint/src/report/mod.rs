@@ -397,6 +397,7 @@ mod tests {
                         location: None,
                         inlined: vec!["a".into(), "b".into()],
                     }],
+                    stacks: None,
                 });
                 let mut calibration = heatmap::pmu::Calibration {
                     windows: 40,
