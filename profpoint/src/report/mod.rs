@@ -22,6 +22,9 @@ use crate::slot::Counts;
 use crate::{hist, overhead};
 use std::sync::Mutex;
 
+#[cfg(feature = "heatmap")]
+mod attribute;
+
 /// How to build a report.
 #[derive(Debug, Clone, Default)]
 pub struct ReportOptions {
@@ -97,7 +100,11 @@ pub(crate) fn collect(opts: &ReportOptions) -> Report {
     points.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(a.name.cmp(&b.name)));
     // At exit both samplers stop before either is symbolised (that is the profiler's work).
     #[cfg(feature = "heatmap")]
-    let (heatmap, pmu) = crate::sampling::reports(opts.final_report);
+    let (mut heatmap, pmu) = crate::sampling::reports(opts.final_report);
+    #[cfg(feature = "heatmap")]
+    if let Some(stacks) = heatmap.as_mut().and_then(|h| h.stacks.as_mut()) {
+        through_active_points(stacks);
+    }
     // The sections of a feature this build has off come from `Report::empty()` (None): the
     // model's `heatmap` feature may be on when profpoint's is off (another crate of the build,
     // such as the profpoint command, turned it on).
@@ -126,6 +133,24 @@ pub(crate) fn collect(opts: &ReportOptions) -> Report {
         #[cfg(feature = "heatmap")]
         pmu,
         ..Report::empty()
+    }
+}
+
+/// Gives each sampled stack the frame of its thread's active point where LLVM inlined that
+/// point's function (`attribute.rs`). A stack's tag is the point's index in [`point::all`]
+/// plus one (0: no point was active), as the shard's active-point word holds it.
+#[cfg(feature = "heatmap")]
+fn through_active_points(stacks: &mut heatmap::StackReport) {
+    let all = point::all();
+    let annotated = all.iter().map(|p| attribute::normalise(p.name())).collect();
+    let name = |tag: u32| Some(all.get((tag as usize).checked_sub(1)?)?.name());
+    let done = attribute::attribute(stacks, name, &annotated);
+    if done.unplaced > 0 {
+        stacks.warnings.push(format!(
+            "{} samples ran under a profile point whose function has no frame of its own (inlined) \
+             and no annotated caller or frame of its crate to place it after: left as sampled",
+            done.unplaced
+        ));
     }
 }
 

@@ -1,0 +1,264 @@
+//! Sampled stacks through the active point: annotated functions that LLVM inlined into their
+//! callers get their frame back (issue 14, `docs/stacks.md` section 11).
+//!
+//! # Concept
+//! A release build without debug information names a sample's frames from ELF symbols alone.
+//! An annotated function that LLVM inlined into its caller has no symbol: its instructions
+//! and its callees appear under the caller's name, so a stack reads `count_chunk;rustc_entry`
+//! where the program ran `count_chunk;count_line;rustc_entry`. perf cannot name it either.
+//!
+//! profpoint knows better: every thread's shard holds the point that is active on it (the
+//! points tree needs that word anyway), and the sampler reads it at each sample into the
+//! stack's `tag`. After the run, a stack whose active point has no frame of its own gets one:
+//! - just leafward of the deepest frame that is itself an annotated function (the active
+//!   point started inside it, so everything leafward of it ran under the active point);
+//! - failing that, just leafward of the deepest frame of the active point's own crate
+//!   (`wordcount::...` for `wordcount::count_line`);
+//! - failing that, the stack is left as it was and counted as unplaced.
+//!
+//! The inserted frame is marked `inlined` and carries the address of the frame it follows,
+//! so renderers that key locations by address keep it apart by name.
+//!
+//! Names are compared after [`normalise`]: a symbol reads `<crate::T as Trait>::m` or carries
+//! generic arguments where the point's name (from `type_name`) reads `crate::T::m`.
+
+use heatmap::{Frame, StackReport};
+use std::collections::HashSet;
+
+/// What [`attribute`] did, in samples.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Attributed {
+    /// Samples whose stack gained the active point's frame.
+    pub(crate) inserted: u64,
+    /// Samples whose active point had no frame and no place to put one.
+    pub(crate) unplaced: u64,
+}
+
+/// Inserts the active point's frame where a stack lacks it (see the module docs).
+/// `point_name(tag)` is the name of the point a tag stands for (`None`: no point, or a tag
+/// this build does not know); `annotated` holds the [`normalise`]d names of every point.
+pub(crate) fn attribute<'a>(
+    stacks: &mut StackReport,
+    point_name: impl Fn(u32) -> Option<&'a str>,
+    annotated: &HashSet<String>,
+) -> Attributed {
+    let mut done = Attributed::default();
+    for stack in &mut stacks.stacks {
+        let Some(name) = point_name(stack.tag) else {
+            continue;
+        };
+        let wanted = normalise(name);
+        let normalised: Vec<String> = stack
+            .frames
+            .iter()
+            .map(|f| normalise(&f.function))
+            .collect();
+        if normalised.contains(&wanted) {
+            continue;
+        }
+        let krate = wanted.split("::").next().unwrap_or_default();
+        let after = normalised
+            .iter()
+            .rposition(|f| annotated.contains(f))
+            .or_else(|| {
+                normalised
+                    .iter()
+                    .rposition(|f| f.split("::").next() == Some(krate) && f.contains("::"))
+            });
+        match after {
+            Some(i) => {
+                let at = &stack.frames[i];
+                let frame = Frame {
+                    address: at.address,
+                    function: name.to_owned(),
+                    library: at.library.clone(),
+                    location: None,
+                    inlined: true,
+                };
+                stack.frames.insert(i + 1, frame);
+                done.inserted += stack.count;
+            }
+            None => done.unplaced += stack.count,
+        }
+    }
+    done
+}
+
+/// A function's name in the form a point's name has: `<A as B>::m` becomes `A::m`, generic
+/// arguments (`<...>` groups) and a trailing `::{{closure}}` go.
+pub(crate) fn normalise(name: &str) -> String {
+    let mut s = name;
+    let mut owned;
+    // `<crate::T as Trait>::m` -> `crate::T::m`
+    if let Some(rest) = s.strip_prefix('<')
+        && let Some(close) = matching_close(rest)
+    {
+        let inner = &rest[..close];
+        let ty = inner.split(" as ").next().unwrap_or(inner);
+        owned = format!("{ty}{}", &rest[close + 1..]);
+        s = &owned;
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut depth = 0usize;
+    for c in s.chars() {
+        match c {
+            '<' => depth += 1,
+            '>' if depth > 0 => depth -= 1,
+            _ if depth == 0 => out.push(c),
+            _ => {}
+        }
+    }
+    owned = out.replace("::::", "::");
+    while let Some(stripped) = owned.strip_suffix("::{{closure}}") {
+        owned = stripped.to_owned();
+    }
+    owned.trim_end_matches("::").to_owned()
+}
+
+/// The index in `s` of the `>` that closes a `<` just before `s`.
+fn matching_close(s: &str) -> Option<usize> {
+    let mut depth = 1usize;
+    for (i, c) in s.char_indices() {
+        match c {
+            '<' => depth += 1,
+            '>' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use heatmap::SampledStack;
+
+    fn frame(f: &str) -> Frame {
+        Frame {
+            address: 0x1000,
+            function: f.to_owned(),
+            library: None,
+            location: None,
+            inlined: false,
+        }
+    }
+
+    fn stack(frames: &[&str], count: u64, tag: u32) -> SampledStack {
+        SampledStack {
+            frames: frames.iter().map(|f| frame(f)).collect(),
+            count,
+            tag,
+        }
+    }
+
+    fn names(s: &SampledStack) -> Vec<&str> {
+        s.frames.iter().map(|f| f.function.as_str()).collect()
+    }
+
+    const POINTS: [&str; 3] = ["wc::main", "wc::count_chunk", "wc::count_line"];
+
+    fn run(stacks: Vec<SampledStack>) -> (StackReport, Attributed) {
+        let mut r = StackReport {
+            stacks,
+            ..StackReport::default()
+        };
+        let annotated = POINTS.iter().map(|p| normalise(p)).collect();
+        let done = attribute(
+            &mut r,
+            |t| POINTS.get((t as usize).checked_sub(1)?).copied(),
+            &annotated,
+        );
+        (r, done)
+    }
+
+    #[test]
+    fn an_inlined_point_gets_its_frame_after_its_annotated_caller() {
+        let (r, done) = run(vec![stack(
+            &[
+                "main",
+                "wc::main",
+                "wc::count_chunk",
+                "hashbrown::rustc_entry",
+                "memcmp",
+            ],
+            7,
+            3,
+        )]);
+        assert_eq!(
+            names(&r.stacks[0]),
+            [
+                "main",
+                "wc::main",
+                "wc::count_chunk",
+                "wc::count_line",
+                "hashbrown::rustc_entry",
+                "memcmp"
+            ]
+        );
+        assert!(r.stacks[0].frames[3].inlined);
+        assert_eq!(
+            done,
+            Attributed {
+                inserted: 7,
+                unplaced: 0
+            }
+        );
+    }
+
+    #[test]
+    fn a_point_with_its_own_frame_is_left_alone() {
+        let frames = ["main", "wc::count_chunk", "wc::count_line::<u8>", "x"];
+        let (r, done) = run(vec![stack(&frames, 2, 3)]);
+        assert_eq!(names(&r.stacks[0]), frames);
+        assert_eq!(done, Attributed::default());
+    }
+
+    #[test]
+    fn untagged_and_unknown_tags_are_left_alone() {
+        let frames = ["main", "wc::count_chunk", "x"];
+        let (r, done) = run(vec![stack(&frames, 2, 0), stack(&frames, 3, 99)]);
+        assert_eq!(names(&r.stacks[0]), frames);
+        assert_eq!(names(&r.stacks[1]), frames);
+        assert_eq!(done, Attributed::default());
+    }
+
+    #[test]
+    fn without_an_annotated_caller_the_crates_deepest_frame_is_used() {
+        let (r, done) = run(vec![stack(&["main", "wc::helper", "libc::read"], 4, 3)]);
+        assert_eq!(
+            names(&r.stacks[0]),
+            ["main", "wc::helper", "wc::count_line", "libc::read"]
+        );
+        assert_eq!(done.inserted, 4);
+    }
+
+    #[test]
+    fn no_place_is_counted_as_unplaced() {
+        let frames = ["_start", "libc::read"];
+        let (r, done) = run(vec![stack(&frames, 5, 3)]);
+        assert_eq!(names(&r.stacks[0]), frames);
+        assert_eq!(
+            done,
+            Attributed {
+                inserted: 0,
+                unplaced: 5
+            }
+        );
+    }
+
+    #[test]
+    fn normalise_reads_symbols_as_point_names() {
+        assert_eq!(normalise("<a::T as b::Tr>::m"), "a::T::m");
+        assert_eq!(normalise("<a::T<u8> as b::Tr<i32>>::m"), "a::T::m");
+        assert_eq!(normalise("a::f::<u8>"), "a::f");
+        assert_eq!(normalise("a::f::{{closure}}"), "a::f");
+        assert_eq!(normalise("a::T<u8>::m"), "a::T::m");
+        assert_eq!(normalise("plain"), "plain");
+        assert_eq!(normalise("<unbalanced"), "");
+    }
+}
