@@ -255,6 +255,8 @@ pub(crate) struct TableSet {
     pub(crate) chunks: Vec<std::sync::Arc<Table>>,
     /// Samples whose pc lies outside every segment of every chunk.
     pub(crate) other: std::sync::Arc<AtomicU64>,
+    /// The stack sampler, when the run captures stacks (the same one in every set).
+    pub(crate) stacks: Option<std::sync::Arc<crate::stacks::Stacks>>,
 }
 
 #[cfg(target_os = "linux")]
@@ -430,6 +432,7 @@ mod tests {
             4,
         ));
         let set = TableSet {
+            stacks: None,
             chunks: vec![t.clone(), later.clone()],
             other: Default::default(),
         };

@@ -58,6 +58,9 @@ pub struct Config {
     pub(crate) source: Source,
     pub(crate) scan_interval: Duration,
     pub(crate) wait_for_first_scan: bool,
+    /// Frames per stack; `None`: no stacks.
+    pub(crate) stack_depth: Option<u32>,
+    pub(crate) stack_slots: u32,
 }
 
 impl Default for Config {
@@ -71,6 +74,8 @@ impl Default for Config {
             // 100 ms promise), at ~50 directory reads per second (~10 us each here).
             scan_interval: Duration::from_millis(20),
             wait_for_first_scan: true,
+            stack_depth: None,
+            stack_slots: crate::stacks::DEFAULT_SLOTS,
         }
     }
 }
@@ -126,6 +131,41 @@ impl Config {
     pub fn wait_for_first_scan(mut self, wait: bool) -> Config {
         self.wait_for_first_scan = wait;
         self
+    }
+
+    /// Captures each sample's call stack, at most `depth` frames (1 to
+    /// [`MAX_DEPTH`](crate::stacks::MAX_DEPTH), typically
+    /// [`DEFAULT_DEPTH`](crate::stacks::DEFAULT_DEPTH) = 64; checked by [`start`](crate::start)).
+    /// Off by default. The profile's report then has [`Report::stacks`](crate::Report::stacks).
+    /// x86_64 Linux only: elsewhere sampling runs without stacks and the profile says so.
+    pub fn stacks(mut self, depth: u32) -> Config {
+        self.stack_depth = Some(depth);
+        self
+    }
+
+    /// No stacks (the default).
+    pub fn no_stacks(mut self) -> Config {
+        self.stack_depth = None;
+        self
+    }
+
+    /// Slots of the stack table: how many distinct stacks a run can hold (default 8192;
+    /// 64 to 2^20, rounded up to a power of two; checked by [`start`](crate::start)). A
+    /// sample whose stack finds no slot is counted as dropped. Memory: `slots x (24 + 8 x
+    /// depth)` bytes, 4.4 MiB at the defaults.
+    pub fn stack_slots(mut self, slots: u32) -> Config {
+        self.stack_slots = slots;
+        self
+    }
+
+    /// The stack depth asked for, if stacks are on.
+    pub fn get_stacks(&self) -> Option<u32> {
+        self.stack_depth
+    }
+
+    /// The stack table's slots asked for.
+    pub fn get_stack_slots(&self) -> u32 {
+        self.stack_slots
     }
 
     /// The requested rate in Hz.

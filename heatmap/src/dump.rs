@@ -1,13 +1,13 @@
 //! The dump file: a [`Profile`] on disk, to report from later or elsewhere.
 //!
-//! # Format, version 2 (version 1 is still read)
+//! # Format, version 3 (versions 1 and 2 are still read)
 //!
 //! All integers little-endian; `str` is a `u32` byte length then that many bytes of UTF-8;
 //! `bytes` is a `u32` length then the bytes.
 //!
 //! ```text
 //! magic        8 bytes  "HEATMAP\0"
-//! version      u32      2 (1: the same without watcher_cpu_ns)
+//! version      u32      3 (2: the same without the stacks section; 1: also without watcher_cpu_ns)
 //! mode         u8       0 = cpu, 1 = wall
 //! source       u8       0 = perf task-clock, 1 = setitimer, 2 = tgkill
 //! reserved     u16      0
@@ -26,6 +26,11 @@
 //! n_segments   u32, then n_segments × {
 //!     object u32 (< n_objects), start u64, end u64 (> start), n_counts u32,
 //!     then n_counts × { bucket u32 (strictly increasing, < bucket count), samples u64 (> 0) } }
+//! has_stacks   u8       0 = no stacks, 1 = the stacks section follows (version 3 on)
+//! stacks section: depth u32 (1..=128), dropped u64, truncated u64,
+//!     n_cuts u32, then n_cuts × { reason str (<= 4 KiB), samples u64 },
+//!     n_stacks u32, then n_stacks × { tag u32, samples u64 (> 0), n_frames u32 (1..=depth),
+//!     then n_frames × address u64 (leaf first: the pc, then return addresses) }
 //! checksum     u64      FNV-1a 64 of every byte before it, magic included
 //! ```
 //!
@@ -35,7 +40,7 @@
 //! allocated. No input makes it panic: `tests/dump.rs` runs it on arbitrary bytes, on every
 //! truncation of a real dump and on every single-bit flip of one.
 //!
-//! To change the format, bump [`VERSION`], keep reading version 1 if dumps must outlive it,
+//! To change the format, bump [`VERSION`], keep reading older versions if dumps must outlive them,
 //! and document the new layout here.
 
 use std::io::Write;
@@ -44,11 +49,12 @@ use crate::buckets::{ObjectFile, ObjectKind};
 use crate::config::{MAX_HZ, MAX_SHIFT, Mode};
 use crate::error::DumpError;
 use crate::profile::{Profile, Segment, SourceUsed};
+use crate::stacks::{MAX_DEPTH, RawStack, RawStacks};
 
 /// The first 8 bytes of every dump.
 pub const MAGIC: [u8; 8] = *b"HEATMAP\0";
 /// The format version this crate writes and reads.
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 
 const MAX_WARNING: usize = 64 * 1024;
 const MAX_PATH: usize = 4096;
@@ -135,6 +141,29 @@ impl Profile {
                 b.extend_from_slice(&n.to_le_bytes());
             }
         }
+        match &self.stacks {
+            None => b.push(0),
+            Some(st) => {
+                b.push(1);
+                b.extend_from_slice(&st.depth.to_le_bytes());
+                b.extend_from_slice(&st.dropped.to_le_bytes());
+                b.extend_from_slice(&st.truncated.to_le_bytes());
+                b.extend_from_slice(&(st.cuts.len() as u32).to_le_bytes());
+                for (reason, n) in &st.cuts {
+                    put_bytes(&mut b, cut(reason, MAX_PATH).as_bytes());
+                    b.extend_from_slice(&n.to_le_bytes());
+                }
+                b.extend_from_slice(&(st.stacks.len() as u32).to_le_bytes());
+                for s in &st.stacks {
+                    b.extend_from_slice(&s.tag.to_le_bytes());
+                    b.extend_from_slice(&s.count.to_le_bytes());
+                    b.extend_from_slice(&(s.frames.len() as u32).to_le_bytes());
+                    for f in &s.frames {
+                        b.extend_from_slice(&f.to_le_bytes());
+                    }
+                }
+            }
+        }
         let sum = fnv1a(&b);
         b.extend_from_slice(&sum.to_le_bytes());
         b
@@ -162,7 +191,7 @@ impl Profile {
             end: bytes.len(),
         };
         let version = r.u32("version")?;
-        if version != VERSION && version != 1 {
+        if !(1..=VERSION).contains(&version) {
             return Err(DumpError::UnsupportedVersion {
                 found: version,
                 expected: VERSION,
@@ -312,11 +341,16 @@ impl Profile {
         if in_buckets.checked_add(other).is_none() {
             return Err(invalid("other", other, "a total that fits in 64 bits"));
         }
+        let stacks = if version >= 3 {
+            read_stacks(&mut r)?
+        } else {
+            None
+        };
         if r.pos != r.end {
             return Err(invalid(
                 "length",
                 format!("{} unread bytes", r.end - r.pos),
-                "the checksum right after the last segment",
+                "the checksum right after the last section",
             ));
         }
         Ok(Profile {
@@ -335,8 +369,57 @@ impl Profile {
             threads,
             unarmed_cpu_ns: 0,
             warnings,
+            stacks,
         })
     }
+}
+
+/// The stacks section (version 3 on): `None` when the run had no stacks.
+fn read_stacks(r: &mut Reader<'_>) -> Result<Option<RawStacks>, DumpError> {
+    match r.u8("has_stacks")? {
+        0 => return Ok(None),
+        1 => {}
+        v => return Err(invalid("has_stacks", v, "0 (no stacks) or 1")),
+    }
+    let depth = r.u32("stack depth")?;
+    if !(1..=MAX_DEPTH).contains(&depth) {
+        return Err(invalid("stack depth", depth, "1 to 128 frames"));
+    }
+    let dropped = r.u64("stacks dropped")?;
+    let truncated = r.u64("stacks truncated")?;
+    // Each cut takes at least 4 + 8 bytes.
+    let n = r.count("n_cuts", 12)?;
+    let mut cuts = Vec::with_capacity(n);
+    for _ in 0..n {
+        let reason = r.string("cut reason", MAX_PATH)?;
+        cuts.push((reason, r.u64("cut samples")?));
+    }
+    // Each stack takes at least 4 + 8 + 4 + 8 bytes.
+    let n = r.count("n_stacks", 24)?;
+    let mut stacks = Vec::with_capacity(n);
+    for _ in 0..n {
+        let tag = r.u32("stack tag")?;
+        let count = r.u64("stack samples")?;
+        if count == 0 {
+            return Err(invalid("stack samples", 0, "a non-zero count"));
+        }
+        let n_frames = r.count("n_frames", 8)?;
+        if n_frames == 0 || n_frames > depth as usize {
+            return Err(invalid("n_frames", n_frames, "1 to the stack depth frames"));
+        }
+        let mut frames = Vec::with_capacity(n_frames);
+        for _ in 0..n_frames {
+            frames.push(r.u64("frame address")?);
+        }
+        stacks.push(RawStack { frames, count, tag });
+    }
+    Ok(Some(RawStacks {
+        depth,
+        stacks,
+        dropped,
+        truncated,
+        cuts,
+    }))
 }
 
 fn invalid(what: &'static str, value: impl std::fmt::Display, expected: &'static str) -> DumpError {
@@ -422,9 +505,10 @@ impl<'a> Reader<'a> {
 mod tests {
     use super::*;
 
-    /// A version-1 dump (no watcher CPU) still reads, as the same profile with that field 0.
+    /// Version-2 (no stacks section) and version-1 (also no watcher CPU) dumps still read, as
+    /// the same profile without stacks (and with that field 0); version 3 keeps the stacks.
     #[test]
-    fn version_1_dumps_still_read() {
+    fn older_dumps_still_read_and_stacks_round_trip() {
         let (objects, segments) = crate::buckets::discover();
         let mut p = Profile {
             mode: Mode::Cpu,
@@ -450,9 +534,16 @@ mod tests {
             threads: 2,
             unarmed_cpu_ns: 0,
             warnings: vec!["w".to_owned()],
+            stacks: None,
         };
-        let mut v2 = Vec::new();
-        p.write_dump(&mut v2).unwrap();
+        let mut v3 = Vec::new();
+        p.write_dump(&mut v3).unwrap();
+        assert_eq!(Profile::read_dump(&v3).unwrap(), p);
+        // Version 2: the same without the has_stacks byte before the checksum.
+        let mut v2 = v3[..v3.len() - 9].to_vec();
+        v2[MAGIC.len()..MAGIC.len() + 4].copy_from_slice(&2u32.to_le_bytes());
+        let sum = fnv1a(&v2);
+        v2.extend_from_slice(&sum.to_le_bytes());
         assert_eq!(Profile::read_dump(&v2).unwrap(), p);
         // Version 1: version field 1, no watcher_cpu_ns (8 bytes after the 6 fixed u64s that
         // follow magic, version, mode, source, reserved, hz and shift), checksum recomputed.
@@ -464,5 +555,33 @@ mod tests {
         v1.extend_from_slice(&sum.to_le_bytes());
         p.watcher_cpu_ns = 0;
         assert_eq!(Profile::read_dump(&v1).unwrap(), p);
+        // Version 3 with stacks.
+        p.stacks = Some(RawStacks {
+            depth: 4,
+            stacks: vec![
+                RawStack {
+                    frames: vec![0x1000, 0x2000, 0x3000],
+                    count: 5,
+                    tag: 3,
+                },
+                RawStack {
+                    frames: vec![0x1004],
+                    count: 1,
+                    tag: 0,
+                },
+            ],
+            dropped: 2,
+            truncated: 1,
+            cuts: vec![("stack read outside the thread's stack".to_owned(), 1)],
+        });
+        assert_eq!(Profile::read_dump(&p.to_dump_bytes()).unwrap(), p);
+        // A stack deeper than the depth is refused, naming the field.
+        if let Some(st) = p.stacks.as_mut() {
+            st.stacks[0].frames = vec![1; 5];
+        }
+        let e = Profile::read_dump(&p.to_dump_bytes())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("n_frames"), "{e}");
     }
 }

@@ -14,6 +14,10 @@ pub enum StartError {
     AlreadyRunning,
     /// The requested rate is out of range. Fix: ask for 1 to 100000 Hz.
     InvalidHz(u32),
+    /// The requested stack depth is out of range. Fix: ask for 1 to 128 frames.
+    InvalidStackDepth(u32),
+    /// The requested stack table size is out of range. Fix: ask for 64 to 1048576 slots.
+    InvalidStackSlots(u32),
     /// The requested bucket shift is out of range. Fix: ask for 0 to 24 (1 byte to 16 MiB).
     InvalidShift(u32),
     /// Something in the process (another profiler, a runtime) already handles `SIGPROF`.
@@ -59,6 +63,17 @@ impl fmt::Display for StartError {
                     "shift={s}: expected a bucket shift between 0 and 24 (bucket = 1 << shift bytes)"
                 )
             }
+            StartError::InvalidStackDepth(d) => write!(
+                f,
+                "stack depth {d}: expected 1 to {} frames per stack",
+                crate::stacks::MAX_DEPTH
+            ),
+            StartError::InvalidStackSlots(n) => write!(
+                f,
+                "stack table slots {n}: expected {} to {} (rounded up to a power of two)",
+                crate::stacks::MIN_SLOTS,
+                crate::stacks::MAX_SLOTS
+            ),
             StartError::SignalInUse { handler } => write!(
                 f,
                 "SIGPROF already has a handler (at {handler:#x}): another profiler is running; \

@@ -72,6 +72,8 @@ pub struct Profile {
     /// threads that ended before the watcher found them); 0 with `setitimer` and in dumps.
     pub(crate) unarmed_cpu_ns: u64,
     pub(crate) warnings: Vec<String>,
+    /// The call stacks, when the run captured them.
+    pub(crate) stacks: Option<crate::stacks::RawStacks>,
 }
 
 impl Profile {
@@ -186,6 +188,18 @@ impl Profile {
     /// Things a reader of the report should know (rate below request, fallback source, ...).
     pub fn warnings(&self) -> &[String] {
         &self.warnings
+    }
+
+    /// Whether the run captured call stacks ([`Config::stacks`](crate::Config::stacks)).
+    pub fn has_stacks(&self) -> bool {
+        self.stacks.is_some()
+    }
+
+    /// Samples whose stack was stored (0 without stacks).
+    pub fn stack_samples(&self) -> u64 {
+        self.stacks
+            .as_ref()
+            .map_or(0, |s| s.stacks.iter().map(|s| s.count).sum())
     }
 
     /// Bucket size in bytes.

@@ -157,9 +157,16 @@ impl Profile {
         // Key: (object, address) -> row under construction.
         let mut rows: HashMap<(usize, u64), (usize, Row)> = HashMap::new();
         let mut excluded = 0u64;
+        // Per object: (samples, samples with no symbol), for the stripped-file warning.
+        let mut per_object: HashMap<usize, (u64, u64)> = HashMap::new();
         for (si, addr, n) in self.buckets() {
             let object = self.segments[si].object;
             let mut r = sym.lookup_bucket(object, addr, size);
+            let tally = per_object.entry(object).or_default();
+            tally.0 += n;
+            if r.function == "[unknown]" {
+                tally.1 += n;
+            }
             let mut credited = false;
             if opts.by == By::Function
                 && let Some(name) =
@@ -226,8 +233,14 @@ impl Profile {
                 r
             })
             .collect();
+        let stripped = stripped_warnings(self, &sym, &per_object, total);
+        let stacks = self
+            .stacks
+            .as_ref()
+            .map(|raw| crate::stacks::fold::report(raw, self, &mut sym, stripped.clone()));
         let mut warnings = self.warnings.clone();
         warnings.extend(sym.warnings);
+        warnings.extend(stripped);
         Report {
             source: self.source.name().to_owned(),
             mode: match self.mode {
@@ -250,9 +263,39 @@ impl Profile {
             base,
             warnings,
             rows,
-            stacks: None,
+            stacks,
         }
     }
+}
+
+/// One line per stripped file holding samples without a symbol: the main executable always,
+/// a library when such samples are at least 1% of the run (system libraries ship stripped).
+fn stripped_warnings(
+    p: &Profile,
+    sym: &Symbolizer,
+    per_object: &HashMap<usize, (u64, u64)>,
+    total: u64,
+) -> Vec<String> {
+    let mut objects: Vec<_> = per_object
+        .iter()
+        .filter(|&(&o, &(_, unknown))| {
+            unknown > 0
+                && sym.stripped(o)
+                && (p.objects[o].kind == crate::buckets::ObjectKind::Main || unknown * 100 >= total)
+        })
+        .collect();
+    objects.sort_by_key(|&(&o, _)| o);
+    objects
+        .into_iter()
+        .map(|(&o, &(samples, unknown))| {
+            format!(
+                "{:.0}% of samples in {} have no symbol: it is stripped (Cargo `strip = true` or \
+                 `strip`); build with `strip = false` or keep a copy with symbols",
+                unknown as f64 * 100.0 / samples.max(1) as f64,
+                p.objects[o].path
+            )
+        })
+        .collect()
 }
 
 /// A row key for a function known by name only (credited through a wrapper): FNV-1a of the
@@ -472,6 +515,7 @@ mod tests {
             threads: 1,
             unarmed_cpu_ns: 0,
             warnings: vec![],
+            stacks: None,
         };
         (p, f1, f2)
     }

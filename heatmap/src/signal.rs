@@ -102,6 +102,13 @@ impl<T> Published<T> {
         unsafe { *errno_slot = saved_errno };
     }
 
+    /// Whether no handler is inside the bracket now. SeqCst: a handler whose SeqCst increment
+    /// is not seen here has not made its (SeqCst) loads yet, so it will see every store the
+    /// caller made before this call (the stack sampler's context reuse relies on it).
+    pub(crate) fn idle(&self) -> bool {
+        self.active.load(Ordering::SeqCst) == 0
+    }
+
     /// Publishes `state` to the handler.
     pub(crate) fn publish(&self, state: *const T) {
         // SeqCst: see the module docs; also releases the state's initialised contents.

@@ -49,6 +49,8 @@ struct Sym {
 #[derive(Default)]
 struct FileSyms {
     syms: Vec<Sym>,
+    /// The file (and no debug file) has no `.symtab`: only exported names, if any.
+    stripped: bool,
     /// Line tables and inline information, when the file has DWARF.
     dwarf: Option<Dwarf>,
     /// Decompressed DWARF sections (their heap addresses never move).
@@ -156,6 +158,12 @@ impl<'p> Symbolizer<'p> {
             function: "[unknown]".to_owned(),
             library,
         }
+    }
+
+    /// Whether `object`'s file was found without a symbol table (stripped; no debug file).
+    /// False until [`lookup`](Self::lookup) loaded it.
+    pub(crate) fn stripped(&self, object: usize) -> bool {
+        matches!(self.files.get(object), Some(Some(f)) if f.stripped)
     }
 
     /// `file:line` and inline chain of run-time address `addr` of `object`, where DWARF exists.
@@ -353,7 +361,8 @@ fn load_file(
         _ => None,
     };
     let mut syms: Vec<Sym> = collect(file.symbols());
-    if syms.is_empty() {
+    let stripped = syms.is_empty();
+    if stripped {
         syms = collect(file.dynamic_symbols());
     }
     syms.sort_by(|a, b| a.addr.cmp(&b.addr).then(b.size.cmp(&a.size)));
@@ -373,6 +382,7 @@ fn load_file(
     Ok((
         FileSyms {
             syms,
+            stripped,
             dwarf,
             _decompressed: decompressed,
             _map: Some(map),

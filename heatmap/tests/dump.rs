@@ -32,7 +32,7 @@ fn round_trip_is_exact_and_reports_the_same() {
     let mut bytes = Vec::new();
     p.write_dump(&mut bytes).unwrap();
     assert_eq!(&bytes[..8], b"HEATMAP\0");
-    assert_eq!(u32::from_le_bytes(bytes[8..12].try_into().unwrap()), 2);
+    assert_eq!(u32::from_le_bytes(bytes[8..12].try_into().unwrap()), 3);
     let q = Profile::read_dump(&bytes).unwrap();
     assert_eq!(p, q);
     let opts = ReportOptions::default();
@@ -81,7 +81,7 @@ fn foreign_and_future_files_say_so() {
     b[8..12].copy_from_slice(&7u32.to_le_bytes());
     assert_eq!(
         Profile::read_dump(&b).unwrap_err().to_string(),
-        "heatmap dump format version 7: this reader reads versions 1 to 2"
+        "heatmap dump format version 7: this reader reads versions 1 to 3"
     );
     assert!(matches!(
         Profile::read_dump(b"HEAT").unwrap_err(),

@@ -1,5 +1,5 @@
 //! The heatmap's consumer of the signal core (`signal.rs`): its `SIGPROF` handler, one relaxed
-//! increment per sample.
+//! increment per sample, and the call stack when the run captures stacks.
 //!
 //! Whatever the source (a per-thread perf `task-clock` event routed to its own thread,
 //! `setitimer(ITIMER_PROF)`, or the watcher's `tgkill`), a sample is a `SIGPROF` delivered to
@@ -12,7 +12,9 @@
 //! Beyond what the core's entry touches, the handler touches exactly the `ucontext_t` the
 //! kernel passed (read only) and the published [`TableSet`]: its chunk list and each chunk's
 //! slot array (read only), and one `AtomicU64` counter (a bucket or "other");
-//! `partition_point` is an inlined binary search. `tests/async_signal_safety.rs` checks it.
+//! `partition_point` is an inlined binary search. With stacks on, the same bracket (one
+//! `enter`, one active count) then runs [`Stacks::record`](crate::stacks::Stacks), whose module
+//! docs (`stacks/capture.rs`) list what it touches. `tests/async_signal_safety.rs` checks both.
 
 use crate::buckets::TableSet;
 use crate::error::StartError;
@@ -30,6 +32,9 @@ extern "C" fn handler(_sig: libc::c_int, _info: *mut libc::siginfo_t, uc: *mut l
         if !uc.is_null() {
             // SAFETY: the kernel passes a valid ucontext_t to an SA_SIGINFO handler.
             table.hit(unsafe { signal::interrupted_pc(uc) });
+            if let Some(stacks) = &table.stacks {
+                stacks.record(uc);
+            }
         }
     });
 }

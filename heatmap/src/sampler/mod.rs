@@ -68,6 +68,7 @@ use crate::config::{Config, MAX_HZ, MAX_SHIFT};
 use crate::error::StartError;
 use crate::profile::{Profile, SourceUsed};
 use crate::signal::Installed;
+use crate::stacks::{self, Stacks};
 use handler::TABLE;
 use shared::{Interval, Shared};
 use watcher::Watcher;
@@ -95,6 +96,8 @@ struct Inner {
     started: Instant,
     /// The process that started sampling: a `fork`ed child has no watcher thread to join.
     pid: u32,
+    /// The stack sampler, when the run captures stacks.
+    stacks: Option<Arc<Stacks>>,
     user_ns_at_start: u64,
     sys_ns_at_start: u64,
     warnings: Vec<String>,
@@ -107,6 +110,16 @@ pub fn start(config: Config) -> Result<Sampler, StartError> {
     }
     if config.shift > MAX_SHIFT {
         return Err(StartError::InvalidShift(config.shift));
+    }
+    if let Some(d) = config.stack_depth
+        && !(1..=stacks::MAX_DEPTH).contains(&d)
+    {
+        return Err(StartError::InvalidStackDepth(d));
+    }
+    if config.stack_depth.is_some()
+        && !(stacks::MIN_SLOTS..=stacks::MAX_SLOTS).contains(&config.stack_slots)
+    {
+        return Err(StartError::InvalidStackSlots(config.stack_slots));
     }
     // Acquire: pairs with the Release store in `Inner::finish`, so everything the previous
     // sampler did happens before we start. Relaxed on failure: we touch nothing then.
@@ -130,11 +143,22 @@ fn start_claimed(config: Config) -> Result<Sampler, StartError> {
         return Err(StartError::NoExecutableSegments);
     }
     let chunk = Arc::new(Table::new(objects, segments, config.shift));
+    let mut warnings = Vec::new();
+    let stacks =
+        config
+            .stack_depth
+            .and_then(|depth| match stacks::create(depth, config.stack_slots) {
+                Ok(s) => Some(Arc::new(s)),
+                Err(why) => {
+                    warnings.push(why);
+                    None
+                }
+            });
     let set = Arc::new(TableSet {
         chunks: vec![chunk],
         other: Arc::default(),
+        stacks: stacks.clone(),
     });
-    let mut warnings = Vec::new();
     let period_ns = 1_000_000_000u64 / u64::from(config.hz);
     // Choose the source before touching the signal disposition.
     let source = source::choose(&config, period_ns, &mut warnings)?;
@@ -153,6 +177,7 @@ fn start_claimed(config: Config) -> Result<Sampler, StartError> {
         shared,
         started: Instant::now(),
         pid: std::process::id(),
+        stacks,
         user_ns_at_start,
         sys_ns_at_start,
         warnings,

@@ -71,6 +71,7 @@ impl Inner {
             threads: self.shared.threads.load(Ordering::Relaxed),
             unarmed_cpu_ns,
             warnings: self.warnings.clone(),
+            stacks: self.stacks.as_ref().map(|s| s.read()),
         };
         let unarmed_matters = self.warn_unarmed(&mut p);
         self.warn_shortfalls(&mut p, replaced, unarmed_matters);

@@ -195,6 +195,11 @@ impl Watcher {
             return;
         }
         self.generation = generation;
+        // Objects added or removed: a new module set for the unwinder (pinning new libraries
+        // against dlclose), swapped in for the handler.
+        if let Some(stacks) = &self.set.stacks {
+            stacks.refresh_modules();
+        }
         let (objects, segments) = buckets::discover();
         let known = |o: &buckets::ObjectFile| {
             self.set
@@ -227,6 +232,7 @@ impl Watcher {
         let set = Arc::new(TableSet {
             chunks,
             other: Arc::clone(&self.set.other),
+            stacks: self.set.stacks.clone(),
         });
         // Keep every set alive until stop, then publish: a handler may hold the old pointer.
         lock(&self.shared.sets).push(Arc::clone(&set));
@@ -260,6 +266,9 @@ impl Watcher {
             let keep = alive.binary_search(tid).is_ok();
             if !keep {
                 self.close(t);
+                if let Some(stacks) = &self.set.stacks {
+                    stacks.thread_exited(*tid);
+                }
             }
             keep
         });
@@ -273,7 +282,13 @@ impl Watcher {
             let Some(tracked) = self.track(tid) else {
                 continue;
             };
+            if let Some(stacks) = &self.set.stacks {
+                stacks.thread_started(tid);
+            }
             threads.insert(tid, tracked);
+        }
+        if let Some(stacks) = &self.set.stacks {
+            stacks.maintain(|| TABLE.idle());
         }
         // The CPU covered so far, for snapshots: closed threads' plus live ones' (a read per
         // live thread, so at most once per scan interval, not at every churn look).
