@@ -153,7 +153,17 @@ pub(crate) fn start(config: heatmap::Config) -> Result<(), heatmap::StartError> 
 /// cannot start here, or the process began its exit report meanwhile (which took the sampler).
 #[cfg(feature = "serve")]
 pub(crate) fn profile_for(d: std::time::Duration) -> Result<heatmap::Report, String> {
-    start(heatmap::Config::default()).map_err(|e| match e {
+    // Stacks as the environment says (on by default where available), so the profile's pprof
+    // has call chains; a bad value is said once and the profile goes flat.
+    let config = match env::stacks(&env::var) {
+        Ok(Some(depth)) => heatmap::Config::default().stacks(depth),
+        Ok(None) => heatmap::Config::default(),
+        Err(e) => {
+            env::warn(&e, "flat samples");
+            heatmap::Config::default()
+        }
+    };
+    start(config).map_err(|e| match e {
         heatmap::StartError::AlreadyRunning => "the heatmap already runs for the whole process \
             (PROFPOINT_HEATMAP or start_heatmap): its profile is in /debug/profpoint and the exit report"
             .to_string(),

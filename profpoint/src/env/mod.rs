@@ -9,7 +9,7 @@
 //! its default and the text its error gives as expected. The parsers take their error texts
 //! from it, [`var`] reads only the variables it lists, and a test keeps README's list of
 //! variables and the table equal. The samplers' variables (`PROFPOINT_HEATMAP*`,
-//! `PROFPOINT_HZ`, `PROFPOINT_SHIFT`, `PROFPOINT_PMU*`) are read here too (`samplers.rs`): the
+//! `PROFPOINT_HZ`, `PROFPOINT_SHIFT`, `PROFPOINT_STACKS`, `PROFPOINT_PMU*`) are read here too (`samplers.rs`): the
 //! `heatmap` crate takes a `Config` value and knows no variable of profpoint's.
 
 #[cfg(feature = "heatmap")]
@@ -17,6 +17,8 @@ mod samplers;
 mod table;
 
 #[cfg(feature = "heatmap")]
+#[cfg(feature = "serve")]
+pub(crate) use samplers::stacks;
 pub(crate) use samplers::{heatmap_config, pmu_config};
 pub(crate) use table::expected;
 pub use table::{VARS, Var};

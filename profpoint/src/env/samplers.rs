@@ -1,5 +1,5 @@
 //! The samplers' variables: `PROFPOINT_HEATMAP` (`PROFPOINT_HZ`, `PROFPOINT_SHIFT`,
-//! `PROFPOINT_HEATMAP_SOURCE`) into a `heatmap::Config`, `PROFPOINT_PMU` (`PROFPOINT_PMU_LONG`,
+//! `PROFPOINT_HEATMAP_SOURCE`, `PROFPOINT_STACKS`) into a `heatmap::Config`, `PROFPOINT_PMU` (`PROFPOINT_PMU_LONG`,
 //! `PROFPOINT_PMU_WINDOW`, `PROFPOINT_PMU_EVENTS`) into a `heatmap::pmu::PmuConfig`. The
 //! `heatmap` crate takes those values and reads no variable itself.
 
@@ -54,6 +54,10 @@ pub(crate) fn heatmap_config(
             _ => return Err(bad("PROFPOINT_HEATMAP_SOURCE", &v)),
         });
     }
+    config = match stacks(&get)? {
+        Some(depth) => config.stacks(depth),
+        None => config.no_stacks(),
+    };
     let Some(v) = get("PROFPOINT_HEATMAP") else {
         return Ok(None);
     };
@@ -62,6 +66,24 @@ pub(crate) fn heatmap_config(
         "1" | "cpu" => Ok(Some(config.mode(Mode::Cpu))),
         "wall" => Ok(Some(config.mode(Mode::Wall))),
         _ => Err(bad("PROFPOINT_HEATMAP", &v)),
+    }
+}
+
+/// `PROFPOINT_STACKS` through `get`: the stack depth, or `None` for flat samples. Unset, stacks
+/// are on at the default depth where the sampler can take them (x86_64 Linux) and off
+/// elsewhere, so that the default never asks for what the platform cannot give; a depth set
+/// on another platform reaches the sampler, whose profile then says why it has none.
+pub(crate) fn stacks(get: &impl Fn(&str) -> Option<String>) -> Result<Option<u32>, EnvError> {
+    match get("PROFPOINT_STACKS") {
+        None => Ok(heatmap::stacks::AVAILABLE.then_some(heatmap::stacks::DEFAULT_DEPTH)),
+        Some(v) => match v.trim().to_ascii_lowercase().as_str() {
+            "off" | "0" => Ok(None),
+            "" => Ok(heatmap::stacks::AVAILABLE.then_some(heatmap::stacks::DEFAULT_DEPTH)),
+            n => match n.parse::<u32>() {
+                Ok(d) if (1..=heatmap::stacks::MAX_DEPTH).contains(&d) => Ok(Some(d)),
+                _ => Err(bad("PROFPOINT_STACKS", &v)),
+            },
+        },
     }
 }
 

@@ -151,6 +151,12 @@ pub const VARS: &[Var] = &[
                    thread signals threads by their CPU clocks)",
     },
     Var {
+        name: "PROFPOINT_STACKS",
+        values: "the heatmap's call stacks: frames per sample (1 to 128), or off for flat samples",
+        default: "64 on x86_64 Linux, off elsewhere",
+        expected: "a stack depth from 1 to 128 frames, or off (flat samples)",
+    },
+    Var {
         name: "PROFPOINT_HEATMAP_TOP",
         values: "rows of the heatmap section",
         default: "20",

@@ -131,6 +131,32 @@ mod samplers {
     }
 
     #[test]
+    fn stacks_are_on_by_default_where_available_and_read_or_refused() {
+        let depth = |pairs: &[(&str, &str)]| {
+            let mut all = vec![("PROFPOINT_HEATMAP", "1")];
+            all.extend_from_slice(pairs);
+            heatmap_config(env(&all)).map(|c| c.unwrap().get_stacks())
+        };
+        let default = heatmap::stacks::AVAILABLE.then_some(heatmap::stacks::DEFAULT_DEPTH);
+        assert_eq!(depth(&[]), Ok(default));
+        assert_eq!(depth(&[("PROFPOINT_STACKS", "")]), Ok(default));
+        assert_eq!(depth(&[("PROFPOINT_STACKS", "off")]), Ok(None));
+        assert_eq!(depth(&[("PROFPOINT_STACKS", "0")]), Ok(None));
+        assert_eq!(depth(&[("PROFPOINT_STACKS", " 32 ")]), Ok(Some(32)));
+        assert_eq!(depth(&[("PROFPOINT_STACKS", "128")]), Ok(Some(128)));
+        for bad in ["129", "-1", "deep", "1.5"] {
+            let e = depth(&[("PROFPOINT_STACKS", bad)]).unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                format!(
+                    "PROFPOINT_STACKS={bad:?}: expected a stack depth from 1 to 128 frames, or off \
+                     (flat samples)"
+                )
+            );
+        }
+    }
+
+    #[test]
     fn not_requested_is_none() {
         assert_eq!(heatmap_config(env(&[])), Ok(None));
         assert_eq!(heatmap_config(env(&[("PROFPOINT_HEATMAP", "0")])), Ok(None));
