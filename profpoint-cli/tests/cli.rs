@@ -277,7 +277,7 @@ fn bad_input_gets_a_clear_error() {
     );
     let newer = file(
         "newer.json",
-        &good.replacen("\"version\": 2", "\"version\": 3", 1),
+        &good.replacen("\"version\": 3", "\"version\": 4", 1),
     );
     let empty = file("empty.json", "");
     let junk = file("junk.json", "not json");
@@ -312,7 +312,7 @@ fn bad_input_gets_a_clear_error() {
         ),
         (
             vec!["report", &newer],
-            format!("{newer}: version: 3 is newer than this reader, which reads versions 1 to 2"),
+            format!("{newer}: version: 4 is newer than this reader, which reads versions 1 to 3"),
         ),
         (
             vec!["report", &empty],
@@ -333,7 +333,7 @@ fn bad_input_gets_a_clear_error() {
         ),
         (
             vec!["compare", &newer, &truncated],
-            format!("{newer}: version: 3 is newer"),
+            format!("{newer}: version: 4 is newer"),
         ),
         (
             vec!["compare", &good_file, &mistyped],

@@ -369,7 +369,8 @@ fn json_and_csv_reports_are_written_and_parse_back() {
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     assert_eq!(v["schema"], "profpoint.report");
-    assert_eq!(v["version"], 2);
+    assert_eq!(v["version"], 3);
+    assert!(v["tree"]["nodes"].is_array(), "the points tree");
     let run = &v["run"];
     assert!(run["pid"].as_u64().unwrap() > 0);
     assert!(run["command"][0].as_str().unwrap().contains("exit_report"));
