@@ -354,7 +354,9 @@ fn bad_input_gets_a_clear_error() {
         ),
         (
             vec!["report", "x", "--format", "html"],
-            "invalid value 'html' for '--format <FORMAT>'".into(),
+            "invalid value 'html' for '--format <FORMAT>': expected one of table, json, csv, \
+             pprof, prom, svg, folded, flame, points-folded, points-flame"
+                .into(),
         ),
         (
             vec!["report", "x", "--frobnicate"],
@@ -742,6 +744,10 @@ fn report_writes_every_format() {
         ("pprof", r.to_pprof()),
         ("prom", r.to_prometheus().into_bytes()),
         ("svg", r.to_svg().into_bytes()),
+        ("folded", r.folded().into_bytes()),
+        ("flame", r.flame_svg().into_bytes()),
+        ("points-folded", r.points_folded().into_bytes()),
+        ("points-flame", r.points_flame_svg().into_bytes()),
     ] {
         let out = d.join(format!("out.{format}"));
         let (code, _, err) =
@@ -749,6 +755,17 @@ fn report_writes_every_format() {
         assert_eq!(code, 0, "{format}: {err}");
         assert_eq!(std::fs::read(&out).unwrap(), want, "{format}");
     }
+    // The points tree: `measured` outermost, its self time in ns.
+    let (code, out, _) = profpoint(&["report", p, "--format", "points-folded"]);
+    assert_eq!(code, 0);
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("cli::measured "))
+        .expect(&out);
+    assert!(
+        line["cli::measured ".len()..].parse::<u64>().unwrap() > 0,
+        "{line}"
+    );
     let (code, out, _) = profpoint(&["report", p, "--format=csv"]);
     assert_eq!(code, 0);
     assert!(

@@ -42,6 +42,15 @@ pub enum Destination {
     Svg(PathBuf),
     /// A pprof profile of the points, written to a file.
     Pprof(PathBuf),
+    /// Folded stacks (inferno's input): the sampled stacks when the report has them, else the
+    /// points tree (self time in ns).
+    Folded(PathBuf),
+    /// A flame graph SVG (drawn by inferno) of the same stacks as [`Destination::Folded`].
+    Flame(PathBuf),
+    /// Folded stacks of the points tree, always (self time in ns).
+    PointsFolded(PathBuf),
+    /// A flame graph SVG of the points tree, always.
+    PointsFlame(PathBuf),
 }
 
 impl Destination {
@@ -54,7 +63,11 @@ impl Destination {
             | Destination::Table(p)
             | Destination::Prometheus(p)
             | Destination::Svg(p)
-            | Destination::Pprof(p) => Some(p),
+            | Destination::Pprof(p)
+            | Destination::Folded(p)
+            | Destination::Flame(p)
+            | Destination::PointsFolded(p)
+            | Destination::PointsFlame(p) => Some(p),
         }
     }
 
@@ -69,6 +82,10 @@ impl Destination {
             Destination::Prometheus(p) => Destination::Prometheus(f(p)),
             Destination::Svg(p) => Destination::Svg(f(p)),
             Destination::Pprof(p) => Destination::Pprof(f(p)),
+            Destination::Folded(p) => Destination::Folded(f(p)),
+            Destination::Flame(p) => Destination::Flame(f(p)),
+            Destination::PointsFolded(p) => Destination::PointsFolded(f(p)),
+            Destination::PointsFlame(p) => Destination::PointsFlame(f(p)),
         }
     }
 }
@@ -85,6 +102,10 @@ impl std::fmt::Display for Destination {
             Destination::Prometheus(p) => ("prom", p),
             Destination::Svg(p) => ("svg", p),
             Destination::Pprof(p) => ("pprof", p),
+            Destination::Folded(p) => ("folded", p),
+            Destination::Flame(p) => ("flame", p),
+            Destination::PointsFolded(p) => ("points-folded", p),
+            Destination::PointsFlame(p) => ("points-flame", p),
         };
         write!(f, "{kind}:{}", path.display())
     }
@@ -131,6 +152,10 @@ const FILE_DESTINATIONS: &[(&str, FileDestination)] = &[
     ("prom", Destination::Prometheus),
     ("svg", Destination::Svg),
     ("pprof", Destination::Pprof),
+    ("folded", Destination::Folded),
+    ("flame", Destination::Flame),
+    ("points-folded", Destination::PointsFolded),
+    ("points-flame", Destination::PointsFlame),
 ];
 
 /// What a bad `PROFPOINT_REPORT` is told, made once from the parser's tables: every
