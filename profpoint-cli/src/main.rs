@@ -2,7 +2,8 @@
 //! dumps.
 //!
 //! ```text
-//! profpoint report RUN.json [--format table|json|csv|pprof|prom|svg|folded|flame|points-folded|points-flame]
+//! profpoint report RUN.json [--format table|json|csv|pprof|prom|svg|folded|flame|points-folded|
+//!     points-flame|pprof-stacks|points-pprof]
 //!     [-o OUT] [--top N]
 //! profpoint compare BASE.json NEW.json [--alpha A] [--threshold PCT] [--fail-on-regression]
 //! profpoint compare BASE1.json BASE2.json ... -- NEW1.json NEW2.json ...
@@ -70,7 +71,8 @@ enum Command {
                   Prometheus text format or an SVG chart; and the stacks: folded stacks \
                   (inferno's input) and a flame graph SVG, of the sampled stacks when the \
                   report has them, else of the points tree (points-folded, points-flame: the \
-                  points tree always; its counts are self time in ns)."
+                  points tree always; its counts are self time in ns); pprof-stacks and \
+                  points-pprof: the same stacks as pprof with callers chained."
 )]
 struct ReportArgs {
     /// The JSON report
@@ -110,6 +112,10 @@ enum Format {
     PointsFolded,
     /// A flame graph SVG of the points tree
     PointsFlame,
+    /// pprof with stacks (callers chained) of the same stacks as folded
+    PprofStacks,
+    /// pprof with stacks of the points tree
+    PointsPprof,
 }
 
 /// `profpoint heatmap`'s arguments.
@@ -204,6 +210,8 @@ fn report(a: ReportArgs) -> Result<ExitCode, Failure> {
         Format::Flame => r.flame_svg().into_bytes(),
         Format::PointsFolded => r.points_folded().into_bytes(),
         Format::PointsFlame => r.points_flame_svg().into_bytes(),
+        Format::PprofStacks => r.to_pprof_stacks(),
+        Format::PointsPprof => r.to_points_pprof(),
     };
     let write = |w: &mut dyn Write| -> std::io::Result<()> {
         if a.format == Format::Json {

@@ -355,7 +355,8 @@ fn bad_input_gets_a_clear_error() {
         (
             vec!["report", "x", "--format", "html"],
             "invalid value 'html' for '--format <FORMAT>': expected one of table, json, csv, \
-             pprof, prom, svg, folded, flame, points-folded, points-flame"
+             pprof, prom, svg, folded, flame, points-folded, points-flame, pprof-stacks, \
+             points-pprof"
                 .into(),
         ),
         (
@@ -748,6 +749,8 @@ fn report_writes_every_format() {
         ("flame", r.flame_svg().into_bytes()),
         ("points-folded", r.points_folded().into_bytes()),
         ("points-flame", r.points_flame_svg().into_bytes()),
+        ("pprof-stacks", r.to_pprof_stacks()),
+        ("points-pprof", r.to_points_pprof()),
     ] {
         let out = d.join(format!("out.{format}"));
         let (code, _, err) =

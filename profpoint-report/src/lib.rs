@@ -25,6 +25,7 @@ mod flame;
 mod folded;
 mod model;
 mod pprof;
+mod pprof_stacks;
 pub mod prometheus;
 mod read;
 mod svg;

@@ -234,6 +234,12 @@ pub(crate) fn write_to(report: &Report, d: &Destination) -> std::io::Result<()> 
         Destination::PointsFlame(p) => write_file(p, &mut |f| {
             f.write_all(report.points_flame_svg().as_bytes())
         }),
+        Destination::PprofStacks(p) => {
+            write_file(p, &mut |f| f.write_all(&report.to_pprof_stacks()))
+        }
+        Destination::PointsPprof(p) => {
+            write_file(p, &mut |f| f.write_all(&report.to_points_pprof()))
+        }
         #[cfg(not(feature = "flame"))]
         Destination::Flame(_) | Destination::PointsFlame(_) => Err(std::io::Error::other(
             "flame graphs need profpoint's `flame` feature (on by default); \

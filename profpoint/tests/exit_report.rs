@@ -464,8 +464,8 @@ fn bad_environment_values_get_one_clear_line_and_the_default() {
         line,
         "profpoint: PROFPOINT_REPORT=\"xml:/tmp/x\": expected a comma-separated list of \
          stderr, stdout, json:PATH, csv:PATH, table:PATH, prom:PATH, svg:PATH, pprof:PATH, \
-         folded:PATH, flame:PATH, points-folded:PATH or points-flame:PATH, or off alone; \
-         using stderr"
+         folded:PATH, flame:PATH, points-folded:PATH, points-flame:PATH, pprof-stacks:PATH or \
+         points-pprof:PATH, or off alone; using stderr"
     );
     assert!(e.contains("PROFPOINT_SAMPLE=\"often\": expected"), "{e}");
     assert!(

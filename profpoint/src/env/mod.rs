@@ -51,6 +51,11 @@ pub enum Destination {
     PointsFolded(PathBuf),
     /// A flame graph SVG of the points tree, always.
     PointsFlame(PathBuf),
+    /// A pprof profile with stacks (locations chained caller to callee) of the same stacks as
+    /// [`Destination::Folded`].
+    PprofStacks(PathBuf),
+    /// A pprof profile with stacks of the points tree, always.
+    PointsPprof(PathBuf),
 }
 
 impl Destination {
@@ -67,7 +72,9 @@ impl Destination {
             | Destination::Folded(p)
             | Destination::Flame(p)
             | Destination::PointsFolded(p)
-            | Destination::PointsFlame(p) => Some(p),
+            | Destination::PointsFlame(p)
+            | Destination::PprofStacks(p)
+            | Destination::PointsPprof(p) => Some(p),
         }
     }
 
@@ -86,6 +93,8 @@ impl Destination {
             Destination::Flame(p) => Destination::Flame(f(p)),
             Destination::PointsFolded(p) => Destination::PointsFolded(f(p)),
             Destination::PointsFlame(p) => Destination::PointsFlame(f(p)),
+            Destination::PprofStacks(p) => Destination::PprofStacks(f(p)),
+            Destination::PointsPprof(p) => Destination::PointsPprof(f(p)),
         }
     }
 }
@@ -106,6 +115,8 @@ impl std::fmt::Display for Destination {
             Destination::Flame(p) => ("flame", p),
             Destination::PointsFolded(p) => ("points-folded", p),
             Destination::PointsFlame(p) => ("points-flame", p),
+            Destination::PprofStacks(p) => ("pprof-stacks", p),
+            Destination::PointsPprof(p) => ("points-pprof", p),
         };
         write!(f, "{kind}:{}", path.display())
     }
@@ -156,6 +167,8 @@ const FILE_DESTINATIONS: &[(&str, FileDestination)] = &[
     ("flame", Destination::Flame),
     ("points-folded", Destination::PointsFolded),
     ("points-flame", Destination::PointsFlame),
+    ("pprof-stacks", Destination::PprofStacks),
+    ("points-pprof", Destination::PointsPprof),
 ];
 
 /// What a bad `PROFPOINT_REPORT` is told, made once from the parser's tables: every

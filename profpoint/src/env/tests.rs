@@ -26,8 +26,8 @@ fn a_bad_report_value_lists_every_destination_the_parser_takes() {
     assert_eq!(
         said,
         "a comma-separated list of stderr, stdout, json:PATH, csv:PATH, table:PATH, \
-         prom:PATH, svg:PATH, pprof:PATH, folded:PATH, flame:PATH, points-folded:PATH or \
-         points-flame:PATH, or off alone"
+         prom:PATH, svg:PATH, pprof:PATH, folded:PATH, flame:PATH, points-folded:PATH, \
+         points-flame:PATH, pprof-stacks:PATH or points-pprof:PATH, or off alone"
     );
     // Every destination named there parses, with a path where it takes one.
     for (kind, _) in FILE_DESTINATIONS {
