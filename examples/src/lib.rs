@@ -12,6 +12,15 @@ mod inference {
         assert_eq!(&*v, &[]);
         let s = String::new();
         assert!(s == *"");
+        // The types the `flame` feature's dependencies (inferno's) add impls to, each of which
+        // already has several of that trait in std: `str: PartialEq<ArrayString>` (arrayvec),
+        // `[T; 3]` and tuples `From<RGB<T>>` (rgb), `(T, Option<T>): From<Attr<T>>` (quick-xml).
+        let t: (u8, u8, u8) = [1u8, 2, 3].into();
+        let a: [u8; 3] = t.into();
+        assert_eq!(a, [1, 2, 3]);
+        assert!(*"ab" == *String::from("ab"));
+        let pair: (u8, Option<u8>) = (1, None);
+        assert_eq!(pair, (1, None));
         // Name profpoint: rustc loads a dependency (and so its dependencies) when it is used.
         assert!(profpoint::points().count() < usize::MAX);
     }

@@ -2,7 +2,9 @@
 //! dumps.
 //!
 //! ```text
-//! profpoint report RUN.json [--format table|json|csv|pprof|prom|svg] [-o OUT] [--top N]
+//! profpoint report RUN.json [--format table|json|csv|pprof|prom|svg|folded|flame|points-folded|
+//!     points-flame|pprof-stacks|points-pprof]
+//!     [-o OUT] [--top N]
 //! profpoint compare BASE.json NEW.json [--alpha A] [--threshold PCT] [--fail-on-regression]
 //! profpoint compare BASE1.json BASE2.json ... -- NEW1.json NEW2.json ...
 //! profpoint heatmap DUMP [--top N] [--by function|bucket] [--exclude GLOB]... [--json]
@@ -66,7 +68,11 @@ enum Command {
                   the exit report writes: the table (points with their self time, tracepoints, \
                   the overhead budget, heatmap and per-function metrics where present), the \
                   JSON itself (older versions are written as the current one), CSV, pprof, the \
-                  Prometheus text format or an SVG chart."
+                  Prometheus text format or an SVG chart; and the stacks: folded stacks \
+                  (inferno's input) and a flame graph SVG, of the sampled stacks when the \
+                  report has them, else of the points tree (points-folded, points-flame: the \
+                  points tree always; its counts are self time in ns); pprof-stacks and \
+                  points-pprof: the same stacks as pprof with callers chained."
 )]
 struct ReportArgs {
     /// The JSON report
@@ -98,6 +104,18 @@ enum Format {
     Prom,
     /// A bar chart of total and self time
     Svg,
+    /// Folded stacks (inferno's input): sampled stacks if any (samples), else the points tree (ns)
+    Folded,
+    /// A flame graph SVG (inferno) of the same stacks as folded
+    Flame,
+    /// Folded stacks of the points tree (self time in ns)
+    PointsFolded,
+    /// A flame graph SVG of the points tree
+    PointsFlame,
+    /// pprof with stacks (callers chained) of the same stacks as folded
+    PprofStacks,
+    /// pprof with stacks of the points tree
+    PointsPprof,
 }
 
 /// `profpoint heatmap`'s arguments.
@@ -188,6 +206,12 @@ fn report(a: ReportArgs) -> Result<ExitCode, Failure> {
         Format::Pprof => r.to_pprof(),
         Format::Prom => r.to_prometheus().into_bytes(),
         Format::Svg => r.to_svg().into_bytes(),
+        Format::Folded => r.folded().into_bytes(),
+        Format::Flame => r.flame_svg().into_bytes(),
+        Format::PointsFolded => r.points_folded().into_bytes(),
+        Format::PointsFlame => r.points_flame_svg().into_bytes(),
+        Format::PprofStacks => r.to_pprof_stacks(),
+        Format::PointsPprof => r.to_points_pprof(),
     };
     let write = |w: &mut dyn Write| -> std::io::Result<()> {
         if a.format == Format::Json {
@@ -289,6 +313,13 @@ fn usage_error(e: &clap::Error) -> ExitCode {
             .filter(|l| !l.starts_with("tip: "))
             .collect();
         first = format!("{first} {}", rest.join(" "));
+    }
+    // A bad value: what was expected, from clap's list of the accepted ones.
+    if let Some(values) = lines.iter().find_map(|l| {
+        l.strip_prefix("[possible values: ")
+            .and_then(|v| v.strip_suffix(']'))
+    }) {
+        first = format!("{first}: expected one of {values}");
     }
     let tip = lines
         .iter()

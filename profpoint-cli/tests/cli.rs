@@ -277,7 +277,7 @@ fn bad_input_gets_a_clear_error() {
     );
     let newer = file(
         "newer.json",
-        &good.replacen("\"version\": 2", "\"version\": 3", 1),
+        &good.replacen("\"version\": 3", "\"version\": 4", 1),
     );
     let empty = file("empty.json", "");
     let junk = file("junk.json", "not json");
@@ -312,7 +312,7 @@ fn bad_input_gets_a_clear_error() {
         ),
         (
             vec!["report", &newer],
-            format!("{newer}: version: 3 is newer than this reader, which reads versions 1 to 2"),
+            format!("{newer}: version: 4 is newer than this reader, which reads versions 1 to 3"),
         ),
         (
             vec!["report", &empty],
@@ -333,7 +333,7 @@ fn bad_input_gets_a_clear_error() {
         ),
         (
             vec!["compare", &newer, &truncated],
-            format!("{newer}: version: 3 is newer"),
+            format!("{newer}: version: 4 is newer"),
         ),
         (
             vec!["compare", &good_file, &mistyped],
@@ -354,7 +354,10 @@ fn bad_input_gets_a_clear_error() {
         ),
         (
             vec!["report", "x", "--format", "html"],
-            "invalid value 'html' for '--format <FORMAT>'".into(),
+            "invalid value 'html' for '--format <FORMAT>': expected one of table, json, csv, \
+             pprof, prom, svg, folded, flame, points-folded, points-flame, pprof-stacks, \
+             points-pprof"
+                .into(),
         ),
         (
             vec!["report", "x", "--frobnicate"],
@@ -742,6 +745,12 @@ fn report_writes_every_format() {
         ("pprof", r.to_pprof()),
         ("prom", r.to_prometheus().into_bytes()),
         ("svg", r.to_svg().into_bytes()),
+        ("folded", r.folded().into_bytes()),
+        ("flame", r.flame_svg().into_bytes()),
+        ("points-folded", r.points_folded().into_bytes()),
+        ("points-flame", r.points_flame_svg().into_bytes()),
+        ("pprof-stacks", r.to_pprof_stacks()),
+        ("points-pprof", r.to_points_pprof()),
     ] {
         let out = d.join(format!("out.{format}"));
         let (code, _, err) =
@@ -749,6 +758,17 @@ fn report_writes_every_format() {
         assert_eq!(code, 0, "{format}: {err}");
         assert_eq!(std::fs::read(&out).unwrap(), want, "{format}");
     }
+    // The points tree: `measured` outermost, its self time in ns.
+    let (code, out, _) = profpoint(&["report", p, "--format", "points-folded"]);
+    assert_eq!(code, 0);
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("cli::measured "))
+        .expect(&out);
+    assert!(
+        line["cli::measured ".len()..].parse::<u64>().unwrap() > 0,
+        "{line}"
+    );
     let (code, out, _) = profpoint(&["report", p, "--format=csv"]);
     assert_eq!(code, 0);
     assert!(

@@ -115,7 +115,7 @@ fn a_report_with_the_heatmap_section_reads_back_equal() {
 #[test]
 fn version_1_reads_as_the_current_model() {
     let (r, json) = real();
-    let v1 = json.replacen("\"version\": 2", "\"version\": 1", 1);
+    let v1 = json.replacen("\"version\": 3", "\"version\": 1", 1);
     let total = r
         .points
         .iter()
@@ -125,8 +125,21 @@ fn version_1_reads_as_the_current_model() {
     // Version 1 wrote the async point's total as its self time.
     let v1 = v1.replacen("\"self_ns\": null", &format!("\"self_ns\": {total}"), 1);
     let back = Report::from_json(&v1).unwrap();
-    assert_eq!(back.version, 2);
+    assert_eq!(back.version, 3);
     assert_eq!(&back, r);
+}
+
+#[test]
+fn version_2_without_the_tree_reads_as_the_current_model() {
+    let (r, json) = real();
+    assert!(r.tree.is_some(), "a version 3 report has the points tree");
+    let mut v: serde_json::Value = serde_json::from_str(json).unwrap();
+    v["version"] = 2.into();
+    v.as_object_mut().unwrap().remove("tree");
+    let back = Report::from_json(&serde_json::to_string(&v).unwrap()).unwrap();
+    assert_eq!(back.version, 3);
+    assert_eq!(back.tree, None);
+    assert_eq!(back.points, r.points);
 }
 
 #[test]

@@ -20,13 +20,22 @@
 //! keep reading every older version.
 
 mod csv;
+#[cfg(feature = "flame")]
+mod flame;
+mod folded;
 mod model;
 mod pprof;
+mod pprof_stacks;
 pub mod prometheus;
 mod read;
 mod svg;
 mod table;
 
+#[cfg(feature = "flame")]
+pub use flame::flame_svg;
+#[cfg(feature = "heatmap")]
+pub use folded::stacks_folded;
+pub use folded::{FoldedValue, StackSource, points_folded};
 pub use model::*;
 pub use read::{OLDEST_VERSION, ReadError, read};
 pub use table::write_table;

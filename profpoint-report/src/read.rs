@@ -1,6 +1,6 @@
 //! Reading a report back: [`Report::from_json`] and [`read`].
 //!
-//! Every version this project has written is read (1 and 2) and brought to the current model;
+//! Every version this project has written is read (1, 2 and 3) and brought to the current model;
 //! a newer version, another schema, and anything that is not a report are refused with a
 //! message saying what is wrong and where (the field's path, as `points[3].nr`, or the line
 //! and column of a syntax error). Reading has no side effect and never panics on any input.

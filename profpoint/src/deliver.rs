@@ -224,6 +224,27 @@ pub(crate) fn write_to(report: &Report, d: &Destination) -> std::io::Result<()> 
         }
         Destination::Svg(p) => write_file(p, &mut |f| f.write_all(report.to_svg().as_bytes())),
         Destination::Pprof(p) => write_file(p, &mut |f| f.write_all(&report.to_pprof())),
+        Destination::Folded(p) => write_file(p, &mut |f| f.write_all(report.folded().as_bytes())),
+        Destination::PointsFolded(p) => {
+            write_file(p, &mut |f| f.write_all(report.points_folded().as_bytes()))
+        }
+        #[cfg(feature = "flame")]
+        Destination::Flame(p) => write_file(p, &mut |f| f.write_all(report.flame_svg().as_bytes())),
+        #[cfg(feature = "flame")]
+        Destination::PointsFlame(p) => write_file(p, &mut |f| {
+            f.write_all(report.points_flame_svg().as_bytes())
+        }),
+        Destination::PprofStacks(p) => {
+            write_file(p, &mut |f| f.write_all(&report.to_pprof_stacks()))
+        }
+        Destination::PointsPprof(p) => {
+            write_file(p, &mut |f| f.write_all(&report.to_points_pprof()))
+        }
+        #[cfg(not(feature = "flame"))]
+        Destination::Flame(_) | Destination::PointsFlame(_) => Err(std::io::Error::other(
+            "flame graphs need profpoint's `flame` feature (on by default); \
+             folded:PATH writes the same stacks for inferno-flamegraph",
+        )),
     }
 }
 

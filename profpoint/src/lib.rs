@@ -78,6 +78,7 @@ mod slot;
 mod sync;
 mod threads;
 pub mod tracepoint;
+mod tree;
 
 #[doc(hidden)]
 pub mod __private;
@@ -90,8 +91,8 @@ pub use profpoint_report::Overhead;
 pub use profpoint_report::ReadError;
 pub use profpoint_report::{BudgetEvent, BudgetReport, ThrottledPoint};
 pub use report::{
-    ClockReport, CollectReport, Interval, IntervalPoint, PointReport, Report, ReportOptions,
-    RunInfo, SCHEMA, SlotMemory, VERSION, write_table,
+    ClockReport, CollectReport, Interval, IntervalPoint, PointReport, PointsTree, Report,
+    ReportOptions, RunInfo, SCHEMA, SlotMemory, TreeEdge, TreeNode, VERSION, write_table,
 };
 #[cfg(feature = "serve")]
 pub use serve::{ServeError, ServeOptions, Server, serve, serve_with};

@@ -123,6 +123,17 @@ pub(crate) struct Shard {
     /// its cap share (null until then): their calls land here, not in a slot of their own,
     /// and the report counts them as not recorded (see [`slot_memory`]).
     overflow: AtomicPtr<Slot>,
+    /// The point active on this thread, for the sampler to attribute samples by (its address
+    /// is `'static`: see [`active_point_word`]): 0 = no point active, else the innermost active
+    /// point's dense index (its place in `point::all()`) + 1. Written by the owner at each
+    /// enter and leave of a point in the tree (`tree.rs`), read by anyone.
+    pub(crate) active_point: AtomicU32,
+    /// The points tree's current node on this thread (0: the root). Owner only.
+    pub(crate) node: AtomicU32,
+    /// The points tree's nodes (null until the first; `tree.rs`). Never freed.
+    pub(crate) nodes: AtomicPtr<crate::tree::Node>,
+    /// The rest of the points tree (length, lookup map, lost calls).
+    pub(crate) tree: Box<crate::tree::Tree>,
 }
 
 impl Shard {
@@ -141,6 +152,10 @@ impl Shard {
             setup: AtomicU64::new(0),
             rng: AtomicU64::new(seed | 1),
             overflow: AtomicPtr::new(std::ptr::null_mut()),
+            active_point: AtomicU32::new(0),
+            node: AtomicU32::new(0),
+            nodes: AtomicPtr::new(std::ptr::null_mut()),
+            tree: Box::new(crate::tree::Tree::new()),
         }
     }
 
@@ -394,6 +409,10 @@ pub(crate) fn release(shard: &'static Shard) {
             slot.depth.store(0, Ordering::Relaxed);
         }
     }
+    // The points tree starts at its root for the next thread (a call left open here is not
+    // its parent). Relaxed: as above.
+    shard.node.store(0, Ordering::Relaxed);
+    shard.active_point.store(0, Ordering::Relaxed);
     registry().free.push(shard);
 }
 
@@ -492,6 +511,15 @@ pub(crate) fn setup_calls() -> u64 {
 /// Every shard made so far.
 pub(crate) fn all_shards() -> Vec<&'static Shard> {
     registry().all.clone()
+}
+
+/// The word of `shard` that says which point is active on its thread (see
+/// [`Shard::active_point`]: 0 = none, else point index + 1), for the sampler's thread tag.
+/// `'static`: shards are never freed. A shard changes threads when one exits and another
+/// takes it: the word is the new thread's from then on (reset to 0 in between).
+#[allow(dead_code)] // the integrator hands it to `heatmap::stacks::set_thread_tag`
+pub(crate) fn active_point_word(shard: &'static Shard) -> &'static AtomicU32 {
+    &shard.active_point
 }
 
 /// Number of shards made so far (bounded by the peak number of concurrent threads).

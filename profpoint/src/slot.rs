@@ -52,6 +52,10 @@ pub(crate) struct Slot {
     pub(crate) depth: AtomicU32,
     /// Calls left before the next timed call, in sampled mode.
     pub(crate) countdown: AtomicU32,
+    /// The points tree's one-entry cache (`tree.rs`): the parent node this point last had on
+    /// this thread (`u32::MAX`: none yet) and its node under that parent.
+    pub(crate) tree_parent: AtomicU32,
+    pub(crate) tree_node: AtomicU32,
     /// Distribution of timed intervals.
     pub(crate) hist: [AtomicU64; hist::BUCKETS],
 }
@@ -154,6 +158,8 @@ impl Slot {
         let slot: Box<Slot> = unsafe { Box::new_zeroed().assume_init() };
         // Relaxed: the slot is not yet shared with any other thread.
         slot.min.store(u64::MAX, Ordering::Relaxed);
+        slot.tree_parent
+            .store(u32::MAX, std::sync::atomic::Ordering::Relaxed);
         slot
     }
 
@@ -173,6 +179,8 @@ impl Slot {
             max: z(),
             depth: AtomicU32::new(0),
             countdown: AtomicU32::new(0),
+            tree_parent: AtomicU32::new(u32::MAX),
+            tree_node: AtomicU32::new(0),
             hist: std::array::from_fn(|_| z()),
         })
     }

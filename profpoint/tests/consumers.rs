@@ -816,3 +816,174 @@ fn promtool_accepts_the_servers_metrics_and_its_counters_never_go_down() {
         "a scrape after reset()",
     );
 }
+
+/// The rows of `go tool pprof -top -cum`: function name to (flat, cum).
+fn top_cum(dir: &Path, file: &Path, unit: &str) -> BTreeMap<String, (u64, u64)> {
+    let out = pprof(
+        dir,
+        &[
+            "-top",
+            "-cum",
+            &format!("-unit={unit}"),
+            "-nodefraction=0",
+            "-nodecount=100000",
+        ],
+        file,
+    );
+    let mut rows = BTreeMap::new();
+    for line in out
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("flat"))
+        .skip(1)
+    {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let num = |s: &str| {
+            s.trim_end_matches("ns")
+                .parse::<f64>()
+                .unwrap_or_else(|_| panic!("a value {s:?} in {line:?}:\n{out}")) as u64
+        };
+        rows.insert(f[5..].join(" "), (num(f[0]), num(f[3])));
+    }
+    rows
+}
+
+/// The callers `go tool pprof -tree` lists above `name`'s own line, with their values.
+fn tree_callers(dir: &Path, file: &Path, unit: &str, name: &str) -> BTreeMap<String, u64> {
+    let out = pprof(
+        dir,
+        &[
+            "-tree",
+            &format!("-unit={unit}"),
+            "-nodefraction=0",
+            "-edgefraction=0",
+            "-nodecount=100000",
+        ],
+        file,
+    );
+    // Blocks are separated by dashed lines; in a block, callers come before the node's own line
+    // (the one with flat values), callees after it.
+    for block in out.split("-+-") {
+        let lines: Vec<&str> = block.lines().collect();
+        // The node's own line: flat flat% sum% cum cum% | NAME (a caller's or callee's line
+        // has two values before the bar).
+        let Some(at) = lines.iter().position(|l| {
+            l.split_once('|').is_some_and(|(values, n)| {
+                values.split_whitespace().count() == 5 && n.trim() == name
+            })
+        }) else {
+            continue;
+        };
+        return lines[..at]
+            .iter()
+            .filter_map(|l| {
+                let (values, caller) = l.split_once('|')?;
+                let v = values.split_whitespace().next()?;
+                let v = v.trim_end_matches("ns").parse::<f64>().ok()? as u64;
+                Some((caller.trim().to_string(), v))
+            })
+            .collect();
+    }
+    panic!("no node {name} in go tool pprof -tree:\n{out}");
+}
+
+#[test]
+fn go_tool_pprof_shows_the_points_tree_as_a_call_graph() {
+    let test = "go_tool_pprof_shows_the_points_tree_as_a_call_graph";
+    if tool(test, "go", "golang-go").is_none() {
+        return;
+    }
+    work();
+    let r = profpoint::snapshot();
+    let tree = r.tree.clone().unwrap();
+    let node = |name: &str| tree.nodes.iter().find(|n| n.name == name).unwrap().clone();
+    let (outer, inner) = (node("consumers::outer"), node("consumers::inner"));
+    assert_eq!(
+        inner.parent.map(|p| tree.nodes[p].name.as_str()),
+        Some("consumers::outer")
+    );
+    let dir = scratch("go-tree");
+    let file = dir.join("points.pb.gz");
+    std::fs::write(&file, r.to_points_pprof()).unwrap();
+    let rows = top_cum(&dir, &file, "ns");
+    // Flat: each point's self time; cumulative: outer's includes inner's (its total).
+    let (flat, cum) = rows["consumers::outer"];
+    assert_eq!(flat, outer.est_self_ns(), "{rows:?}");
+    assert_eq!(cum, outer.est_self_ns() + inner.est_self_ns(), "{rows:?}");
+    assert!(
+        cum.abs_diff(outer.total_ns) <= 2,
+        "cum {cum} vs total {}",
+        outer.total_ns
+    );
+    assert_eq!(
+        rows["consumers::inner"],
+        (inner.est_self_ns(), inner.est_self_ns())
+    );
+    // -tree: inner's one caller is outer, with inner's whole time.
+    let callers = tree_callers(&dir, &file, "ns", "consumers::inner");
+    assert_eq!(
+        callers,
+        BTreeMap::from([("consumers::outer".to_string(), inner.est_self_ns())])
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn go_tool_pprof_shows_the_sampled_stacks_as_a_call_graph() {
+    let test = "go_tool_pprof_shows_the_sampled_stacks_as_a_call_graph";
+    if tool(test, "go", "golang-go").is_none() {
+        return;
+    }
+    // Hand-made stacks (the capture is another part of issue 14): two callers of one hot
+    // function, 9:1, and main's own samples.
+    let frame = |name: &str| profpoint::heatmap::Frame {
+        address: 0x1000,
+        function: name.to_string(),
+        library: None,
+        location: Some(format!("src/{name}.rs:7")),
+        inlined: false,
+    };
+    let stack = |frames: &[&str], count| profpoint::heatmap::SampledStack {
+        frames: frames.iter().map(|n| frame(n)).collect(),
+        count,
+        tag: 0,
+    };
+    let stacks = profpoint::heatmap::StackReport {
+        depth: 64,
+        samples: 105,
+        stacks: vec![
+            stack(&["main", "caller_a", "hot"], 90),
+            stack(&["main", "caller_b", "hot"], 10),
+            stack(&["main"], 5),
+        ],
+        ..Default::default()
+    };
+    let mut r = profpoint::Report::from_json(&profpoint::snapshot().to_json()).unwrap();
+    let json = r.to_json().replacen(
+        "\"heatmap\": null",
+        &format!(
+            "\"heatmap\": {{\"source\": \"setitimer\", \"mode\": \"cpu\", \"by\": \"function\", \
+             \"bucket_size\": 16, \"requested_hz\": 997, \"achieved_hz\": null, \
+             \"achieved_hz_per_cpu_second\": null, \"user_cpu_seconds\": 1.0, \
+             \"sys_cpu_seconds\": 0.0, \"wall_seconds\": 1.0, \"total_samples\": 105, \
+             \"other\": 0, \"proc_samples\": 0, \"excluded\": 0, \"base\": 105, \
+             \"warnings\": [], \"rows\": [], \"stacks\": {}}}",
+            serde_json::to_string(&stacks).unwrap()
+        ),
+        1,
+    );
+    r = profpoint::Report::from_json(&json).unwrap();
+    let dir = scratch("go-stacks");
+    let file = dir.join("stacks.pb.gz");
+    std::fs::write(&file, r.to_pprof_stacks()).unwrap();
+    let rows = top_cum(&dir, &file, "count");
+    assert_eq!(rows["main"], (5, 105), "{rows:?}");
+    assert_eq!(rows["caller_a"], (0, 90), "{rows:?}");
+    assert_eq!(rows["caller_b"], (0, 10), "{rows:?}");
+    assert_eq!(rows["hot"], (100, 100), "{rows:?}");
+    let callers = tree_callers(&dir, &file, "count", "hot");
+    assert_eq!(
+        callers,
+        BTreeMap::from([("caller_a".to_string(), 90), ("caller_b".to_string(), 10)])
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}

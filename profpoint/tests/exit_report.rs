@@ -369,7 +369,8 @@ fn json_and_csv_reports_are_written_and_parse_back() {
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     assert_eq!(v["schema"], "profpoint.report");
-    assert_eq!(v["version"], 2);
+    assert_eq!(v["version"], 3);
+    assert!(v["tree"]["nodes"].is_array(), "the points tree");
     let run = &v["run"];
     assert!(run["pid"].as_u64().unwrap() > 0);
     assert!(run["command"][0].as_str().unwrap().contains("exit_report"));
@@ -406,6 +407,40 @@ fn json_and_csv_reports_are_written_and_parse_back() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// The stack destinations: without sampled stacks, `folded` and `flame` write the points tree,
+/// as `points-folded` and `points-flame` always do.
+fn folded_and_flame_reports_are_written() {
+    let dir = std::env::temp_dir().join(format!("profpoint-exit-flame-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = |n: &str| dir.join(n).display().to_string();
+    let spec = format!(
+        "folded:{},flame:{},points-folded:{},points-flame:{}",
+        path("a.folded"),
+        path("a.svg"),
+        path("p.folded"),
+        path("p.svg")
+    );
+    let o = run_child("child_silent", &[("PROFPOINT_REPORT", &spec)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let folded = std::fs::read_to_string(path("a.folded")).unwrap();
+    assert_eq!(folded, std::fs::read_to_string(path("p.folded")).unwrap());
+    // `work` sleeps 20 ms: one outermost path, its self time in ns.
+    let line = folded
+        .lines()
+        .find(|l| l.starts_with("exit_report::work "))
+        .expect(&folded);
+    let ns: u64 = line["exit_report::work ".len()..].parse().unwrap();
+    assert!(ns >= 20_000_000, "{line}");
+    for svg in ["a.svg", "p.svg"] {
+        let text = std::fs::read_to_string(path(svg)).unwrap();
+        assert!(
+            text.contains("<svg") && text.contains("exit_report::work ("),
+            "{svg}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 fn bad_environment_values_get_one_clear_line_and_the_default() {
     let o = run_child(
         "child_silent",
@@ -428,8 +463,9 @@ fn bad_environment_values_get_one_clear_line_and_the_default() {
     assert_eq!(
         line,
         "profpoint: PROFPOINT_REPORT=\"xml:/tmp/x\": expected a comma-separated list of \
-         stderr, stdout, json:PATH, csv:PATH, table:PATH, prom:PATH, svg:PATH or pprof:PATH, \
-         or off alone; using stderr"
+         stderr, stdout, json:PATH, csv:PATH, table:PATH, prom:PATH, svg:PATH, pprof:PATH, \
+         folded:PATH, flame:PATH, points-folded:PATH, points-flame:PATH, pprof-stacks:PATH or \
+         points-pprof:PATH, or off alone; using stderr"
     );
     assert!(e.contains("PROFPOINT_SAMPLE=\"often\": expected"), "{e}");
     assert!(
@@ -1040,6 +1076,10 @@ fn main() {
         ),
         libtest_mimic::Trial::test("report_off_silences_an_opted_in_program", || {
             report_off_silences_an_opted_in_program();
+            Ok(())
+        }),
+        libtest_mimic::Trial::test("folded_and_flame_reports_are_written", || {
+            folded_and_flame_reports_are_written();
             Ok(())
         }),
         libtest_mimic::Trial::test("json_and_csv_reports_are_written_and_parse_back", || {

@@ -44,6 +44,20 @@ pub enum Destination {
     Svg(PathBuf),
     /// A pprof profile of the points, written to a file.
     Pprof(PathBuf),
+    /// Folded stacks (inferno's input): the sampled stacks when the report has them, else the
+    /// points tree (self time in ns).
+    Folded(PathBuf),
+    /// A flame graph SVG (drawn by inferno) of the same stacks as [`Destination::Folded`].
+    Flame(PathBuf),
+    /// Folded stacks of the points tree, always (self time in ns).
+    PointsFolded(PathBuf),
+    /// A flame graph SVG of the points tree, always.
+    PointsFlame(PathBuf),
+    /// A pprof profile with stacks (locations chained caller to callee) of the same stacks as
+    /// [`Destination::Folded`].
+    PprofStacks(PathBuf),
+    /// A pprof profile with stacks of the points tree, always.
+    PointsPprof(PathBuf),
 }
 
 impl Destination {
@@ -56,7 +70,13 @@ impl Destination {
             | Destination::Table(p)
             | Destination::Prometheus(p)
             | Destination::Svg(p)
-            | Destination::Pprof(p) => Some(p),
+            | Destination::Pprof(p)
+            | Destination::Folded(p)
+            | Destination::Flame(p)
+            | Destination::PointsFolded(p)
+            | Destination::PointsFlame(p)
+            | Destination::PprofStacks(p)
+            | Destination::PointsPprof(p) => Some(p),
         }
     }
 
@@ -71,6 +91,12 @@ impl Destination {
             Destination::Prometheus(p) => Destination::Prometheus(f(p)),
             Destination::Svg(p) => Destination::Svg(f(p)),
             Destination::Pprof(p) => Destination::Pprof(f(p)),
+            Destination::Folded(p) => Destination::Folded(f(p)),
+            Destination::Flame(p) => Destination::Flame(f(p)),
+            Destination::PointsFolded(p) => Destination::PointsFolded(f(p)),
+            Destination::PointsFlame(p) => Destination::PointsFlame(f(p)),
+            Destination::PprofStacks(p) => Destination::PprofStacks(f(p)),
+            Destination::PointsPprof(p) => Destination::PointsPprof(f(p)),
         }
     }
 }
@@ -87,6 +113,12 @@ impl std::fmt::Display for Destination {
             Destination::Prometheus(p) => ("prom", p),
             Destination::Svg(p) => ("svg", p),
             Destination::Pprof(p) => ("pprof", p),
+            Destination::Folded(p) => ("folded", p),
+            Destination::Flame(p) => ("flame", p),
+            Destination::PointsFolded(p) => ("points-folded", p),
+            Destination::PointsFlame(p) => ("points-flame", p),
+            Destination::PprofStacks(p) => ("pprof-stacks", p),
+            Destination::PointsPprof(p) => ("points-pprof", p),
         };
         write!(f, "{kind}:{}", path.display())
     }
@@ -133,6 +165,12 @@ const FILE_DESTINATIONS: &[(&str, FileDestination)] = &[
     ("prom", Destination::Prometheus),
     ("svg", Destination::Svg),
     ("pprof", Destination::Pprof),
+    ("folded", Destination::Folded),
+    ("flame", Destination::Flame),
+    ("points-folded", Destination::PointsFolded),
+    ("points-flame", Destination::PointsFlame),
+    ("pprof-stacks", Destination::PprofStacks),
+    ("points-pprof", Destination::PointsPprof),
 ];
 
 /// What a bad `PROFPOINT_REPORT` is told, made once from the parser's tables: every

@@ -27,7 +27,11 @@ pub const VARS: &[Var] = &[
     Var {
         name: "PROFPOINT_REPORT",
         values: "comma-separated stderr, stdout, off, json:PATH, csv:PATH, table:PATH, prom:PATH, \
-                 svg:PATH, pprof:PATH ({pid} in a PATH becomes the process id; a forked child \
+                 svg:PATH, pprof:PATH, folded:PATH, flame:PATH (the sampled stacks when the \
+                 report has them, else the points tree), pprof-stacks:PATH (pprof with stacks: \
+                 the sampled stacks when the report has them, else the points tree), \
+                 points-folded:PATH, points-flame:PATH, points-pprof:PATH (the points tree) \
+                 ({pid} in a PATH becomes the process id; a forked child \
                  that exits normally writes PATH.PID; a relative PATH is resolved at start-up; \
                  files are replaced whole, by rename)",
         default: "no report unless the program opted in (then stderr)",

@@ -26,7 +26,8 @@ fn a_bad_report_value_lists_every_destination_the_parser_takes() {
     assert_eq!(
         said,
         "a comma-separated list of stderr, stdout, json:PATH, csv:PATH, table:PATH, \
-         prom:PATH, svg:PATH or pprof:PATH, or off alone"
+         prom:PATH, svg:PATH, pprof:PATH, folded:PATH, flame:PATH, points-folded:PATH, \
+         points-flame:PATH, pprof-stacks:PATH or points-pprof:PATH, or off alone"
     );
     // Every destination named there parses, with a path where it takes one.
     for (kind, _) in FILE_DESTINATIONS {
@@ -295,6 +296,30 @@ fn readme_lists_every_variable_of_the_table() {
     let mut in_table: Vec<&str> = VARS.iter().map(|v| v.name).collect();
     in_table.sort_unstable();
     assert_eq!(in_readme, in_table, "README.md's variables vs env::VARS");
+}
+
+/// README's list of `PROFPOINT_REPORT` destinations is the parser's table (and `off`).
+#[test]
+fn readme_lists_every_report_destination() {
+    let readme = include_str!("../../../README.md");
+    let start = readme
+        .find("`PROFPOINT_REPORT=")
+        .expect("README lists the destinations")
+        + 18;
+    let end = start + readme[start..].find('`').unwrap();
+    let mut in_readme: Vec<String> = readme[start..end].split('|').map(str::to_string).collect();
+    in_readme.sort_unstable();
+    let mut in_table: Vec<String> = PLAIN_DESTINATIONS
+        .iter()
+        .map(|(n, _)| n.to_string())
+        .chain(FILE_DESTINATIONS.iter().map(|(k, _)| format!("{k}:PATH")))
+        .chain(["off".to_string()])
+        .collect();
+    in_table.sort_unstable();
+    assert_eq!(
+        in_readme, in_table,
+        "README.md's destinations vs env's tables"
+    );
 }
 
 /// Every variable the sources name is in the table (so `var` never reads one the table does

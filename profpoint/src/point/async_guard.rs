@@ -11,6 +11,7 @@ impl Point {
         AsyncGuard {
             point: self,
             t0: None,
+            origin: None,
         }
     }
 
@@ -26,8 +27,9 @@ impl Point {
         g
     }
 
-    /// Records one completed async call of `dur` ticks on the current thread.
-    fn record_async(&'static self, dur: u64) {
+    /// Records one completed async call of `dur` ticks on the current thread, in the points
+    /// tree under the node that was current at its first poll (`origin`).
+    fn record_async(&'static self, dur: u64, origin: tree::Origin) {
         let index = self.index();
         // `slot_for_read`, not `slot`: the latter serves no slot without the TSC.
         let fast = shard::current().and_then(|s| Some((s, s.slot_for_read(index as usize)?)));
@@ -39,6 +41,12 @@ impl Point {
                 (shard, slot, flags & T_BORROWED != 0)
             }
         };
+        // A leaf of the points tree (its body's points attach to what is active where it is
+        // polled); its self time is its total, as in its slot.
+        let node = tree::async_node(shard, origin, index);
+        if node != tree::NO_NODE {
+            tree::add_timed(tree::node(shard, node), dur, dur);
+        }
         slot.write_begin();
         bump(&slot.self_ticks, dur);
         record_interval(slot, dur);
@@ -52,10 +60,20 @@ impl Point {
 /// Times one `async` call from its first poll to its completion (or its drop, if it is
 /// cancelled after starting), on whichever threads poll it. Used by `#[profile_point]` on
 /// `async fn`.
-#[derive(Debug)]
 pub struct AsyncGuard {
     point: &'static Point,
     t0: Option<u64>,
+    /// The thread's current node in the points tree at the first poll (its parent).
+    origin: tree::Origin,
+}
+
+impl std::fmt::Debug for AsyncGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AsyncGuard")
+            .field("point", &self.point.name())
+            .field("t0", &self.t0)
+            .finish()
+    }
 }
 
 impl AsyncGuard {
@@ -63,6 +81,7 @@ impl AsyncGuard {
     #[inline]
     pub fn poll(&mut self) {
         if self.t0.is_none() && self.point.is_enabled() {
+            self.origin = tree::origin();
             self.t0 = Some(clock::now());
         }
     }
@@ -71,7 +90,8 @@ impl AsyncGuard {
 impl Drop for AsyncGuard {
     fn drop(&mut self) {
         if let Some(t0) = self.t0 {
-            self.point.record_async(clock::now().saturating_sub(t0));
+            self.point
+                .record_async(clock::now().saturating_sub(t0), self.origin);
         }
     }
 }

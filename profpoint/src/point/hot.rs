@@ -54,14 +54,22 @@ impl Point {
         // Relaxed: the index is a pure function of the address (see `index`).
         let index = owned::get32(&self.index);
         if let Some((shard, slot)) = shard::fast_slot(index) {
-            self.start_in(status, shard, slot, 0, t);
+            self.start_in(status, index, shard, slot, 0, t);
         } else {
             self.start_cold(status, t);
         }
     }
 
     #[inline(always)]
-    fn start_in(&self, status: u8, shard: &Shard, slot: &Slot, flags: u8, t: &mut Token) {
+    fn start_in(
+        &self,
+        status: u8,
+        index: u32,
+        shard: &Shard,
+        slot: &Slot,
+        flags: u8,
+        t: &mut Token,
+    ) {
         t.slot = slot;
         t.shard = shard;
         if status == COUNT {
@@ -72,6 +80,20 @@ impl Point {
             owned::add(&shard.child_acc, self.mean_ticks.load(Ordering::Relaxed));
             t.mode = T_COUNTED | flags;
             return;
+        }
+        // The points tree (`tree.rs`): the current node is this call's parent; this call's
+        // node under it (cached in the slot: the last parent this point had here) becomes
+        // the current one, and this point the thread's active one. Every mode below is a
+        // started call, which leave takes out of the tree again.
+        // Relaxed: owner-only words.
+        let parent = owned::get32(&shard.node);
+        if owned::get32(&slot.tree_parent) == parent {
+            let node = owned::get32(&slot.tree_node);
+            t.node = node;
+            owned::set32(&shard.node, node);
+            owned::set32(&shard.active_point, index + 1);
+        } else {
+            t.node = tree::enter_cold(shard, slot, parent, index);
         }
         // Relaxed: owner-only fields (see shard.rs). `depth` says whether the point is active
         // on this thread: 0 no, ACTIVE_TIMED by a timed outermost call, ACTIVE_SKIPPED by an
@@ -124,7 +146,7 @@ impl Point {
     #[inline(never)]
     fn start_cold(&'static self, status: u8, t: &mut Token) {
         let (shard, slot, flags) = self.slot_cold();
-        self.start_in(status, shard, slot, flags, t);
+        self.start_in(status, self.index(), shard, slot, flags, t);
     }
 
     /// This thread's shard and this point's slot, made on first use, with the token flags
@@ -224,7 +246,7 @@ impl Point {
         match fast {
             Some((shard, slot)) => {
                 // Every mode `start_in` leaves is a started one.
-                self.start_in(status, shard, slot, 0, t);
+                self.start_in(status, index, shard, slot, 0, t);
                 true
             }
             None => self.enter_cold(status, t),
@@ -268,6 +290,7 @@ fn init_token(t: &mut MaybeUninit<Token>) -> &mut Token {
         (*p).slot = std::ptr::null();
         (*p).shard = std::ptr::null();
         (*p).mode = T_OFF;
+        (*p).node = 0;
         &mut *p
     }
 }
@@ -280,6 +303,7 @@ fn leave_on(token: &Token) {
     let (shard, slot) = unsafe { (&*token.shard, &*token.slot) };
     let mode = token.mode & !(T_BORROWED | T_MONO);
     if mode == T_SKIPPED {
+        tree_leave_untimed(shard, token);
         // Relaxed: owner-only (see shard.rs).
         owned::set32(&slot.depth, 0);
         // As if timed at the point's mean (see `start_in`): what points nested in this call
@@ -291,6 +315,7 @@ fn leave_on(token: &Token) {
         bump(&slot.skipped, 1);
         slot.write_end();
     } else if mode == T_SKIPPED_NESTED {
+        tree_leave_untimed(shard, token);
         slot.write_begin();
         bump(&slot.nested, 1);
         slot.write_end();
@@ -307,6 +332,14 @@ fn leave_on(token: &Token) {
         // Relaxed: owner-only fields (see shard.rs).
         let children = owned::get(&shard.child_acc).wrapping_sub(token.saved_child);
         owned::set(&shard.child_acc, token.saved_child.wrapping_add(dur));
+        let self_ticks = dur.wrapping_sub(children);
+        // The points tree: this call's node gets it; the parent's node and point are current
+        // again (see `tree.rs`; `NO_NODE`: the tree was full, nothing to leave).
+        if token.node != tree::NO_NODE {
+            let n = tree::node(shard, token.node);
+            tree::add_timed(n, dur, self_ticks);
+            tree::restore(shard, n);
+        }
         if full != 0 {
             // This call's whole cost leaves the intervals still open around it.
             bump(&shard.setup, full);
@@ -318,7 +351,7 @@ fn leave_on(token: &Token) {
         // Wrapping: `children` holds estimates where nested points were left untimed (their
         // mean call), which may exceed this interval; the sum stays unbiased only if such a
         // call's self time may be negative (a two's-complement word: see `Scalars::self_signed`).
-        bump(&slot.self_ticks, dur.wrapping_sub(children));
+        bump(&slot.self_ticks, self_ticks);
         if mode == T_TIMED {
             record_interval(slot, dur);
         } else {
@@ -328,6 +361,16 @@ fn leave_on(token: &Token) {
     }
     if token.mode & T_BORROWED != 0 {
         shard::release(shard);
+    }
+}
+
+/// An untimed call leaves the points tree: one call on its node, the parent current again.
+#[inline(always)]
+fn tree_leave_untimed(shard: &Shard, token: &Token) {
+    if token.node != tree::NO_NODE {
+        let n = tree::node(shard, token.node);
+        tree::add_untimed(n);
+        tree::restore(shard, n);
     }
 }
 
@@ -435,6 +478,12 @@ impl Drop for Token {
             let slot = unsafe { &*self.slot };
             // Relaxed: owner-only.
             slot.depth.store(0, Ordering::Relaxed);
+        }
+        if mode != T_OFF && mode != T_COUNTED && self.node != tree::NO_NODE {
+            // SAFETY: as above, for the shard. The parent's node and point are current again
+            // (nothing is recorded on this call's node).
+            let shard = unsafe { &*self.shard };
+            tree::restore(shard, tree::node(shard, self.node));
         }
         if self.mode & T_BORROWED != 0 {
             // SAFETY: as above, for the borrowed shard, which goes back to the free list.

@@ -36,6 +36,7 @@ use crate::hist;
 use crate::owned;
 use crate::shard::{self, Lease, Shard};
 use crate::slot::{Slot, bump};
+use crate::tree;
 use std::marker::PhantomData;
 use std::mem::MaybeUninit;
 use std::sync::OnceLock;
@@ -159,6 +160,9 @@ pub struct Token {
     slot: *const Slot,
     shard: *const Shard,
     mode: u8,
+    /// The call's node in the points tree (`tree.rs`; `tree::NO_NODE`: not in it). In the
+    /// token's padding: the token stays 40 bytes.
+    node: u32,
     _not_send: PhantomData<*const ()>,
 }
 
@@ -186,6 +190,7 @@ impl Token {
         slot: std::ptr::null(),
         shard: std::ptr::null(),
         mode: T_OFF,
+        node: 0,
         _not_send: PhantomData,
     };
 }

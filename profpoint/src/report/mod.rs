@@ -128,6 +128,7 @@ pub(crate) fn collect(opts: &ReportOptions) -> Report {
         tracepoints: crate::tracepoint::infos(),
         budget: budget::report(&clock),
         interval: None,
+        tree: Some(tree_report(&clock)),
         #[cfg(feature = "heatmap")]
         heatmap,
         #[cfg(feature = "heatmap")]
@@ -152,6 +153,42 @@ fn through_active_points(stacks: &mut heatmap::StackReport) {
             done.unplaced
         ));
     }
+}
+
+/// The points tree of every thread, merged by path (`tree.rs`), in nanoseconds. Paths through
+/// profpoint's own hidden points (the overhead calibrations) are left out.
+fn tree_report(clock: &ClockInfo) -> PointsTree {
+    let (raw, lost_calls) = crate::tree::merged();
+    let all = point::all();
+    // Merged index -> index in `nodes` (None: left out).
+    let mut at: Vec<Option<usize>> = Vec::with_capacity(raw.len());
+    let mut nodes = Vec::new();
+    for (parent, n) in &raw {
+        let p = (n.point as usize).checked_sub(1).and_then(|i| all.get(i));
+        let parent_at = match parent {
+            None => Some(None),
+            Some(q) => at.get(*q).copied().flatten().map(Some),
+        };
+        match (p, parent_at) {
+            (Some(p), Some(parent)) if p.kind() != Kind::Hidden => {
+                at.push(Some(nodes.len()));
+                let async_point = p.kind() == Kind::Async;
+                nodes.push(TreeNode {
+                    parent,
+                    name: p.name().to_string(),
+                    file: p.location().0.to_string(),
+                    line: p.location().1,
+                    calls: n.timed + n.untimed,
+                    timed: n.timed,
+                    total_ns: clock.to_ns(n.total),
+                    self_ns: (!async_point)
+                        .then(|| clock.to_ns_f(n.self_ticks as i64 as f64).round() as i64),
+                });
+            }
+            _ => at.push(None),
+        }
+    }
+    PointsTree { nodes, lost_calls }
 }
 
 /// `Report::collect(&opts)`: [`collect`] as a method of the model's type, which lives in

@@ -1,0 +1,202 @@
+//! Stacks as a pprof profile: each sample's locations chained from the leaf to the root (as
+//! `profile.proto` orders them), so `go tool pprof -top -cum`, `-tree`, `-peek` and `-web`
+//! show a call graph.
+//!
+//! Two sources, as for folded stacks (`folded.rs`): the sampler's stacks (`heatmap.stacks`,
+//! one value, `samples/count`: one pprof sample per stack, the frames' function, library and
+//! `file:line` as its locations) and the points tree (values `self/nanoseconds` (default) and
+//! `calls/count`: one sample per tree node, its path of points as its locations). pprof's
+//! flat value of a point is then its self time, summed over its paths, and its cumulative
+//! value its total time (each sample counted once even where a point recurses). Self times are
+//! the tree's as folded stacks give them (scaled by calls / timed where sampled).
+//!
+//! The flat pprof (`pprof.rs`, `to_pprof`) stays as it was: one sample per point with its calls,
+//! self and total as the JSON has them.
+
+use crate::folded::StackSource;
+use crate::pprof::{Strings, bytes, gzip, packed, uint, value_type};
+use crate::{PointsTree, Report};
+use std::collections::HashMap;
+
+/// A function and its location (one location per function: a stack names functions).
+#[derive(Default)]
+struct Table {
+    /// (name, file, line) -> location id (= function id).
+    ids: HashMap<(String, String, u64), u64>,
+    order: Vec<(String, String, u64)>,
+}
+
+impl Table {
+    fn id(&mut self, name: &str, file: &str, line: u64) -> u64 {
+        let key = (name.to_string(), file.to_string(), line);
+        if let Some(&id) = self.ids.get(&key) {
+            return id;
+        }
+        self.order.push(key.clone());
+        let id = self.order.len() as u64;
+        self.ids.insert(key, id);
+        id
+    }
+}
+
+/// A profile of `samples` (locations leaf first, values) with `types` (the first is the
+/// default), every location in `table`.
+fn encode(
+    r: &Report,
+    types: &[(&str, &str)],
+    table: &Table,
+    samples: &[(Vec<u64>, Vec<u64>)],
+) -> Vec<u8> {
+    let mut strings = Strings::new();
+    let mut out = Vec::new();
+    for &(kind, unit) in types {
+        let vt = value_type(&mut strings, kind, unit);
+        bytes(&mut out, 1, &vt);
+    }
+    for (locs, values) in samples {
+        let mut s = Vec::new();
+        bytes(&mut s, 1, &packed(locs));
+        bytes(&mut s, 2, &packed(values));
+        bytes(&mut out, 2, &s);
+    }
+    // One mapping: the program, already symbolised (see pprof.rs).
+    let program = r.run.command.first().map_or("", String::as_str);
+    let mut m = Vec::new();
+    uint(&mut m, 1, 1);
+    uint(&mut m, 5, strings.id(program));
+    for field in [7, 8, 9] {
+        uint(&mut m, field, 1);
+    }
+    bytes(&mut out, 3, &m);
+    for (i, (name, file, line)) in table.order.iter().enumerate() {
+        let id = i as u64 + 1;
+        let mut l = Vec::new();
+        uint(&mut l, 1, id);
+        uint(&mut l, 2, *line);
+        let mut loc = Vec::new();
+        uint(&mut loc, 1, id);
+        uint(&mut loc, 2, 1);
+        bytes(&mut loc, 4, &l);
+        bytes(&mut out, 4, &loc);
+        let mut f = Vec::new();
+        uint(&mut f, 1, id);
+        let n = strings.id(name);
+        uint(&mut f, 2, n);
+        uint(&mut f, 3, n);
+        uint(&mut f, 4, strings.id(file));
+        uint(&mut f, 5, *line);
+        bytes(&mut out, 5, &f);
+    }
+    uint(&mut out, 9, r.run.start_unix_ns);
+    uint(&mut out, 10, r.wall_ns);
+    let default = strings.id(types[0].0);
+    uint(&mut out, 14, default);
+    for s in &strings.table {
+        bytes(&mut out, 6, s.as_bytes());
+    }
+    out
+}
+
+/// The points tree's samples: one per node with a value, locations leaf first.
+fn tree_samples(tree: &PointsTree, table: &mut Table) -> Vec<(Vec<u64>, Vec<u64>)> {
+    let loc: Vec<u64> = tree
+        .nodes
+        .iter()
+        .map(|n| table.id(&n.name, &n.file, u64::from(n.line)))
+        .collect();
+    let mut samples = Vec::new();
+    for (i, n) in tree.nodes.iter().enumerate() {
+        let (self_ns, calls) = (n.est_self_ns(), n.calls);
+        if self_ns == 0 && calls == 0 {
+            continue;
+        }
+        let mut locs = Vec::new();
+        let mut at = Some(i);
+        while let Some(j) = at {
+            locs.push(loc[j]);
+            at = tree.nodes[j].parent.filter(|&p| p < j);
+        }
+        samples.push((locs, vec![self_ns, calls]));
+    }
+    samples
+}
+
+/// The sampled stacks' samples.
+#[cfg(feature = "heatmap")]
+fn stack_samples(stacks: &heatmap::StackReport, table: &mut Table) -> Vec<(Vec<u64>, Vec<u64>)> {
+    stacks
+        .stacks
+        .iter()
+        .filter(|s| !s.frames.is_empty() && s.count > 0)
+        .map(|s| {
+            let locs = s
+                .frames
+                .iter()
+                .rev()
+                .map(|f| {
+                    let (file, line) = f
+                        .location
+                        .as_deref()
+                        .and_then(|l| l.rsplit_once(':'))
+                        .and_then(|(f, n)| Some((f.to_string(), n.parse().ok()?)))
+                        .unwrap_or_default();
+                    let name = match &f.library {
+                        Some(lib) if f.function.starts_with('[') => {
+                            format!("{} {lib}", f.function)
+                        }
+                        _ => f.function.clone(),
+                    };
+                    table.id(&name, &file, line)
+                })
+                .collect();
+            (locs, vec![s.count])
+        })
+        .collect()
+}
+
+impl Report {
+    /// A pprof profile (gzipped) with stacks of `source` (see [`Report::stack_source`]);
+    /// empty of samples when the report lacks it.
+    pub fn to_pprof_stacks_of(&self, source: StackSource) -> Vec<u8> {
+        let mut table = Table::default();
+        let raw = match source {
+            StackSource::Points => {
+                let samples = self
+                    .tree
+                    .as_ref()
+                    .map(|t| tree_samples(t, &mut table))
+                    .unwrap_or_default();
+                encode(
+                    self,
+                    &[("self", "nanoseconds"), ("calls", "count")],
+                    &table,
+                    &samples,
+                )
+            }
+            StackSource::Sampled => {
+                #[cfg(feature = "heatmap")]
+                let samples = self
+                    .heatmap
+                    .as_ref()
+                    .and_then(|h| h.stacks.as_ref())
+                    .map(|s| stack_samples(s, &mut table))
+                    .unwrap_or_default();
+                #[cfg(not(feature = "heatmap"))]
+                let samples = Vec::new();
+                encode(self, &[("samples", "count")], &table, &samples)
+            }
+        };
+        gzip(&raw)
+    }
+
+    /// A pprof profile with stacks: the sampled stacks when the report has them, else the
+    /// points tree.
+    pub fn to_pprof_stacks(&self) -> Vec<u8> {
+        self.to_pprof_stacks_of(self.stack_source().unwrap_or(StackSource::Points))
+    }
+
+    /// A pprof profile of the points tree, whatever else the report holds.
+    pub fn to_points_pprof(&self) -> Vec<u8> {
+        self.to_pprof_stacks_of(StackSource::Points)
+    }
+}

@@ -1,0 +1,366 @@
+//! The tree of profile points: for every call, the point that was active on the same thread
+//! when it started, kept as an exact calling-context tree (one node per distinct root-to-leaf
+//! path of points), per thread shard.
+//!
+//! # Concept
+//! A flame graph of points must be exact: `main;parse;lex` must hold the time `lex` took when
+//! called from `parse` called from `main`, not `lex`'s time split by the share of its callers.
+//! Parent -> child edges alone cannot give that (a point called from two places, whose callee
+//! is called from it, mixes both paths); a calling-context tree can, and its edges are a sum
+//! over its nodes. So each shard keeps a tree of nodes, each a path of points, and the thread
+//! keeps two words in its shard: the node of the innermost active call (`Shard::node`, owner
+//! only) and that call's point ([`Shard::active_point`], an `AtomicU32` for the sampler to read:
+//! 0 = no point active, else the point's dense index + 1).
+//!
+//! # Mechanism
+//! - Enter (`point/hot.rs`, `start_in`): read the current node (the parent), find the child
+//!   node for this point under it, make it current, write the point's index + 1 into
+//!   `active_point`, keep the node in the token. The lookup is a one-entry cache in the
+//!   point's slot (`tree_parent` -> `tree_node`: the last parent this point had on this
+//!   thread); a miss goes to [`enter_cold`]: the parent node's own one-entry cache of its last
+//!   child (recursion, A inside A, hits it), then the shard's hash map, then a new node.
+//! - Leave: add the call to its node (timed calls: calls, total and self ticks; untimed ones,
+//!   sampled 1-in-N: calls only), then restore the parent's node and point from the node
+//!   itself (`parent`, `parent_point`), so a token left out of order cannot leave a stale
+//!   active point behind the outermost one.
+//! - Nodes never move and are never freed: a fixed array of [`CAPACITY`] nodes per shard,
+//!   allocated zeroed on the shard's first node (the allocator maps its pages lazily: untouched
+//!   nodes cost address space only). A path beyond the capacity is not entered: the call is
+//!   counted in `lost_calls` and its children attach to its parent.
+//! - Thread churn: a shard released by an exiting thread gets both words reset to the root
+//!   (`shard::release`), so the next thread starts with no parent; its nodes stay (the tree is
+//!   summed over threads, like the slots).
+//! - Readers (reports) on other threads read the published length with Acquire, each node's
+//!   path fields (written before the length) and its counters (relaxed words: a report taken
+//!   while calls run may see a call's count without its time; never a torn word).
+//! - Counted-only points (status `COUNT`, e.g. throttled by the overhead budget) are not in
+//!   the tree: they cost one counter bump and nothing else, and points called inside them
+//!   attach to the enclosing active point. Async points (`async_guard.rs`) are leaves: their
+//!   parent is the point active on the thread of their first poll; the points their body calls
+//!   attach to whatever is active on the thread that polls it.
+
+use crate::shard::Shard;
+use crate::slot::{Slot, bump};
+use crate::sync::atomic::AtomicU64;
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// Nodes per shard (the root included). 48 bytes each: 1.5 MiB of address space per shard,
+/// touched only as nodes are made.
+#[cfg(not(loom))]
+pub(crate) const CAPACITY: u32 = 1 << 15;
+/// A small tree under loom, whose atomics are built one by one.
+#[cfg(loom)]
+pub(crate) const CAPACITY: u32 = 64;
+
+/// A token's node when its call is not in the tree (the shard's tree is full).
+pub(crate) const NO_NODE: u32 = u32::MAX;
+
+/// One path of points on one shard: its point, its parent node, and the calls made along it.
+#[repr(C)]
+pub(crate) struct Node {
+    /// The point's index + 1 (0 only for the root). Written before the node is published.
+    pub(crate) point: AtomicU32,
+    /// The parent node (0: the root).
+    pub(crate) parent: AtomicU32,
+    /// The parent node's `point` (what `active_point` goes back to at leave).
+    pub(crate) parent_point: AtomicU32,
+    /// One-entry cache of this node's last child looked up (the cold path's first try:
+    /// recursion hits it): the child node, and its point + 1 (0: none yet). Owner only.
+    pub(crate) last_child: AtomicU32,
+    pub(crate) last_child_point: AtomicU32,
+    _pad: u32,
+    /// Timed calls along this path.
+    pub(crate) timed: AtomicU64,
+    /// Calls along this path counted without their time (sampled 1-in-N, untimed).
+    pub(crate) untimed: AtomicU64,
+    /// Sum of the timed calls' intervals, in ticks.
+    pub(crate) total: AtomicU64,
+    /// Their self time (interval minus the points nested in it), ticks, two's complement (an
+    /// untimed nested call counts at its point's mean: see `Scalars::self_signed`).
+    pub(crate) self_ticks: AtomicU64,
+}
+
+/// A shard's tree, apart from the node array the hot path reads (`Shard::nodes`).
+pub(crate) struct Tree {
+    /// Nodes made so far (the root is node 0): readers read up to it.
+    len: AtomicU32,
+    /// Calls not entered because the tree was full (owner only, relaxed).
+    lost: std::sync::atomic::AtomicU64,
+    /// `(parent, point + 1) -> node`, every node but the root. Locked by the owner on its cold
+    /// path only (a slot-cache miss); readers do not use it.
+    map: Mutex<HashMap<(u32, u32), u32>>,
+}
+
+impl Tree {
+    pub(crate) fn new() -> Tree {
+        Tree {
+            len: AtomicU32::new(0),
+            lost: std::sync::atomic::AtomicU64::new(0),
+            map: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+/// A zeroed array of [`CAPACITY`] nodes, never freed.
+#[cfg(not(loom))]
+fn alloc_nodes() -> *mut Node {
+    let layout = std::alloc::Layout::array::<Node>(CAPACITY as usize).expect("fixed size");
+    // SAFETY: the layout has a non-zero size; every field of `Node` is an atomic integer or a
+    // `u32`, for which all-zero bytes are a valid value. Allocation failure is handled below.
+    let p = unsafe { std::alloc::alloc_zeroed(layout) } as *mut Node;
+    if p.is_null() {
+        std::alloc::handle_alloc_error(layout);
+    }
+    p
+}
+
+/// The same under loom (its atomics are not plain integers).
+#[cfg(loom)]
+fn alloc_nodes() -> *mut Node {
+    let v: Vec<Node> = (0..CAPACITY)
+        .map(|_| Node {
+            point: AtomicU32::new(0),
+            parent: AtomicU32::new(0),
+            parent_point: AtomicU32::new(0),
+            last_child: AtomicU32::new(0),
+            last_child_point: AtomicU32::new(0),
+            _pad: 0,
+            timed: AtomicU64::new(0),
+            untimed: AtomicU64::new(0),
+            total: AtomicU64::new(0),
+            self_ticks: AtomicU64::new(0),
+        })
+        .collect();
+    Box::leak(v.into_boxed_slice()).as_mut_ptr()
+}
+
+/// Node `id` of `shard` (hot path: `id` is one the owner made, so the array exists).
+#[inline(always)]
+pub(crate) fn node(shard: &Shard, id: u32) -> &Node {
+    let base = crate::owned::get_ptr(&shard.nodes);
+    debug_assert!(!base.is_null() && id < CAPACITY);
+    // SAFETY: `id` came from `child_of` of this shard (a token's node, or the parent of one),
+    // so it is below CAPACITY and the array was allocated (it is never freed).
+    unsafe { &*base.add(id as usize) }
+}
+
+/// The node of point `point1` (index + 1) under `parent`, made if new; `NO_NODE` when the
+/// tree is full. Owner only (the node array's length is its own to grow).
+fn child_of(shard: &Shard, parent: u32, point1: u32) -> u32 {
+    let mut base = crate::owned::get_ptr(&shard.nodes);
+    if base.is_null() {
+        base = alloc_nodes();
+        // Release: a reader that sees the pointer sees zeroed nodes.
+        shard.nodes.store(base, Ordering::Release);
+        // Release: node 0, the root, exists.
+        shard.tree.len.store(1, Ordering::Release);
+    }
+    // Relaxed (owner-only fields of node `parent`, which exists: the root, or one we made).
+    // SAFETY: `parent` is below the published length (see `node`).
+    let pn = unsafe { &*base.add(parent as usize) };
+    if pn.last_child_point.load(Ordering::Relaxed) == point1 {
+        return pn.last_child.load(Ordering::Relaxed);
+    }
+    let mut map = shard.tree.map.lock().unwrap_or_else(|e| e.into_inner());
+    let id = match map.get(&(parent, point1)) {
+        Some(&id) => id,
+        None => {
+            let id = shard.tree.len.load(Ordering::Relaxed);
+            if id >= CAPACITY {
+                return NO_NODE;
+            }
+            // SAFETY: `id < CAPACITY`: inside the array; no reader looks at it before the
+            // length below publishes it.
+            let n = unsafe { &*base.add(id as usize) };
+            n.point.store(point1, Ordering::Relaxed);
+            n.parent.store(parent, Ordering::Relaxed);
+            n.parent_point
+                .store(pn.point.load(Ordering::Relaxed), Ordering::Relaxed);
+            // Release: readers that see the new length see the node's path.
+            shard.tree.len.store(id + 1, Ordering::Release);
+            map.insert((parent, point1), id);
+            id
+        }
+    };
+    pn.last_child_point.store(point1, Ordering::Relaxed);
+    pn.last_child.store(id, Ordering::Relaxed);
+    id
+}
+
+/// Enter's slow path: the slot's cache missed (a new parent for this point on this thread).
+/// Finds or makes the node, caches it in the slot, makes it the current one and fills the
+/// token's node (`NO_NODE`, and no change to the current node, when the tree is full).
+#[cold]
+#[inline(never)]
+pub(crate) fn enter_cold(shard: &Shard, slot: &Slot, parent: u32, index: u32) -> u32 {
+    let id = child_of(shard, parent, index + 1);
+    if id == NO_NODE {
+        bump_lost(shard);
+        return NO_NODE;
+    }
+    crate::owned::set32(&slot.tree_parent, parent);
+    crate::owned::set32(&slot.tree_node, id);
+    crate::owned::set32(&shard.node, id);
+    crate::owned::set32(&shard.active_point, index + 1);
+    id
+}
+
+#[cold]
+fn bump_lost(shard: &Shard) {
+    // Relaxed: owner-only tally.
+    let l = &shard.tree.lost;
+    l.store(l.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+}
+
+/// Leaves node `id`: the current node and point go back to its parent's.
+#[inline(always)]
+pub(crate) fn restore(shard: &Shard, n: &Node) {
+    crate::owned::set32(&shard.node, crate::owned::get32(&n.parent));
+    crate::owned::set32(&shard.active_point, crate::owned::get32(&n.parent_point));
+}
+
+/// Adds one timed call to node `n` (owner only).
+#[inline(always)]
+pub(crate) fn add_timed(n: &Node, dur: u64, self_ticks: u64) {
+    bump(&n.timed, 1);
+    bump(&n.total, dur);
+    bump(&n.self_ticks, self_ticks);
+}
+
+/// Adds one untimed call to node `n` (owner only).
+#[inline(always)]
+pub(crate) fn add_untimed(n: &Node) {
+    bump(&n.untimed, 1);
+}
+
+/// Where an async call's first poll found itself: the shard of that thread and its current
+/// node (the parent). `None`: no shard yet (no point ever ran there): the root.
+pub(crate) type Origin = Option<(&'static Shard, u32)>;
+
+/// The current node of this thread (an async call's parent, at its first poll).
+pub(crate) fn origin() -> Origin {
+    let s = crate::shard::current()?;
+    Some((s, crate::owned::get32(&s.node)))
+}
+
+/// The node on `shard` (this thread's) for an async call of point `index` whose first poll
+/// was at `origin`: the same path of points, made on this shard if the call completes on
+/// another thread. `NO_NODE` when the tree is full.
+pub(crate) fn async_node(shard: &Shard, origin: Origin, index: u32) -> u32 {
+    let parent = match origin {
+        None => 0,
+        Some((s, id)) if std::ptr::eq(s, shard) => id,
+        Some((s, id)) => {
+            // The parent's path on the first poll's shard, leaf first. Its nodes are never
+            // freed and their path fields never change once published.
+            let mut path = Vec::new();
+            let mut id = id;
+            while id != 0 && id != NO_NODE {
+                let Some(n) = published(s, id) else { break };
+                path.push(n.point.load(Ordering::Relaxed));
+                id = n.parent.load(Ordering::Relaxed);
+            }
+            let mut at = 0;
+            for &p in path.iter().rev() {
+                at = child_of(shard, at, p);
+                if at == NO_NODE {
+                    bump_lost(shard);
+                    return NO_NODE;
+                }
+            }
+            at
+        }
+    };
+    let id = child_of(shard, parent, index + 1);
+    if id == NO_NODE {
+        bump_lost(shard);
+    }
+    id
+}
+
+/// Node `id` of `shard` if published (any thread).
+fn published(shard: &Shard, id: u32) -> Option<&Node> {
+    // Acquire (both): pair with the Release stores in `child_of`.
+    let base = shard.nodes.load(Ordering::Acquire);
+    if base.is_null() || id >= shard.tree.len.load(Ordering::Acquire) {
+        return None;
+    }
+    // SAFETY: below the published length of an array that is never freed.
+    Some(unsafe { &*base.add(id as usize) })
+}
+
+/// One node of a shard as a report reads it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct RawNode {
+    /// Point index + 1.
+    pub(crate) point: u32,
+    /// Parent node, in the same shard's numbering.
+    pub(crate) parent: u32,
+    pub(crate) timed: u64,
+    pub(crate) untimed: u64,
+    pub(crate) total: u64,
+    pub(crate) self_ticks: u64,
+}
+
+/// Every node of `shard` but the root, indexed by node id - 1; and its lost calls.
+pub(crate) fn read(shard: &Shard) -> (Vec<RawNode>, u64) {
+    // Relaxed: a tally.
+    let lost = shard.tree.lost.load(Ordering::Relaxed);
+    // Acquire: see `published`.
+    let len = shard.tree.len.load(Ordering::Acquire);
+    let nodes = (1..len)
+        .filter_map(|id| published(shard, id))
+        .map(|n| RawNode {
+            // Relaxed (all): path fields are published by the length's Release; counters are
+            // single words.
+            point: n.point.load(Ordering::Relaxed),
+            parent: n.parent.load(Ordering::Relaxed),
+            timed: n.timed.load(Ordering::Relaxed),
+            untimed: n.untimed.load(Ordering::Relaxed),
+            total: n.total.load(Ordering::Relaxed),
+            self_ticks: n.self_ticks.load(Ordering::Relaxed),
+        })
+        .collect();
+    (nodes, lost)
+}
+
+/// The trees of every shard merged by path: nodes in the order first met, parents before
+/// children, `parent` an index into the result (`None`: a root's child); and the lost calls.
+pub(crate) fn merged() -> (Vec<(Option<usize>, RawNode)>, u64) {
+    let mut out: Vec<(Option<usize>, RawNode)> = Vec::new();
+    let mut index: HashMap<(Option<usize>, u32), usize> = HashMap::new();
+    let mut lost = 0;
+    for s in crate::shard::all_shards() {
+        let (nodes, l) = read(s);
+        lost += l;
+        // This shard's node id -> merged index (node ids grow: a parent comes before its
+        // children).
+        let mut map: Vec<usize> = Vec::with_capacity(nodes.len());
+        for n in &nodes {
+            let parent = match n.parent {
+                0 => None,
+                p => map.get(p as usize - 1).copied(),
+            };
+            let key = (parent, n.point);
+            let at = *index.entry(key).or_insert_with(|| {
+                out.push((
+                    parent,
+                    RawNode {
+                        point: n.point,
+                        ..RawNode::default()
+                    },
+                ));
+                out.len() - 1
+            });
+            let m = &mut out[at].1;
+            m.timed += n.timed;
+            m.untimed += n.untimed;
+            m.total += n.total;
+            m.self_ticks = m.self_ticks.wrapping_add(n.self_ticks);
+            map.push(at);
+        }
+    }
+    (out, lost)
+}
