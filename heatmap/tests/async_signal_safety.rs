@@ -6,6 +6,7 @@
 //!    marker (the handler saves and restores it).
 //!    The same holds for the windows' handler (`heatmap::pmu`, software mode), which enters
 //!    through the same sampler core (`signal.rs`).
+//!    Both hold with call stacks on (depth 64: framehop's unwind, the stack table).
 //! 3. A stress run: allocation- and lock-heavy threads, plus thread churn, under 10 kHz
 //!    sampling for several seconds; every thread finishes (no deadlock, checked by a deadline)
 //!    with its exact expected checksum, and the sample total is accounted for exactly
@@ -86,13 +87,57 @@ fn watched_spinner(cpu: Duration) -> (u64, bool) {
 
 #[test]
 fn the_handler_neither_allocates_nor_changes_errno() {
-    let _g = serial();
-    let Some(s) = start_perf_or_skip(
+    no_alloc_errno(
         "the_handler_neither_allocates_nor_changes_errno",
         Config::new().hz(10_000),
+    );
+}
+
+/// The same with call stacks (depth 64): the handler then also unwinds with framehop on the
+/// thread's unwind stack and inserts into the stack table, still without one allocation, and
+/// the samples really carry stacks (the spinner's frame below the leaf).
+#[test]
+fn the_stack_handler_neither_allocates_nor_changes_errno() {
+    if !heatmap::stacks::AVAILABLE {
+        println!(
+            "SKIPPED the_stack_handler_neither_allocates_nor_changes_errno: stacks are not \
+             available on this platform"
+        );
+        return;
+    }
+    let Some(p) = no_alloc_errno(
+        "the_stack_handler_neither_allocates_nor_changes_errno",
+        Config::new().hz(10_000).stacks(64),
     ) else {
         return;
     };
+    let st = full_report(&p).stacks.expect("stacks were on");
+    let unwound: u64 = st
+        .stacks
+        .iter()
+        .filter(|s| {
+            s.frames.len() >= 3
+                && s.frames[..s.frames.len() - 1]
+                    .iter()
+                    .any(|f| f.function.ends_with("watched_spinner"))
+        })
+        .map(|s| s.count)
+        .sum();
+    println!(
+        "stack no-alloc test: {unwound} unwound stacks through watched_spinner, cuts {:?}",
+        st.cuts
+    );
+    assert!(
+        unwound >= 2000,
+        "{unwound} unwound samples: the check would prove nothing"
+    );
+}
+
+/// Runs `watched_spinner` for 500 ms of CPU under `config`: no allocation on that thread,
+/// errno kept. The profile, or None when perf is not available (SKIPPED printed).
+fn no_alloc_errno(test: &str, config: Config) -> Option<heatmap::Profile> {
+    let _g = serial();
+    let s = start_perf_or_skip(test, config)?;
     // The thread exists before it opts in; give the watcher a scan to pick it up.
     let threads_before = s.snapshot().threads();
     let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
@@ -127,6 +172,7 @@ fn the_handler_neither_allocates_nor_changes_errno() {
         "allocations on a thread that only spun and took samples"
     );
     assert!(errno_kept, "errno changed under the handler");
+    Some(p)
 }
 
 /// The same for the windows' handler (`heatmap::pmu`, software mode: no PMU needed), which
@@ -187,15 +233,29 @@ fn the_windows_handler_neither_allocates_nor_changes_errno() {
 /// a loaded one longer: the samples follow the CPU time, not the clock on the wall).
 #[test]
 fn stress_allocating_threads_under_10khz() {
+    stress(
+        "stress_allocating_threads_under_10khz",
+        Config::new().hz(10_000),
+    );
+}
+
+/// The same with call stacks: the churn also exercises the contexts' creation, retirement
+/// and reuse by the watcher.
+#[test]
+fn stress_allocating_threads_under_10khz_with_stacks() {
+    stress(
+        "stress_allocating_threads_under_10khz_with_stacks",
+        Config::new().hz(10_000).stacks(64),
+    );
+}
+
+fn stress(test: &str, config: Config) {
     /// The workers' CPU time, together, before they are stopped.
     const WORKER_CPU: Duration = Duration::from_millis(2500);
     /// How long the run may take on the wall before no progress is called a deadlock.
     const CAP: Duration = Duration::from_secs(90);
     let _g = serial();
-    let Some(s) = start_perf_or_skip(
-        "stress_allocating_threads_under_10khz",
-        Config::new().hz(10_000),
-    ) else {
+    let Some(s) = start_perf_or_skip(test, config) else {
         return;
     };
     let stop = Arc::new(AtomicBool::new(false));
@@ -275,7 +335,7 @@ fn stress_allocating_threads_under_10khz() {
     let p = s.stop();
     let in_buckets: u64 = p.buckets().map(|(_, _, n)| n).sum();
     println!(
-        "stress: {} samples ({} in buckets, {} other) for {cpu:?} of worker CPU ({rounds:?} rounds) in {:?}, achieved {:?} Hz, {} threads, warnings {:?}",
+        "{test}: {} samples ({} in buckets, {} other) for {cpu:?} of worker CPU ({rounds:?} rounds) in {:?}, achieved {:?} Hz, {} threads, warnings {:?}",
         p.total_samples(),
         in_buckets,
         p.other(),
@@ -285,6 +345,15 @@ fn stress_allocating_threads_under_10khz() {
         p.warnings()
     );
     assert_eq!(in_buckets + p.other(), p.total_samples());
+    if p.has_stacks() {
+        let st = full_report(&p).stacks.unwrap();
+        println!(
+            "{test}: {} stack samples, dropped {}, truncated {}, cuts {:?}",
+            st.samples, st.dropped, st.truncated, st.cuts
+        );
+        // Every signal sample stored a stack (possibly the pc alone) or was counted dropped.
+        assert_eq!(st.samples + st.dropped, p.total_samples());
+    }
     // 2.5 s of worker CPU, of which about three quarters in user space (the rest is the
     // allocator's and the churn's system calls, where user-only samples are not taken): some
     // 18,000 samples at 10 kHz. 10,000 leaves room for rate error and still fails a handler
