@@ -88,6 +88,14 @@ pub use error::{DumpError, StartError};
 pub use profile::{Profile, Segment, SourceUsed};
 pub use profpoint_glob::glob_matches;
 pub use report::{By, Report, ReportOptions, Row};
+/// The handler's own time, for the `stacks_targets` bench (feature `handler-timing`).
+#[cfg(all(
+    feature = "handler-timing",
+    target_os = "linux",
+    target_arch = "x86_64"
+))]
+#[doc(hidden)]
+pub use sampler::handler_timing;
 pub use sampler::{Sampler, start};
 pub use stacks::{Frame, SampledStack, StackCut, StackReport};
 
