@@ -30,6 +30,7 @@
 //! | `sys.rs` | kernel constants and structures missing from `libc`, pinned by tests |
 //! | `sampler/` | [`start`]; the heatmap's handler, each source's part (perf `task-clock`, `setitimer`, `tgkill`, wall mode), the watcher thread |
 //! | `profile.rs` | [`Profile`]: the data of one run |
+//! | `stacks/` | call stacks (x86_64 Linux): framehop unwinding in the handler, the lock-free stack table, [`stacks::set_thread_tag`], the symbolised [`StackReport`]; its `mod.rs` maps its files |
 //! | `symbolize.rs` | addresses to names from ELF symbol tables |
 //! | `report.rs` | [`Report`]: ranking, exclusion, table and JSON |
 //! | `dump.rs` | the versioned dump format |
