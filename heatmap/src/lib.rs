@@ -30,6 +30,7 @@
 //! | `sys.rs` | kernel constants and structures missing from `libc`, pinned by tests |
 //! | `sampler/` | [`start`]; the heatmap's handler, each source's part (perf `task-clock`, `setitimer`, `tgkill`, wall mode), the watcher thread |
 //! | `profile.rs` | [`Profile`]: the data of one run |
+//! | `stacks/` | call stacks (x86_64 Linux): framehop unwinding in the handler, the lock-free stack table, [`stacks::set_thread_tag`], the symbolised [`StackReport`]; its `mod.rs` maps its files |
 //! | `symbolize.rs` | addresses to names from ELF symbol tables |
 //! | `report.rs` | [`Report`]: ranking, exclusion, table and JSON |
 //! | `dump.rs` | the versioned dump format |
@@ -88,6 +89,14 @@ pub use error::{DumpError, StartError};
 pub use profile::{Profile, Segment, SourceUsed};
 pub use profpoint_glob::glob_matches;
 pub use report::{By, Report, ReportOptions, Row};
+/// The handler's own time, for the `stacks_targets` bench (feature `handler-timing`).
+#[cfg(all(
+    feature = "handler-timing",
+    target_os = "linux",
+    target_arch = "x86_64"
+))]
+#[doc(hidden)]
+pub use sampler::handler_timing;
 pub use sampler::{Sampler, start};
 pub use stacks::{Frame, SampledStack, StackCut, StackReport};
 

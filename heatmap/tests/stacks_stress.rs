@@ -94,7 +94,7 @@ fn dl_cycle(buf: &[u8]) -> Result<u64, String> {
     }
     // SAFETY: closing the handle opened above.
     unsafe { libc::dlclose(h) };
-    Ok(u64::from(crc))
+    Ok(crc)
 }
 
 static IN_HANDLER_SPINS: AtomicU64 = AtomicU64::new(0);

@@ -28,7 +28,16 @@ pub(crate) static TABLE: Published<TableSet> = Published::new();
 
 /// The `SIGPROF` handler. See the module docs for what it touches.
 extern "C" fn handler(_sig: libc::c_int, _info: *mut libc::siginfo_t, uc: *mut libc::c_void) {
+    #[cfg(all(feature = "handler-timing", target_arch = "x86_64"))]
+    // SAFETY: rdtsc reads the time-stamp counter; no memory, no side effect.
+    let t0 = unsafe { core::arch::x86_64::_rdtsc() };
+    #[cfg(all(feature = "handler-timing", target_arch = "x86_64"))]
+    let mut with_stacks = false;
     TABLE.enter(|table| {
+        #[cfg(all(feature = "handler-timing", target_arch = "x86_64"))]
+        {
+            with_stacks = table.stacks.is_some();
+        }
         if !uc.is_null() {
             // SAFETY: the kernel passes a valid ucontext_t to an SA_SIGINFO handler.
             table.hit(unsafe { signal::interrupted_pc(uc) });
@@ -37,6 +46,37 @@ extern "C" fn handler(_sig: libc::c_int, _info: *mut libc::siginfo_t, uc: *mut l
             }
         }
     });
+    #[cfg(all(feature = "handler-timing", target_arch = "x86_64"))]
+    {
+        // SAFETY: as above.
+        let dt = unsafe { core::arch::x86_64::_rdtsc() }.wrapping_sub(t0);
+        let slot = &timing::TOTALS[usize::from(with_stacks)];
+        // Relaxed: tallies read after the run.
+        slot[0].fetch_add(dt, std::sync::atomic::Ordering::Relaxed);
+        // Relaxed: as above.
+        slot[1].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// The handler's own time (feature `handler-timing`, for the `stacks_targets` bench).
+#[cfg(all(feature = "handler-timing", target_arch = "x86_64"))]
+pub mod timing {
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    /// [flat, with stacks] x [TSC ticks, samples].
+    pub(crate) static TOTALS: [[AtomicU64; 2]; 2] = [const { [const { AtomicU64::new(0) }; 2] }; 2];
+
+    /// (ticks, samples) of the handler without stacks, then with stacks, since the last call;
+    /// resets them.
+    pub fn take() -> [(u64, u64); 2] {
+        // Relaxed: tallies.
+        TOTALS.each_ref().map(|t| {
+            (
+                t[0].swap(0, Ordering::Relaxed),
+                t[1].swap(0, Ordering::Relaxed),
+            )
+        })
+    }
 }
 
 /// Installs [`handler`] for [`SIGNAL`], or fails if another handler owns it.

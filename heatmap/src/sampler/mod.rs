@@ -52,6 +52,8 @@
 //! threads have no perf events), stop skips the join and just restores the disposition.
 
 mod handler;
+#[cfg(all(feature = "handler-timing", target_arch = "x86_64"))]
+pub use handler::timing as handler_timing;
 mod shared;
 mod source;
 mod summary;
