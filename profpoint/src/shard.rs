@@ -124,7 +124,7 @@ pub(crate) struct Shard {
     /// and the report counts them as not recorded (see [`slot_memory`]).
     overflow: AtomicPtr<Slot>,
     /// The point active on this thread, for the sampler to attribute samples by (its address
-    /// is `'static`: see [`active_point_word`]): 0 = no point active, else the innermost active
+    /// is `'static`, and [`acquire`] hands it to the sampler as the thread's tag): 0 = no point active, else the innermost active
     /// point's dense index (its place in `point::all()`) + 1. Written by the owner at each
     /// enter and leave of a point in the tree (`tree.rs`), read by anyone.
     pub(crate) active_point: AtomicU32,
@@ -337,6 +337,10 @@ impl Drop for ReleaseOnExit {
         let p = CURRENT.with(|c| c.replace(std::ptr::null()));
         // SAFETY: pointers in CURRENT come from `acquire`, which leaks `&'static Shard`s.
         if let Some(shard) = unsafe { p.as_ref() } {
+            // The word goes to the next thread that takes the shard: withdraw it from this
+            // thread's tid first (the kernel may give the tid to a thread with no shard).
+            #[cfg(feature = "heatmap")]
+            heatmap::stacks::set_thread_tag(None);
             release(shard);
         }
     }
@@ -378,6 +382,12 @@ pub(crate) fn acquire() -> Lease {
     // Registering the destructor fails once the thread is tearing down its thread-locals.
     if RELEASE.try_with(|_| ()).is_ok() {
         CURRENT.with(|c| c.set(shard));
+        // The sampler tags this thread's samples with its active point, so that an annotated
+        // function that LLVM inlined still gets its frame after the run (`report/attribute.rs`).
+        // Once per thread (a tid-keyed table, no thread-local); a borrowed shard is for one
+        // call during the thread's teardown and is not registered.
+        #[cfg(feature = "heatmap")]
+        heatmap::stacks::set_thread_tag(Some(&shard.active_point));
         Lease::Owned(shard)
     } else {
         Lease::Borrowed(shard)
@@ -511,15 +521,6 @@ pub(crate) fn setup_calls() -> u64 {
 /// Every shard made so far.
 pub(crate) fn all_shards() -> Vec<&'static Shard> {
     registry().all.clone()
-}
-
-/// The word of `shard` that says which point is active on its thread (see
-/// [`Shard::active_point`]: 0 = none, else point index + 1), for the sampler's thread tag.
-/// `'static`: shards are never freed. A shard changes threads when one exits and another
-/// takes it: the word is the new thread's from then on (reset to 0 in between).
-#[allow(dead_code)] // the integrator hands it to `heatmap::stacks::set_thread_tag`
-pub(crate) fn active_point_word(shard: &'static Shard) -> &'static AtomicU32 {
-    &shard.active_point
 }
 
 /// Number of shards made so far (bounded by the peak number of concurrent threads).

@@ -101,9 +101,10 @@ pub(crate) fn collect(opts: &ReportOptions) -> Report {
     // At exit both samplers stop before either is symbolised (that is the profiler's work).
     #[cfg(feature = "heatmap")]
     let (mut heatmap, pmu) = crate::sampling::reports(opts.final_report);
+    let budget = budget::report(&clock);
     #[cfg(feature = "heatmap")]
     if let Some(stacks) = heatmap.as_mut().and_then(|h| h.stacks.as_mut()) {
-        through_active_points(stacks);
+        through_active_points(stacks, &budget);
     }
     // The sections of a feature this build has off come from `Report::empty()` (None): the
     // model's `heatmap` feature may be on when profpoint's is off (another crate of the build,
@@ -126,7 +127,7 @@ pub(crate) fn collect(opts: &ReportOptions) -> Report {
         wall_ns,
         points,
         tracepoints: crate::tracepoint::infos(),
-        budget: budget::report(&clock),
+        budget,
         interval: None,
         tree: Some(tree_report(&clock)),
         #[cfg(feature = "heatmap")]
@@ -140,8 +141,15 @@ pub(crate) fn collect(opts: &ReportOptions) -> Report {
 /// Gives each sampled stack the frame of its thread's active point where LLVM inlined that
 /// point's function (`attribute.rs`). A stack's tag is the point's index in [`point::all`]
 /// plus one (0: no point was active), as the shard's active-point word holds it.
+///
+/// A point the budget reduced to counting does not mark itself active (that is what makes
+/// counting cheap), so while it is counted its samples carry the enclosing point's tag; the
+/// stacks' warnings name such points.
 #[cfg(feature = "heatmap")]
-fn through_active_points(stacks: &mut heatmap::StackReport) {
+fn through_active_points(
+    stacks: &mut heatmap::StackReport,
+    budget: &profpoint_report::BudgetReport,
+) {
     let all = point::all();
     let annotated = all.iter().map(|p| attribute::normalise(p.name())).collect();
     let name = |tag: u32| Some(all.get((tag as usize).checked_sub(1)?)?.name());
@@ -151,6 +159,21 @@ fn through_active_points(stacks: &mut heatmap::StackReport) {
             "{} samples ran under a profile point whose function has no frame of its own (inlined) \
              and no annotated caller or frame of its crate to place it after: left as sampled",
             done.unplaced
+        ));
+    }
+    let counted: Vec<&str> = budget
+        .throttled
+        .iter()
+        .filter(|t| t.worst == "count" || t.worst == "off")
+        .map(|t| t.point.as_str())
+        .collect();
+    if !counted.is_empty() {
+        stacks.warnings.push(format!(
+            "the budget counted {} without timing for a while: meanwhile their samples carry the \
+             enclosing point, so without debug information an inlined one loses its own frame \
+             (build with `debug = \"line-tables-only\"` to name inlined functions from DWARF, or \
+             PROFPOINT_BUDGET=off)",
+            counted.join(", ")
         ));
     }
 }
