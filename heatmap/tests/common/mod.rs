@@ -28,15 +28,7 @@ pub fn sigprof_disposition() -> libc::sighandler_t {
 }
 
 /// CPU time of the calling thread.
-pub fn thread_cpu() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a live timespec for clock_gettime to fill.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
-}
+pub use profpoint_test_support::cpu::thread_cpu;
 
 /// A tight loop of `n` iterations in inline assembly: all its time is spent inside the
 /// calling function whatever the optimisation level (a debug build would otherwise spend it in
