@@ -28,19 +28,14 @@ fn child_prints_the_table() {
         return;
     }
     let s = heatmap::start(Config::new().hz(1000).source(Source::Setitimer)).unwrap();
-    // ITIMER_PROF fires on the process's tick-based CPU clock (the kernel's tick charges its
-    // 4 ms to whichever thread it interrupts), not on the CPU time the threads really used: on
-    // oversubscribed CPUs (two busy loops and the heatmap suite beside it) its clock advanced
-    // 100 to 330 ms while this burner used 300 ms, every expiry a signal delivered and counted
-    // (perf's itimer and signal tracepoints: 3 of 80 runs lost one, already pending), and once
-    // so little that the burner got one sample. So the burner runs until the timer has fired
-    // MIN_SAMPLES times, up to CPU_CAP of CPU (then the table shows what it got, and the
-    // parent says what is missing).
-    let cap = thread_cpu() + CPU_CAP;
-    burn_cpu_alpha(Duration::from_millis(300));
-    while s.snapshot().total_samples() < MIN_SAMPLES && thread_cpu() < cap {
-        burn_cpu_alpha(Duration::from_millis(50));
-    }
+    // ITIMER_PROF fires on the process's tick-based CPU clock, not on the CPU time the threads
+    // really used: on oversubscribed CPUs (two busy loops and the heatmap suite beside it) its
+    // clock advanced 100 to 330 ms while this burner used 300 ms, every expiry a signal
+    // delivered and counted (perf's itimer and signal tracepoints: 3 of 80 runs lost one,
+    // already pending), and once so little that the burner got one sample. So the burner runs
+    // until the timer has fired MIN_SAMPLES times, up to CPU_CAP of CPU (then the table shows
+    // what it got, and the parent says what is missing).
+    burn_cpu_alpha_until(&s, Duration::from_millis(300), MIN_SAMPLES, CPU_CAP);
     heatmap::print_profile_heatmap_nr(&s.stop(), 3);
 }
 

@@ -70,6 +70,19 @@ pub fn burn_cpu_beta(cpu: Duration) {
     }
 }
 
+/// Burns `first` of this thread's CPU in `burn_cpu_alpha`, then more in 50 ms steps until `s`
+/// has counted `min` samples or `cap` of CPU is spent. For the `setitimer` source: ITIMER_PROF
+/// expires on the process's tick-based CPU clock (each 4 ms tick is charged to the thread it
+/// interrupts), which beside busy loops and a test suite advanced 100 to 330 ms while a thread
+/// used 300 ms, and sometimes next to nothing: a fixed burn guarantees no sample.
+pub fn burn_cpu_alpha_until(s: &heatmap::Sampler, first: Duration, min: u64, cap: Duration) {
+    let end = thread_cpu() + cap;
+    burn_cpu_alpha(first);
+    while s.snapshot().total_samples() < min && thread_cpu() < end {
+        burn_cpu_alpha(Duration::from_millis(50));
+    }
+}
+
 /// Samples attributed to functions whose name ends with `suffix`.
 pub fn samples_in(report: &heatmap::Report, suffix: &str) -> u64 {
     report
