@@ -7,18 +7,9 @@
 
 #[cfg(target_os = "linux")]
 mod linux {
+    use profpoint_test_support::cpu::thread_cpu;
     use std::hint::black_box;
     use std::time::Duration;
-
-    fn thread_cpu() -> Duration {
-        let mut ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: `ts` is a live timespec for clock_gettime to fill.
-        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-        Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
-    }
 
     /// Runs `f` repeatedly until it has used `budget` of this thread's CPU.
     fn for_cpu(budget: Duration, mut f: impl FnMut() -> u64) -> u64 {

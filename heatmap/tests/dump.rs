@@ -19,7 +19,8 @@ fn real_profile() -> Profile {
     P.get_or_init(|| {
         let _g = serial();
         let s = heatmap::start(Config::new().hz(250).source(Source::Setitimer)).unwrap();
-        burn_cpu_alpha(Duration::from_millis(200));
+        // Samples whatever the load (setitimer: see burn_cpu_alpha_until).
+        burn_cpu_alpha_until(&s, Duration::from_millis(200), 10, Duration::from_secs(10));
         s.stop()
     })
     .clone()

@@ -98,7 +98,8 @@ fn child_with_perf_denied() {
 
     let s = heatmap::start(Config::new().hz(1000)).unwrap();
     assert_eq!(s.source(), SourceUsed::Setitimer);
-    burn_cpu_alpha(Duration::from_millis(300));
+    // The bound below needs samples, whatever the load (see burn_cpu_alpha_until).
+    burn_cpu_alpha_until(&s, Duration::from_millis(300), 20, Duration::from_secs(10));
     let p = s.stop();
     let alpha = samples_in(&full_report(&p), "burn_cpu_alpha");
     println!(

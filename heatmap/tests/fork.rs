@@ -20,7 +20,8 @@ use heatmap::{Config, Source};
 fn a_forked_child_can_stop_the_inherited_sampler() {
     let _g = serial();
     let s = heatmap::start(Config::new().hz(250).source(Source::Setitimer)).unwrap();
-    burn_cpu_alpha(Duration::from_millis(50));
+    // At least one sample before the fork, whatever the load (see burn_cpu_alpha_until).
+    burn_cpu_alpha_until(&s, Duration::from_millis(50), 1, Duration::from_secs(10));
     // SAFETY: the child only stops the sampler (allocation is fork-safe with glibc; the
     // watcher holds no lock between scans) and leaves with _exit; alarm turns a hang into a
     // SIGALRM death that the parent reports.

@@ -123,7 +123,8 @@ fn setitimer_source_reports_itself_and_warns_when_below_the_request() {
     let _g = serial();
     let s = heatmap::start(Config::new().hz(1000).source(Source::Setitimer)).unwrap();
     assert_eq!(s.source(), SourceUsed::Setitimer);
-    burn_cpu_alpha(Duration::from_millis(500));
+    // The bound below needs samples, whatever the load (see burn_cpu_alpha_until).
+    burn_cpu_alpha_until(&s, Duration::from_millis(500), 20, Duration::from_secs(10));
     let p = s.stop();
     let r = full_report(&p);
     let alpha = samples_in(&r, "burn_cpu_alpha");

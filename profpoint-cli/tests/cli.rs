@@ -583,30 +583,8 @@ fn fuzzed_reports_never_crash_the_command() {
 
 // === profpoint heatmap DUMP (the heatmap crate's command, folded in) ===
 
-/// The thread's CPU time.
 #[cfg(target_os = "linux")]
-fn thread_cpu() -> std::time::Duration {
-    let mut ts = Timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec; CLOCK_THREAD_CPUTIME_ID (3) always exists on
-    // Linux.
-    unsafe { clock_gettime(3, &mut ts) };
-    std::time::Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
-}
-
-#[cfg(target_os = "linux")]
-#[repr(C)]
-struct Timespec {
-    tv_sec: i64,
-    tv_nsec: i64,
-}
-
-#[cfg(target_os = "linux")]
-unsafe extern "C" {
-    fn clock_gettime(clock: i32, ts: *mut Timespec) -> i32;
-}
+use profpoint_test_support::cpu::thread_cpu;
 
 /// A CPU burner whose name the heatmap rows show: `cpu` of this thread's CPU time (a loaded
 /// machine stretches the wall time, not the samples), in a loop that calls nothing (this test

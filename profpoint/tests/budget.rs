@@ -5,6 +5,7 @@
 //! has the process's budget to itself.
 
 use profpoint::{PointReport, Report};
+use profpoint_test_support::cpu::thread_cpu;
 use std::time::{Duration, Instant};
 
 /// Work that takes at least `d` (a busy loop on the clock).
@@ -34,26 +35,6 @@ fn outer() {
 #[profpoint::profile_point]
 fn tiny(x: u64) -> u64 {
     std::hint::black_box(x).wrapping_add(1)
-}
-
-/// This thread's CPU time (Unix; elsewhere the monotonic clock stands in).
-fn thread_cpu() -> Duration {
-    #[cfg(unix)]
-    {
-        let mut ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: `ts` is a valid, writable timespec for the call's duration.
-        let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-        assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
-        Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
-    }
-    #[cfg(not(unix))]
-    {
-        static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
-        START.get_or_init(Instant::now).elapsed()
-    }
 }
 
 /// ~50 us of CPU a call: cheap to time on every call under any budget here. CPU time, not wall

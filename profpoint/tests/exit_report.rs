@@ -41,16 +41,7 @@ fn spin(mut x: u64) -> u64 {
 }
 
 #[cfg(unix)]
-/// CPU time of the calling thread.
-fn thread_cpu() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a valid, writable timespec and a clock id Linux defines.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
-}
+use profpoint_test_support::cpu::thread_cpu;
 
 #[cfg(all(feature = "heatmap", target_os = "linux"))]
 fn heatmap_joins_the_exit_report() {

@@ -5,6 +5,7 @@
 //! Each workload function is `#[inline(never)]`: the samplers' reports find it by the end of
 //! its name (`::fault_pages`, `::spin`), whichever crate calls it.
 
+pub mod cpu;
 #[cfg(target_os = "linux")]
 pub mod faults;
 pub mod rng;

@@ -28,15 +28,7 @@ pub fn sigprof_disposition() -> libc::sighandler_t {
 }
 
 /// CPU time of the calling thread.
-pub fn thread_cpu() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a live timespec for clock_gettime to fill.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
-}
+pub use profpoint_test_support::cpu::thread_cpu;
 
 /// A tight loop of `n` iterations in inline assembly: all its time is spent inside the
 /// calling function whatever the optimisation level (a debug build would otherwise spend it in
@@ -75,6 +67,19 @@ pub fn burn_cpu_beta(cpu: Duration) {
     let end = thread_cpu() + cpu;
     while thread_cpu() < end {
         spin(200_001);
+    }
+}
+
+/// Burns `first` of this thread's CPU in `burn_cpu_alpha`, then more in 50 ms steps until `s`
+/// has counted `min` samples or `cap` of CPU is spent. For the `setitimer` source: ITIMER_PROF
+/// expires on the process's tick-based CPU clock (each 4 ms tick is charged to the thread it
+/// interrupts), which beside busy loops and a test suite advanced 100 to 330 ms while a thread
+/// used 300 ms, and sometimes next to nothing: a fixed burn guarantees no sample.
+pub fn burn_cpu_alpha_until(s: &heatmap::Sampler, first: Duration, min: u64, cap: Duration) {
+    let end = thread_cpu() + cap;
+    burn_cpu_alpha(first);
+    while s.snapshot().total_samples() < min && thread_cpu() < end {
+        burn_cpu_alpha(Duration::from_millis(50));
     }
 }
 
