@@ -54,7 +54,7 @@ pub const MIN_SLOTS: u32 = 64;
 pub const MAX_SLOTS: u32 = 1 << 20;
 
 /// The line a profile carries when stacks were asked for on a platform without them.
-#[cfg_attr(all(target_os = "linux", target_arch = "x86_64"), allow(dead_code))]
+#[cfg(all(target_os = "linux", not(target_arch = "x86_64")))]
 pub(crate) const UNAVAILABLE: &str = "stacks are not available on this platform (x86_64 Linux \
      only): the profile has flat samples only";
 

@@ -52,6 +52,7 @@ fn find(tid: i32) -> Option<usize> {
 }
 
 /// The tag of thread `tid` now (0: none). Async-signal-safe: atomic loads only.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 #[inline(always)]
 pub(crate) fn current(tid: i32) -> u32 {
     let Some(i) = find(tid) else { return 0 };
