@@ -14,6 +14,8 @@
 //!   point started inside it, so everything leafward of it ran under the active point);
 //! - failing that, just leafward of the deepest frame of the active point's own crate
 //!   (`wordcount::...` for `wordcount::count_line`);
+//! - failing that, just leafward of the executable's deepest frame without a name (a stripped
+//!   executable: its own code is all `[unknown]`, but the point still has its name);
 //! - failing that, the stack is left as it was and counted as unplaced.
 //!
 //! The inserted frame is marked `inlined` and carries the address of the frame it follows,
@@ -64,6 +66,14 @@ pub(crate) fn attribute<'a>(
                 normalised
                     .iter()
                     .rposition(|f| f.split("::").next() == Some(krate) && f.contains("::"))
+            })
+            .or_else(|| {
+                // A stripped executable names none of its own frames: the point's code is in
+                // its deepest one.
+                stack
+                    .frames
+                    .iter()
+                    .rposition(|f| f.library.is_none() && f.function == "[unknown]")
             });
         match after {
             Some(i) => {
@@ -235,6 +245,26 @@ mod tests {
             ["main", "wc::helper", "wc::count_line", "libc::read"]
         );
         assert_eq!(done.inserted, 4);
+    }
+
+    #[test]
+    fn in_a_stripped_executable_the_deepest_nameless_frame_is_used() {
+        let mut libc = frame("__memcmp");
+        libc.library = Some("libc.so.6".into());
+        let mut s = stack(&["[unknown]", "[unknown]", "[unknown]"], 6, 3);
+        s.frames.push(libc);
+        let (r, done) = run(vec![s]);
+        assert_eq!(
+            names(&r.stacks[0]),
+            [
+                "[unknown]",
+                "[unknown]",
+                "[unknown]",
+                "wc::count_line",
+                "__memcmp"
+            ]
+        );
+        assert_eq!(done.inserted, 6);
     }
 
     #[test]
