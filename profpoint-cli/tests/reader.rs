@@ -134,12 +134,16 @@ fn version_2_without_the_tree_reads_as_the_current_model() {
     let (r, json) = real();
     assert!(r.tree.is_some(), "a version 3 report has the points tree");
     let mut v: serde_json::Value = serde_json::from_str(json).unwrap();
+    // serde_json (without its float_roundtrip feature) may move a float's last digit, so the
+    // points to compare with are the same document through serde_json, unchanged.
+    let same = Report::from_json(&serde_json::to_string(&v).unwrap()).unwrap();
+    assert_eq!(same.points.len(), r.points.len());
     v["version"] = 2.into();
     v.as_object_mut().unwrap().remove("tree");
     let back = Report::from_json(&serde_json::to_string(&v).unwrap()).unwrap();
     assert_eq!(back.version, 3);
     assert_eq!(back.tree, None);
-    assert_eq!(back.points, r.points);
+    assert_eq!(back.points, same.points);
 }
 
 #[test]
