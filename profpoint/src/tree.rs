@@ -151,11 +151,14 @@ pub(crate) fn node(shard: &Shard, id: u32) -> &Node {
 fn child_of(shard: &Shard, parent: u32, point1: u32) -> u32 {
     let mut base = crate::owned::get_ptr(&shard.nodes);
     if base.is_null() {
+        // First-use work (the array), outside every interval open here (see `slot_cold`).
+        let began = crate::clock::now();
         base = alloc_nodes();
         // Release: a reader that sees the pointer sees zeroed nodes.
         shard.nodes.store(base, Ordering::Release);
         // Release: node 0, the root, exists.
         shard.tree.len.store(1, Ordering::Release);
+        crate::shard::add_setup(shard, crate::clock::now().saturating_sub(began));
     }
     // Relaxed (owner-only fields of node `parent`, which exists: the root, or one we made).
     // SAFETY: `parent` is below the published length (see `node`).
@@ -167,6 +170,8 @@ fn child_of(shard: &Shard, parent: u32, point1: u32) -> u32 {
     let id = match map.get(&(parent, point1)) {
         Some(&id) => id,
         None => {
+            // A new path: first-use work, outside every interval open here.
+            let began = crate::clock::now();
             let id = shard.tree.len.load(Ordering::Relaxed);
             if id >= CAPACITY {
                 return NO_NODE;
@@ -181,6 +186,7 @@ fn child_of(shard: &Shard, parent: u32, point1: u32) -> u32 {
             // Release: readers that see the new length see the node's path.
             shard.tree.len.store(id + 1, Ordering::Release);
             map.insert((parent, point1), id);
+            crate::shard::add_setup(shard, crate::clock::now().saturating_sub(began));
             id
         }
     };
