@@ -2,35 +2,10 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::Poll;
 use std::time::Duration;
 
-/// Pending once, then ready: forces the caller to be polled again.
-struct YieldOnce(bool);
-
-impl Future for YieldOnce {
-    type Output = ();
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        if self.0 {
-            Poll::Ready(())
-        } else {
-            self.0 = true;
-            cx.waker().wake_by_ref();
-            Poll::Pending
-        }
-    }
-}
-
-struct Noop;
-impl Wake for Noop {
-    fn wake(self: Arc<Self>) {}
-}
-
-fn poll_once<F: Future + ?Sized>(f: Pin<&mut F>) -> Poll<F::Output> {
-    let waker = Waker::from(Arc::new(Noop));
-    f.poll(&mut Context::from_waker(&waker))
-}
+use profpoint_test_support::task::{YieldOnce, poll_once};
 
 /// The `fetch` point's row of a report.
 fn fetch_point(r: &profpoint::Report) -> &profpoint::PointReport {

@@ -6,8 +6,7 @@
 use profpoint::{PointsTree, Report};
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::Poll;
 use std::time::Duration;
 
 /// Every path of the tree (point names joined by `;`, outermost first) whose points all start
@@ -227,31 +226,7 @@ fn threads_that_exit_lose_no_call_and_leak_no_parent() {
     );
 }
 
-/// Pending once, then ready.
-struct YieldOnce(bool);
-
-impl Future for YieldOnce {
-    type Output = ();
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        if self.0 {
-            Poll::Ready(())
-        } else {
-            self.0 = true;
-            cx.waker().wake_by_ref();
-            Poll::Pending
-        }
-    }
-}
-
-struct Noop;
-impl Wake for Noop {
-    fn wake(self: Arc<Self>) {}
-}
-
-fn poll_once<F: Future + ?Sized>(f: Pin<&mut F>) -> Poll<F::Output> {
-    let waker = Waker::from(Arc::new(Noop));
-    f.poll(&mut Context::from_waker(&waker))
-}
+use profpoint_test_support::task::{YieldOnce, poll_once};
 
 #[profpoint::profile_point]
 async fn a_fetch() -> u32 {

@@ -12,5 +12,6 @@ pub mod rng;
 pub mod runner;
 #[cfg(target_os = "linux")]
 pub mod seed;
+pub mod task;
 #[cfg(target_os = "linux")]
 pub mod workload;
