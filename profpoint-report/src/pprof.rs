@@ -107,19 +107,34 @@ fn heatmap_sites(r: &Report) -> Vec<(String, String, u64, u64)> {
     h.rows
         .iter()
         .map(|row| {
-            let (file, line) = row
-                .location
-                .as_deref()
-                .and_then(|l| l.rsplit_once(':'))
-                .and_then(|(f, n)| Some((f.to_string(), n.parse().ok()?)))
-                .unwrap_or_default();
-            let name = match &row.library {
-                Some(lib) if row.function.starts_with('[') => format!("{} {lib}", row.function),
-                _ => row.function.clone(),
-            };
+            let (name, file, line) = sampled_site(
+                &row.function,
+                row.library.as_deref(),
+                row.location.as_deref(),
+            );
             (name, file, line, row.nr)
         })
         .collect()
+}
+
+/// A sampled function's site: its name (a nameless one, `[unknown]` or `[vdso]`, with its
+/// file's name, so two libraries' unknowns stay apart), and the file and line of its
+/// `file:line` location (empty and 0 without one).
+#[cfg(feature = "heatmap")]
+pub(crate) fn sampled_site(
+    function: &str,
+    library: Option<&str>,
+    location: Option<&str>,
+) -> (String, String, u64) {
+    let (file, line) = location
+        .and_then(|l| l.rsplit_once(':'))
+        .and_then(|(f, n)| Some((f.to_string(), n.parse().ok()?)))
+        .unwrap_or_default();
+    let name = match library {
+        Some(lib) if function.starts_with('[') => format!("{function} {lib}"),
+        _ => function.to_owned(),
+    };
+    (name, file, line)
 }
 
 #[cfg(not(feature = "heatmap"))]

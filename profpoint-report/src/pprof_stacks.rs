@@ -134,18 +134,11 @@ fn stack_samples(stacks: &heatmap::StackReport, table: &mut Table) -> Vec<(Vec<u
                 .iter()
                 .rev()
                 .map(|f| {
-                    let (file, line) = f
-                        .location
-                        .as_deref()
-                        .and_then(|l| l.rsplit_once(':'))
-                        .and_then(|(f, n)| Some((f.to_string(), n.parse().ok()?)))
-                        .unwrap_or_default();
-                    let name = match &f.library {
-                        Some(lib) if f.function.starts_with('[') => {
-                            format!("{} {lib}", f.function)
-                        }
-                        _ => f.function.clone(),
-                    };
+                    let (name, file, line) = crate::pprof::sampled_site(
+                        &f.function,
+                        f.library.as_deref(),
+                        f.location.as_deref(),
+                    );
                     table.id(&name, &file, line)
                 })
                 .collect();
