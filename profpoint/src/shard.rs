@@ -126,14 +126,14 @@ pub(crate) struct Shard {
     /// The point active on this thread, for the sampler to attribute samples by (its address
     /// is `'static`, and [`acquire`] hands it to the sampler as the thread's tag): 0 = no point active, else the innermost active
     /// point's dense index (its place in `point::all()`) + 1. Written by the owner at each
-    /// enter and leave of a point in the tree (`tree.rs`), read by anyone.
+    /// enter and leave of a point in the tree (`tree/`), read by anyone.
     pub(crate) active_point: AtomicU32,
     /// The points tree's current node on this thread (0: the root). Owner only.
     pub(crate) node: AtomicU32,
-    /// The points tree's nodes (null until the first; `tree.rs`). Never freed.
-    pub(crate) nodes: AtomicPtr<crate::tree::Node>,
+    /// The points tree's nodes (null until the first; `tree/`). Never freed.
+    pub(crate) nodes: AtomicPtr<crate::tree::nodes::Node>,
     /// The rest of the points tree (length, lookup map, lost calls).
-    pub(crate) tree: Box<crate::tree::Tree>,
+    pub(crate) tree: Box<crate::tree::nodes::Tree>,
 }
 
 impl Shard {
@@ -155,7 +155,7 @@ impl Shard {
             active_point: AtomicU32::new(0),
             node: AtomicU32::new(0),
             nodes: AtomicPtr::new(std::ptr::null_mut()),
-            tree: Box::new(crate::tree::Tree::new()),
+            tree: Box::new(crate::tree::nodes::Tree::new()),
         }
     }
 

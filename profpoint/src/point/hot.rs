@@ -81,7 +81,7 @@ impl Point {
             t.mode = T_COUNTED | flags;
             return;
         }
-        // The points tree (`tree.rs`): the current node is this call's parent; this call's
+        // The points tree (`tree/`): the current node is this call's parent; this call's
         // node under it (cached in the slot: the last parent this point had here) becomes
         // the current one, and this point the thread's active one. Every mode below is a
         // started call, which leave takes out of the tree again.
@@ -334,7 +334,7 @@ fn leave_on(token: &Token) {
         owned::set(&shard.child_acc, token.saved_child.wrapping_add(dur));
         let self_ticks = dur.wrapping_sub(children);
         // The points tree: this call's node gets it; the parent's node and point are current
-        // again (see `tree.rs`; `NO_NODE`: the tree was full, nothing to leave).
+        // again (see `tree/`; `NO_NODE`: the tree was full, nothing to leave).
         if token.node != tree::NO_NODE {
             let n = tree::node(shard, token.node);
             tree::add_timed(n, dur, self_ticks);

@@ -160,7 +160,7 @@ pub struct Token {
     slot: *const Slot,
     shard: *const Shard,
     mode: u8,
-    /// The call's node in the points tree (`tree.rs`; `tree::NO_NODE`: not in it). In the
+    /// The call's node in the points tree (`tree/`; `tree::NO_NODE`: not in it). In the
     /// token's padding: the token stays 40 bytes.
     node: u32,
     _not_send: PhantomData<*const ()>,

@@ -178,7 +178,7 @@ fn through_active_points(
     }
 }
 
-/// The points tree of every thread, merged by path (`tree.rs`), in nanoseconds. Paths through
+/// The points tree of every thread, merged by path (`tree/`), in nanoseconds. Paths through
 /// profpoint's own hidden points (the overhead calibrations) are left out.
 fn tree_report(clock: &ClockInfo) -> PointsTree {
     let (raw, lost_calls) = crate::tree::merged();
