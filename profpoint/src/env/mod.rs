@@ -16,9 +16,9 @@
 mod samplers;
 mod table;
 
-#[cfg(feature = "heatmap")]
-#[cfg(feature = "serve")]
+#[cfg(all(feature = "heatmap", feature = "serve"))]
 pub(crate) use samplers::stacks;
+#[cfg(feature = "heatmap")]
 pub(crate) use samplers::{heatmap_config, pmu_config};
 pub(crate) use table::expected;
 pub use table::{VARS, Var};
