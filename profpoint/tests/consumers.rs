@@ -927,6 +927,8 @@ fn go_tool_pprof_shows_the_points_tree_as_a_call_graph() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+// The stacks' types are the heatmap's.
+#[cfg(feature = "heatmap")]
 #[test]
 fn go_tool_pprof_shows_the_sampled_stacks_as_a_call_graph() {
     let test = "go_tool_pprof_shows_the_sampled_stacks_as_a_call_graph";
