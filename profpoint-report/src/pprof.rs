@@ -207,16 +207,7 @@ fn encode(r: &Report) -> Vec<u8> {
             no_self: false,
         });
     }
-    // mapping (field 3): id (1), filename (5), has_functions (7), has_filenames (8),
-    // has_line_numbers (9): the program, already symbolised.
-    let program = r.run.command.first().map_or("", String::as_str);
-    let mut m = Vec::new();
-    uint(&mut m, 1, 1);
-    uint(&mut m, 5, strings.id(program));
-    for field in [7, 8, 9] {
-        uint(&mut m, field, 1);
-    }
-    bytes(&mut out, 3, &m);
+    program_mapping(&mut out, &mut strings, r);
     let (self_key, self_none) = (strings.id("self"), strings.id("none (async point)"));
     for (i, site) in sites.iter().enumerate() {
         let id = i as u64 + 1;
@@ -232,37 +223,64 @@ fn encode(r: &Report) -> Vec<u8> {
             bytes(&mut s, 3, &label);
         }
         bytes(&mut out, 2, &s);
-        // location (field 4): id (1), mapping_id (2), line (4) { function_id (1), line (2) }.
-        let mut line = Vec::new();
-        uint(&mut line, 1, id);
-        uint(&mut line, 2, site.line);
-        let mut loc = Vec::new();
-        uint(&mut loc, 1, id);
-        uint(&mut loc, 2, 1);
-        bytes(&mut loc, 4, &line);
-        bytes(&mut out, 4, &loc);
-        // function (field 5): id (1), name (2), system_name (3), filename (4), start_line (5).
-        let mut f = Vec::new();
-        uint(&mut f, 1, id);
-        let name = strings.id(site.name);
-        uint(&mut f, 2, name);
-        uint(&mut f, 3, name);
-        uint(&mut f, 4, strings.id(site.file));
-        uint(&mut f, 5, site.line);
-        bytes(&mut out, 5, &f);
+        location_and_function(&mut out, &mut strings, id, site.name, site.file, site.line);
     }
-    // default_sample_type (14): self time, whatever else the profile carries.
-    let default = self_key;
-    // time_nanos (9): the run's start; duration_nanos (10): its wall time so far.
+    // default_sample_type: self time, whatever else the profile carries.
+    finish(out, strings, r, self_key)
+}
+
+/// The profile's one mapping (field 3): id (1), filename (5), has_functions (7),
+/// has_filenames (8), has_line_numbers (9): the program, already symbolised.
+pub(crate) fn program_mapping(out: &mut Vec<u8>, strings: &mut Strings, r: &Report) {
+    let program = r.run.command.first().map_or("", String::as_str);
+    let mut m = Vec::new();
+    uint(&mut m, 1, 1);
+    uint(&mut m, 5, strings.id(program));
+    for field in [7, 8, 9] {
+        uint(&mut m, field, 1);
+    }
+    bytes(out, 3, &m);
+}
+
+/// Location `id` (field 4: id (1), mapping_id (2), line (4) { function_id (1), line (2) })
+/// and its function of the same id (field 5: id (1), name (2), system_name (3), filename (4),
+/// start_line (5)).
+pub(crate) fn location_and_function(
+    out: &mut Vec<u8>,
+    strings: &mut Strings,
+    id: u64,
+    name: &str,
+    file: &str,
+    line: u64,
+) {
+    let mut l = Vec::new();
+    uint(&mut l, 1, id);
+    uint(&mut l, 2, line);
+    let mut loc = Vec::new();
+    uint(&mut loc, 1, id);
+    uint(&mut loc, 2, 1);
+    bytes(&mut loc, 4, &l);
+    bytes(out, 4, &loc);
+    let mut f = Vec::new();
+    uint(&mut f, 1, id);
+    let n = strings.id(name);
+    uint(&mut f, 2, n);
+    uint(&mut f, 3, n);
+    uint(&mut f, 4, strings.id(file));
+    uint(&mut f, 5, line);
+    bytes(out, 5, &f);
+}
+
+/// The profile's tail: time_nanos (9, the run's start), duration_nanos (10, its wall time so
+/// far), default_sample_type (14, the string `default`), then the string table (field 6), last
+/// because every index above is assigned by now.
+pub(crate) fn finish(mut out: Vec<u8>, strings: Strings, r: &Report, default: u64) -> Vec<u8> {
     uint(&mut out, 9, r.run.start_unix_ns);
     uint(&mut out, 10, r.wall_ns);
     uint(&mut out, 14, default);
-    // string_table (field 6), last: every index above is assigned by now.
-    let mut table = Vec::new();
     for s in &strings.table {
-        bytes(&mut table, 6, s.as_bytes());
+        bytes(&mut out, 6, s.as_bytes());
     }
-    out.extend_from_slice(&table);
     out
 }
 

@@ -14,7 +14,9 @@
 //! self and total as the JSON has them.
 
 use crate::folded::StackSource;
-use crate::pprof::{Strings, bytes, gzip, packed, uint, value_type};
+use crate::pprof::{
+    Strings, bytes, finish, gzip, location_and_function, packed, program_mapping, value_type,
+};
 use crate::{PointsTree, Report};
 use std::collections::HashMap;
 
@@ -59,42 +61,12 @@ fn encode(
         bytes(&mut s, 2, &packed(values));
         bytes(&mut out, 2, &s);
     }
-    // One mapping: the program, already symbolised (see pprof.rs).
-    let program = r.run.command.first().map_or("", String::as_str);
-    let mut m = Vec::new();
-    uint(&mut m, 1, 1);
-    uint(&mut m, 5, strings.id(program));
-    for field in [7, 8, 9] {
-        uint(&mut m, field, 1);
-    }
-    bytes(&mut out, 3, &m);
+    program_mapping(&mut out, &mut strings, r);
     for (i, (name, file, line)) in table.order.iter().enumerate() {
-        let id = i as u64 + 1;
-        let mut l = Vec::new();
-        uint(&mut l, 1, id);
-        uint(&mut l, 2, *line);
-        let mut loc = Vec::new();
-        uint(&mut loc, 1, id);
-        uint(&mut loc, 2, 1);
-        bytes(&mut loc, 4, &l);
-        bytes(&mut out, 4, &loc);
-        let mut f = Vec::new();
-        uint(&mut f, 1, id);
-        let n = strings.id(name);
-        uint(&mut f, 2, n);
-        uint(&mut f, 3, n);
-        uint(&mut f, 4, strings.id(file));
-        uint(&mut f, 5, *line);
-        bytes(&mut out, 5, &f);
+        location_and_function(&mut out, &mut strings, i as u64 + 1, name, file, *line);
     }
-    uint(&mut out, 9, r.run.start_unix_ns);
-    uint(&mut out, 10, r.wall_ns);
     let default = strings.id(types[0].0);
-    uint(&mut out, 14, default);
-    for s in &strings.table {
-        bytes(&mut out, 6, s.as_bytes());
-    }
-    out
+    finish(out, strings, r, default)
 }
 
 /// The points tree's samples: one per node with a value, locations leaf first.
