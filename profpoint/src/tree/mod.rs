@@ -18,7 +18,8 @@
 //!   `active_point`, keep the node in the token. The lookup is a one-entry cache in the
 //!   point's slot (`tree_parent` -> `tree_node`: the last parent this point had on this
 //!   thread); a miss goes to [`enter_cold`]: the parent node's own one-entry cache of its last
-//!   child (recursion, A inside A, hits it), then the shard's hash map, then a new node.
+//!   child (recursion, A inside A, hits it), then the shard's child map (`nodes::ChildMap`: open
+//!   addressing, owner only, no lock), then a new node.
 //! - Leave: add the call to its node (timed calls: calls, total and self ticks; untimed ones,
 //!   sampled 1-in-N: calls only), then restore the parent's node and point from the node
 //!   itself (`parent`, `parent_point`), so a token left out of order cannot leave a stale
@@ -78,9 +79,9 @@ fn child_of(shard: &Shard, parent: u32, point1: u32) -> u32 {
     if pn.last_child_point.load(Ordering::Relaxed) == point1 {
         return pn.last_child.load(Ordering::Relaxed);
     }
-    let mut map = shard.tree.map.lock().unwrap_or_else(|e| e.into_inner());
-    let id = match map.get(&(parent, point1)) {
-        Some(&id) => id,
+    let map = &shard.tree.map;
+    let id = match map.get(parent, point1) {
+        Some(id) => id,
         None => {
             // A new path: first-use work, outside every interval open here.
             let began = crate::clock::now();
@@ -97,7 +98,7 @@ fn child_of(shard: &Shard, parent: u32, point1: u32) -> u32 {
                 .store(pn.point.load(Ordering::Relaxed), Ordering::Relaxed);
             // Release: readers that see the new length see the node's path.
             shard.tree.len.store(id + 1, Ordering::Release);
-            map.insert((parent, point1), id);
+            map.insert(parent, point1, id);
             crate::shard::add_setup(shard, crate::clock::now().saturating_sub(began));
             id
         }

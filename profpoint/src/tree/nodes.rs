@@ -3,9 +3,10 @@
 //! them, which take the shard, are `mod.rs`'s.
 
 use crate::sync::atomic::AtomicU64;
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::sync::atomic::AtomicU32;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU32, Ordering};
+// The child map's words: owner-only, outside loom's model (no other thread reads them).
+use std::sync::atomic::AtomicU64 as Word;
 
 /// Nodes per shard (the root included). 48 bytes each: 1.5 MiB of address space per shard,
 /// touched only as nodes are made.
@@ -49,9 +50,9 @@ pub(crate) struct Tree {
     pub(super) len: AtomicU32,
     /// Calls not entered because the tree was full (owner only, relaxed).
     pub(super) lost: std::sync::atomic::AtomicU64,
-    /// `(parent, point + 1) -> node`, every node but the root. Locked by the owner on its cold
-    /// path only (a slot-cache miss); readers do not use it.
-    pub(super) map: Mutex<HashMap<(u32, u32), u32>>,
+    /// `(parent, point + 1) -> node`, every node but the root (owner only; readers do not
+    /// use it).
+    pub(super) map: ChildMap,
 }
 
 impl Tree {
@@ -59,7 +60,7 @@ impl Tree {
         Tree {
             len: AtomicU32::new(0),
             lost: std::sync::atomic::AtomicU64::new(0),
-            map: Mutex::new(HashMap::new()),
+            map: ChildMap::new(),
         }
     }
 }
@@ -95,4 +96,173 @@ pub(super) fn alloc_nodes() -> *mut Node {
         })
         .collect();
     Box::leak(v.into_boxed_slice()).as_mut_ptr()
+}
+
+/// Entries of the first table: 256 (2 KiB), or `2 * CAPACITY` if fewer (loom's small tree).
+const FIRST_BITS: u32 = if CAPACITY.trailing_zeros() + 1 < 8 {
+    CAPACITY.trailing_zeros() + 1
+} else {
+    8
+};
+/// Tables: the last holds `2 * CAPACITY` entries, so it is never over half full.
+const LEVELS: usize = (CAPACITY.trailing_zeros() + 2 - FIRST_BITS) as usize;
+
+/// The tree's lookup of a node's child by point, `(parent node, point + 1) -> node`: the slow
+/// path of entering a point whose slot cache missed (a point called from several parents in
+/// turn misses on every call: `config()` under `encode` and under `encode_with_padding`).
+///
+/// It was a `Mutex<HashMap>`: a lock, an unlock and a SipHash, ~20 ns on every such call,
+/// which overhead compensation (calibrated on a point with one parent) does not take out, so
+/// the parent of such points read ~20 ns of self time per child call that its code never
+/// spent (base64's `encode_with_padding`: 68 ns a call against perf's ~2). Only the shard's
+/// owner makes or finds nodes, and no reader looks here (reports read the node array), so it
+/// needs no lock: open addressing over packed words, relaxed owner-only loads and stores, a
+/// multiply-shift hash, doubling when half full. The tables it outgrew stay allocated (no
+/// `unsafe`, no reclamation): all of them together are smaller than the last one.
+pub(crate) struct ChildMap {
+    /// Table `k` has `1 << (FIRST_BITS + k)` entries; each is 0 (empty) or
+    /// `point + 1 << 32 | parent << 16 | node` (both below `CAPACITY` <= 2^16).
+    tables: [OnceLock<Box<[Word]>>; LEVELS],
+    /// The table in use (an index into `tables`).
+    level: AtomicU32,
+    /// Entries in it.
+    used: AtomicU32,
+}
+
+// Nodes fit the packed entry's 16-bit fields, and the last table has `2 * CAPACITY` entries.
+const _: () = assert!(
+    CAPACITY.is_power_of_two()
+        && CAPACITY <= 1 << 16
+        && FIRST_BITS + LEVELS as u32 - 1 == CAPACITY.trailing_zeros() + 1
+);
+
+impl ChildMap {
+    pub(crate) fn new() -> ChildMap {
+        ChildMap {
+            tables: std::array::from_fn(|_| OnceLock::new()),
+            level: AtomicU32::new(0),
+            used: AtomicU32::new(0),
+        }
+    }
+
+    fn table(&self) -> (&[Word], u32) {
+        // Relaxed: owner-only.
+        let level = self.level.load(Ordering::Relaxed);
+        let t = self.tables[level as usize].get_or_init(|| zeroed(FIRST_BITS + level));
+        (t, FIRST_BITS + level)
+    }
+
+    /// The node of `point1` under `parent`, if made.
+    pub(crate) fn get(&self, parent: u32, point1: u32) -> Option<u32> {
+        let (t, bits) = self.table();
+        let key = key(parent, point1);
+        let mask = t.len() - 1;
+        let mut i = slot(key, bits);
+        loop {
+            // Relaxed: owner-only.
+            let e = t[i].load(Ordering::Relaxed);
+            if e == 0 {
+                return None;
+            }
+            if e >> 16 == key {
+                return Some((e & 0xffff) as u32);
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// Records a new node (`parent`, `point1` not in the map; `node < CAPACITY`).
+    pub(crate) fn insert(&self, parent: u32, point1: u32, node: u32) {
+        debug_assert!(parent < CAPACITY && node < CAPACITY);
+        // Relaxed: owner-only.
+        let used = self.used.load(Ordering::Relaxed) + 1;
+        let (mut t, mut bits) = self.table();
+        // Never past the last table: it holds twice the nodes a shard can make.
+        if used as usize * 2 > t.len() && (self.level.load(Ordering::Relaxed) as usize) < LEVELS - 1
+        {
+            self.grow(t);
+            (t, bits) = self.table();
+        }
+        put(t, bits, key(parent, point1) << 16 | u64::from(node));
+        self.used.store(used, Ordering::Relaxed);
+    }
+
+    /// Moves every entry into the next table, which becomes the one in use.
+    fn grow(&self, old: &[Word]) {
+        let level = self.level.load(Ordering::Relaxed) + 1;
+        let bits = FIRST_BITS + level;
+        let t = self.tables[level as usize].get_or_init(|| zeroed(bits));
+        for e in old {
+            // Relaxed: owner-only.
+            let e = e.load(Ordering::Relaxed);
+            if e != 0 {
+                put(t, bits, e);
+            }
+        }
+        self.level.store(level, Ordering::Relaxed);
+    }
+}
+
+fn zeroed(bits: u32) -> Box<[Word]> {
+    (0..1usize << bits).map(|_| Word::new(0)).collect()
+}
+
+/// The entry's key part: `point + 1` and the parent node.
+fn key(parent: u32, point1: u32) -> u64 {
+    u64::from(point1) << 16 | u64::from(parent)
+}
+
+/// Where a key's probe starts in a table of `1 << bits` entries (a multiply-shift hash).
+fn slot(key: u64, bits: u32) -> usize {
+    (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - bits)) as usize
+}
+
+/// Writes `entry` into the first empty place of its probe (the table is at most half full).
+fn put(t: &[Word], bits: u32, entry: u64) {
+    let mask = t.len() - 1;
+    let mut i = slot(entry >> 16, bits);
+    // Relaxed: owner-only.
+    while t[i].load(Ordering::Relaxed) != 0 {
+        i = (i + 1) & mask;
+    }
+    t[i].store(entry, Ordering::Relaxed);
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    /// Every entry made is found, through every growth, up to a full tree; others are not.
+    #[test]
+    fn finds_what_it_holds_through_growth() {
+        let m = ChildMap::new();
+        let mut truth = HashMap::new();
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for node in 1..CAPACITY {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let parent = (x % u64::from(node)) as u32;
+            let point1 = 1 + (x >> 40) as u32 % 5000;
+            if truth.contains_key(&(parent, point1)) {
+                continue;
+            }
+            assert_eq!(m.get(parent, point1), None);
+            m.insert(parent, point1, node);
+            truth.insert((parent, point1), node);
+            if node % 4093 == 0 {
+                for (&(p, q), &n) in &truth {
+                    assert_eq!(m.get(p, q), Some(n), "({p}, {q}) after {node} nodes");
+                }
+            }
+        }
+        for (&(p, q), &n) in &truth {
+            assert_eq!(m.get(p, q), Some(n));
+        }
+        assert_eq!(m.get(0, 5001), None);
+        assert_eq!(m.get(CAPACITY - 1, u32::MAX), None);
+        // The last table is at most half full.
+        assert!(m.used.load(Ordering::Relaxed) as usize * 2 <= m.table().0.len());
+    }
 }
