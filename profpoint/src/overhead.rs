@@ -135,20 +135,34 @@ pub(crate) fn mode_costs() -> ModeCosts {
     })
 }
 
-/// Turns compensation on (measuring the overhead first, once) or off.
+/// Turns compensation on (measuring the overhead first, once) or off, and gives every point
+/// its stand-ins for untimed calls under the new setting (`Point::set_mean_ticks`).
 pub(crate) fn set_compensation(on: bool) {
-    let (full, inside) = if on {
+    let (full, inside, counted, skipped) = match on.then(|| {
         measure();
-        MEASURED.get().map_or((0, 0), |&(full, inside)| {
-            (full.round() as u64, inside.round().min(full.round()) as u64)
-        })
-    } else {
-        (0, 0)
+        MEASURED.get()
+    }) {
+        Some(Some(&(full, inside))) => {
+            // Untimed calls: their own cost, from the budget's cost model (measured once).
+            let m = mode_costs();
+            (
+                full.round() as u64,
+                inside.round().min(full.round()) as u64,
+                m.counted.round() as u64,
+                m.skipped.round() as u64,
+            )
+        }
+        _ => (0, 0, 0, 0),
     };
-    // Relaxed: two independent constants; a call that reads one old and one new value
-    // compensates by a mix of two valid figures once.
+    // Relaxed: independent constants; a call that reads old and new values compensates by a
+    // mix of valid figures once.
     COMPENSATION.inside.store(inside, Ordering::Relaxed);
     COMPENSATION.full.store(full, Ordering::Relaxed);
+    COMPENSATION.counted.store(counted, Ordering::Relaxed);
+    COMPENSATION.skipped.store(skipped, Ordering::Relaxed);
+    for p in crate::point::all() {
+        p.refresh_stand_ins();
+    }
 }
 
 /// Whether compensation is on.

@@ -74,10 +74,13 @@ impl Point {
         t.shard = shard;
         if status == COUNT {
             // Counted at leave; no recursion mark (nothing is timed, nothing to fold). The
-            // intervals around it gain the point's mean timed call (see the skipped branch).
+            // intervals around it gain the point's stand-in (see the skipped branch).
             // Relaxed: see `set_mean_ticks` (std's load: the field is not one of the owner-only
             // words `owned` serves).
-            owned::add(&shard.child_acc, self.mean_ticks.load(Ordering::Relaxed));
+            owned::add(
+                &shard.child_acc,
+                self.counted_stand_in.load(Ordering::Relaxed),
+            );
             t.mode = T_COUNTED | flags;
             return;
         }
@@ -114,12 +117,13 @@ impl Point {
             if left > 1 {
                 owned::set32(&slot.countdown, left - 1);
                 owned::set32(&slot.depth, ACTIVE_SKIPPED);
-                // At leave, the intervals around this call gain the point's mean timed call
-                // (in `t0`, unused by an untimed call) in place of what it really took, which
-                // no clock read measured: their self time stays their own.
+                // At leave, the intervals around this call gain the point's stand-in (its mean
+                // timed call, and its own cost while compensating: `set_mean_ticks`; in `t0`,
+                // unused by an untimed call) in place of what it really took, which no clock
+                // read measured: their self time stays their own.
                 t.saved_child = owned::get(&shard.child_acc);
                 // Relaxed: see `set_mean_ticks`.
-                t.t0 = self.mean_ticks.load(Ordering::Relaxed);
+                t.t0 = self.skipped_stand_in.load(Ordering::Relaxed);
                 t.mode = T_SKIPPED | flags;
                 return;
             }
@@ -236,10 +240,13 @@ impl Point {
             // Counted here, once: the guard has nothing to leave. One word changes, so no
             // seqlock: a reader sees the count before or after, both consistent with the rest.
             bump(&slot.skipped, 1);
-            // The intervals around it gain the point's mean timed call (see `start_in`).
+            // The intervals around it gain the point's stand-in (see `start_in`).
             // Relaxed: see `set_mean_ticks` (std's load: the field is not one of the owner-only
             // words `owned` serves).
-            owned::add(&shard.child_acc, self.mean_ticks.load(Ordering::Relaxed));
+            owned::add(
+                &shard.child_acc,
+                self.counted_stand_in.load(Ordering::Relaxed),
+            );
             return false;
         }
         let t = init_token(t);
@@ -306,7 +313,7 @@ fn leave_on(token: &Token) {
         tree_leave_untimed(shard, token);
         // Relaxed: owner-only (see shard.rs).
         owned::set32(&slot.depth, 0);
-        // As if timed at the point's mean (see `start_in`): what points nested in this call
+        // As if timed at the point's stand-in (see `start_in`): what points nested in this call
         // added is part of that. No mean yet (0): the nested points' time is all there is.
         if token.t0 != 0 {
             owned::set(&shard.child_acc, token.saved_child.wrapping_add(token.t0));
