@@ -257,20 +257,23 @@ mod linux {
             6.3,
             "ns",
         );
-        // Issue 11's target for a call counted and not timed: one out-of-line call that finds
-        // the thread's slot and bumps a counter inside its seqlock.
-        // Known miss: recorded 2.3 ns (under load; BENCHMARKS.md).
+        // Issue 11's target for a call counted and not timed: a call, a jump, the thread's
+        // slot found, two increments.
+        // Known miss: recorded 2.25 ns (quiet machine, 2026-11-25; BENCHMARKS.md).
         check.known_miss(
             "counted-only point over bare fn",
             counted_ns - bare_ns,
             2.0,
-            2.3,
+            2.25,
             "ns",
         );
-        check.target(
+        // Known miss since the points tree (issue 14): an untimed call enters and leaves its
+        // node too; recorded 9.7 ns against one TSC read's 9.47 (BENCHMARKS.md).
+        check.known_miss(
             "sampled point (1/16) over bare fn, vs one TSC read",
             sampled_ns - bare_ns,
             tsc_one,
+            9.7,
             "ns",
         );
 

@@ -97,8 +97,6 @@ pub(crate) fn read_all_scalars(out: &mut Vec<Scalars>) {
 #[repr(align(128))]
 pub(crate) struct Shard {
     slots: Box<[AtomicPtr<Slot>]>,
-    /// `slots.len()` when the process reads the TSC, else 0 (see `slot`).
-    fast_len: usize,
     /// Whether this process reads the TSC (a copy of the clock choice, next to the data the
     /// hot path already loads).
     pub(crate) tsc: bool,
@@ -143,7 +141,6 @@ impl Shard {
             rcu_epoch: AtomicU64::new(0),
             rcu_nest: AtomicU32::new(0),
             tp_hits: (0..sizes.hits).map(|_| AtomicU64::new(0)).collect(),
-            fast_len: if tsc { sizes.slots } else { 0 },
             slots: (0..sizes.slots)
                 .map(|_| AtomicPtr::new(std::ptr::null_mut()))
                 .collect(),
@@ -160,16 +157,17 @@ impl Shard {
     }
 
     /// The slot of point `index`, if this shard has one and serves the fast path (hot path).
-    /// A shard of a process without an invariant TSC serves none (`fast_len` is 0): its calls
+    /// A shard of a process without an invariant TSC serves none (`tsc` is false): its calls
     /// take the general path, which reads the monotonic clock, and the fast path can read the
     /// TSC unconditionally.
     #[inline(always)]
     pub(crate) fn slot(&self, index: u32) -> Option<&Slot> {
-        if index as usize >= self.fast_len {
+        if !self.tsc || index as usize >= self.slots.len() {
             return None;
         }
-        // `fast_len` is 0 or `slots.len()`, so the bounds check never fails; it is built into
-        // the language, where `get_unchecked` is a call in unoptimised builds.
+        // The test above is the bounds check, so the optimiser drops the indexing's own (and
+        // with it a panic path that made the counted-only path save registers); indexing is
+        // built into the language, where `get_unchecked` is a call in unoptimised builds.
         let cell = &self.slots[index as usize];
         // Relaxed: only the owning thread (the caller) stores into its shard's cells; other
         // threads read them through `slot_for_read`, which acquires.
