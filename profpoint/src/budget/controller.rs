@@ -61,6 +61,8 @@ pub(super) struct Controller {
     /// the burst): one that was preempted read some points' counters milliseconds after
     /// others', and its calls in the burst do not compare.
     pub(super) window_reliable: bool,
+    /// The reference set of the last burst round folded ([`burst::Reference::set_of`]).
+    pub(super) reference_set: u64,
 
     /// Bursts done.
     pub(super) bursts: u64,
@@ -160,6 +162,9 @@ impl Controller {
         shard::read_all_scalars(&mut scratch);
         // The round's burst, if one ran.
         let burst = self.burst_round(since, now, &scratch);
+        if let Some(b) = &burst {
+            self.reference_set = b.reference_set;
+        }
         self.points.resize(points.len(), PointState::default());
         // The cost of the points in steady states, and of the burst.
         let mut cost = 0.0;

@@ -292,6 +292,7 @@ static STATE: Mutex<Controller> = Mutex::new(Controller {
     window: Duration::ZERO,
     window_calls: Vec::new(),
     window_reliable: false,
+    reference_set: 0,
 
     bursts: 0,
 });

@@ -146,6 +146,8 @@ fn calls(n: u64, each: u64) -> Scalars {
 fn round(inside: u64, all: u64, saw: bool, reliable: bool) -> BurstRound {
     BurstRound {
         reference: Reference { inside, all },
+        reference_set: 0,
+        reference_changed: false,
         dt: 1e8,
         on: 1e5,
         saw,
@@ -167,6 +169,26 @@ fn a_burst_stands_for_its_round_by_its_ratio_to_the_reference_points() {
     assert!(e.estimated);
     // The first burst has nothing to compare with: its whole estimate is its error.
     assert!(e.burst_var > 0.0);
+}
+
+#[test]
+fn a_changed_reference_set_starts_the_pool_again() {
+    // Two bursts against a reference of 10 calls each (100 of the point's per reference
+    // call); then a point of the reference moved into bursts and the reference is 5 calls a
+    // burst, 5,000 a round: the point made 1,000 per burst all along, so 1,000,000 a round.
+    let third = |changed: bool| {
+        let (mut e, mut st) = (Est::default(), BurstState::default());
+        let w = calls(1000, 10);
+        round(10, 10_000, true, true).fold(&mut e, &mut st, &w, &w);
+        round(10, 10_000, true, true).fold(&mut e, &mut st, &w, &w);
+        let mut r = round(5, 5_000, true, true);
+        r.reference_changed = changed;
+        r.fold(&mut e, &mut st, &w, &w).unwrap()
+    };
+    assert_eq!(third(true), 1_000_000.0);
+    // Pooled with the old set's counts: 2,950 calls over 24.5 reference calls, times 5,000.
+    let biased = third(false);
+    assert!(biased < 0.65e6, "{biased}");
 }
 
 #[test]
