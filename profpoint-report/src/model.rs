@@ -314,6 +314,10 @@ pub struct BudgetReport {
     pub cost_skipped_ns: f64,
     /// Per call of a point that counts only.
     pub cost_counted_ns: f64,
+    /// A timed call's cost in this program, as the bursts measured it (how much they slowed
+    /// the other points' calls), nanoseconds; compensation takes it out per timed call (at
+    /// least the calibration's figure, at most twice it; `None`: no burst measured it).
+    pub cost_timed_in_context_ns: Option<f64>,
     /// The instrumentation's estimated cost, percent of the process's CPU time while the
     /// controller ran.
     pub cost_percent: f64,
@@ -343,6 +347,7 @@ impl BudgetReport {
             cost_timed_ns: 0.0,
             cost_skipped_ns: 0.0,
             cost_counted_ns: 0.0,
+            cost_timed_in_context_ns: None,
             cost_percent: 0.0,
             controller_ms: 0.0,
             bursts: 0,

@@ -210,6 +210,13 @@ fn write_budget(report: &Report, w: &mut dyn Write) -> io::Result<()> {
         b.cost_skipped_ns,
         b.cost_counted_ns
     )?;
+    if let Some(ns) = b.cost_timed_in_context_ns {
+        writeln!(
+            w,
+            "A timed call costs {ns:.1} ns in this program, as the bursts measured it (the calibration loop's: {:.1} ns); compensation takes that out of the intervals around each timed call, at most twice the calibration's figure",
+            b.cost_timed_ns
+        )?;
+    }
     let name_w = b
         .throttled
         .iter()

@@ -17,7 +17,7 @@ use crate::point::{COMPENSATION, Kind, Name, Point};
 use crate::shard;
 pub(crate) use profpoint_report::{Overhead, Setup};
 use std::sync::OnceLock;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The first-use work so far.
 pub(crate) fn setup(clk: &clock::ClockInfo) -> Setup {
@@ -146,7 +146,7 @@ pub(crate) fn set_compensation(on: bool) {
             // Untimed calls: their own cost, from the budget's cost model (measured once).
             let m = mode_costs();
             (
-                full.round() as u64,
+                full_ticks(full),
                 inside.round().min(full.round()) as u64,
                 m.counted.round() as u64,
                 m.skipped.round() as u64,
@@ -163,6 +163,41 @@ pub(crate) fn set_compensation(on: bool) {
     for p in crate::point::all() {
         p.refresh_stand_ins();
     }
+}
+
+/// A timed call's whole cost in the running program (raw ticks as `f64` bits; 0: not
+/// measured), from the overhead budget's bursts (`budget::burst::burst_extra`): what
+/// compensation takes out of the intervals around a timed call, in place of the calibration
+/// loop's figure, once the controller has one.
+static IN_CONTEXT: AtomicU64 = AtomicU64::new(0);
+
+/// The in-context figure is used within [1, this] times the calibration's: a burst's rates
+/// are noisy (a preempted thread, a program with phases), and a figure far above the
+/// calibration's would take parents' own time out with their children's cost.
+const IN_CONTEXT_MAX: f64 = 2.0;
+
+/// Sets the in-context cost of a timed call (ticks); applied at once if compensating.
+pub(crate) fn set_in_context(ticks: f64) {
+    // Relaxed: a figure read on its own (see `set_compensation`).
+    IN_CONTEXT.store(ticks.max(0.0).to_bits(), Ordering::Relaxed);
+    if compensating()
+        && let Some(&(full, _)) = MEASURED.get()
+    {
+        COMPENSATION.full.store(full_ticks(full), Ordering::Relaxed);
+    }
+}
+
+/// What compensation takes out per timed call (ticks): the in-context figure where there is
+/// one, within its bounds, else the calibration's `calibrated`.
+fn full_ticks(calibrated: f64) -> u64 {
+    // Relaxed: see `set_in_context`.
+    let ctx = f64::from_bits(IN_CONTEXT.load(Ordering::Relaxed));
+    let full = if ctx > 0.0 && calibrated > 0.0 {
+        ctx.clamp(calibrated, IN_CONTEXT_MAX * calibrated)
+    } else {
+        calibrated
+    };
+    full.round() as u64
 }
 
 /// Whether compensation is on.

@@ -3,7 +3,7 @@
 //! cost stays under the budget (`allocate`).
 
 use super::*;
-use burst::burst;
+use burst::{BurstRound, KEEP, burst};
 
 /// What the controller remembers of one point.
 #[derive(Debug, Clone, Default)]
@@ -63,6 +63,12 @@ pub(super) struct Controller {
     pub(super) window_reliable: bool,
     /// The reference set of the last burst round folded ([`burst::Reference::set_of`]).
     pub(super) reference_set: u64,
+    /// Ticks at the last burst's two reads of the counters, half of each (the window's
+    /// counts are the span between the reads' middles).
+    pub(super) window_reads: u64,
+    /// What bursts cost the program (ticks) and the calls they timed, pooled (see
+    /// [`burst::burst_extra`]): a timed call's cost in this program.
+    pub(super) in_context: (f64, f64),
 
     /// Bursts done.
     pub(super) bursts: u64,
@@ -164,7 +170,16 @@ impl Controller {
         let burst = self.burst_round(since, now, &scratch);
         if let Some(b) = &burst {
             self.reference_set = b.reference_set;
+            self.fold_in_context(b);
         }
+        // A timed call is priced at what it costs in this program once bursts measured it
+        // (within 1-2x the calibration's figure, as compensation takes it): priced at the
+        // calibration loop's, base64's points cost 2.9% of the CPU under a 2% budget.
+        let mut in_program = *costs;
+        if let Some(t) = self.in_context_timed() {
+            in_program.timed = t.clamp(costs.timed, 2.0 * costs.timed);
+        }
+        let costs = &in_program;
         self.points.resize(points.len(), PointState::default());
         // The cost of the points in steady states, and of the burst.
         let mut cost = 0.0;
@@ -272,6 +287,32 @@ impl Controller {
         }
         self.plan_burst(&managed, burst_cost, budget);
         calls_total
+    }
+
+    /// A timed call's cost in this program (ticks), once bursts measured it on enough calls.
+    pub(super) fn in_context_timed(&self) -> Option<f64> {
+        let (extra, calls) = self.in_context;
+        (calls >= MIN_IN_CONTEXT_CALLS).then(|| extra / calls)
+    }
+
+    /// Pools what the round's burst cost per call it timed and hands the pooled figure to
+    /// compensation once it rests on enough calls ([`MIN_IN_CONTEXT_CALLS`]).
+    fn fold_in_context(&mut self, b: &BurstRound) {
+        let timed: u64 = self
+            .points
+            .iter()
+            .zip(&self.window_calls)
+            .filter(|(st, _)| st.set == Some(Mode::Burst))
+            .map(|(_, w)| w.timed + w.nested)
+            .sum();
+        let Some((extra, calls)) = burst::burst_extra(b, timed) else {
+            return;
+        };
+        let (e, n) = self.in_context;
+        self.in_context = (e * KEEP + extra, n * KEEP + calls);
+        if let Some(t) = self.in_context_timed() {
+            overhead::set_in_context(t);
+        }
     }
 
     /// The next burst: the managed points in bursts, for a window whose cost is about

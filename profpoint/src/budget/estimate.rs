@@ -27,9 +27,10 @@ pub(crate) struct Est {
     pub(super) burst_var: f64,
     /// The last burst round's total per tick of the round (for the next one's variance).
     pub(super) burst_rate: Option<f64>,
-    /// The mean outermost call in bursts so far (ticks; 0 before the first), and how many
-    /// bursts were taken as stalled (see `fold_burst`).
-    pub(super) burst_mean: f64,
+    /// The mean call of its last [`RECENT`] bursts (ticks; a ring, `burst_count` of them
+    /// written so far), whose median a burst is judged against, and how many bursts (or
+    /// calls in them) were taken as stalled (see `fold_burst`).
+    pub(super) burst_means: [f64; RECENT],
     pub(super) burst_count: u64,
     pub(super) burst_stalls: u64,
     /// Its bursts' totals, self times, timed calls, outermost calls and calls, pooled over
@@ -49,6 +50,9 @@ pub(crate) struct Est {
     /// calls of a round in which it was the only one timed.
     pub(super) pending: Scalars,
 }
+
+/// How many bursts' mean calls a new burst is judged against (their median).
+pub(super) const RECENT: usize = 15;
 
 /// The fewest timed calls in bursts that a point beside them takes its self share from.
 pub(super) const MIN_BESIDE: u64 = 1;
@@ -94,20 +98,48 @@ impl Est {
         self.fold(&delta(d, w));
         self.fold(w);
         if w.timed > 0 {
-            let mean = w.total as f64 / w.timed as f64;
-            if self.burst_mean > 0.0 && mean > BURST_STALL_RATIO * self.burst_mean {
+            let (mut total, mut timed, mut own) = (w.total as f64, w.timed, w.self_signed());
+            let mut calls = w.nr();
+            // The burst's longest call, when it set a new maximum and is over STALL_RATIO
+            // times the others' mean, is a stall (the thread preempted inside it: a 4 ms
+            // preemption among ~300 calls of ~1 us, a 14x mean that the rule below lets
+            // through, stood for 200 unseen calls each and read as 35 s of a 2 s run).
+            // Counted once (above), left out of the mean that prices the unseen calls; the
+            // burst's self time keeps the share of self the point's bursts had so far.
+            if w.max > 0 && timed >= 2 {
+                let rest = (total - w.max as f64).max(0.0) / (timed - 1) as f64;
+                if w.max as f64 > STALL_RATIO * rest.max(1.0) {
+                    let kept = (total - w.max as f64).max(0.0);
+                    own = if self.burst_pool_total > 0.0 {
+                        kept * self.burst_pool_self / self.burst_pool_total
+                    } else {
+                        own * kept / total.max(1.0)
+                    };
+                    total = kept;
+                    timed -= 1;
+                    calls -= 1;
+                    self.burst_stalls += 1;
+                }
+            }
+            let mean = total / timed as f64;
+            // Judged against the median of the recent bursts' means, every one of them
+            // counted, kept or not (a running mean of the kept ones, which it replaced, took
+            // in a 14x burst under a 20x rule and read every later one against it; the
+            // median follows a real change of the program's calls within RECENT / 2 bursts).
+            let median = self.recent_median();
+            self.burst_means[(self.burst_count % RECENT as u64) as usize] = mean;
+            self.burst_count += 1;
+            if median.is_some_and(|m| mean > BURST_STALL_RATIO * m) {
                 // The burst's calls took many times their usual mean: the thread was preempted
                 // or faulted inside one of them. Counted once (above), not as the mean call
                 // of the calls between bursts.
                 self.burst_stalls += 1;
             } else {
-                self.burst_count += 1;
-                self.burst_mean += (mean - self.burst_mean) / self.burst_count as f64;
-                self.burst_pool_total = self.burst_pool_total * KEEP + w.total as f64;
-                self.burst_pool_self = self.burst_pool_self * KEEP + w.self_signed();
-                self.burst_pool_timed = self.burst_pool_timed * KEEP + w.timed as f64;
-                self.burst_pool_outer = self.burst_pool_outer * KEEP + (w.timed + w.skipped) as f64;
-                self.burst_pool_all = self.burst_pool_all * KEEP + w.nr() as f64;
+                self.burst_pool_total = self.burst_pool_total * KEEP + total;
+                self.burst_pool_self = self.burst_pool_self * KEEP + own;
+                self.burst_pool_timed = self.burst_pool_timed * KEEP + timed as f64;
+                self.burst_pool_outer = self.burst_pool_outer * KEEP + (timed + w.skipped) as f64;
+                self.burst_pool_all = self.burst_pool_all * KEEP + calls as f64;
             }
         }
         let unseen_all = (calls - (d.nr() + seen_before) as f64).max(0.0);
@@ -130,6 +162,18 @@ impl Est {
             None => x * x / w.timed.max(1) as f64,
         };
         self.burst_rate = Some(rate);
+    }
+
+    /// The median of the recent bursts' means (`None` before the first burst).
+    fn recent_median(&self) -> Option<f64> {
+        let n = (self.burst_count as usize).min(RECENT);
+        if n == 0 {
+            return None;
+        }
+        let mut v = self.burst_means;
+        let v = &mut v[..n];
+        v.sort_by(f64::total_cmp);
+        Some(v[n / 2])
     }
 
     /// Adds a round of a point not in bursts while others were: `d` is the round, `w` what
@@ -157,13 +201,19 @@ impl Est {
         (self.unseen_outer, self.unseen_all)
     }
 
-    /// Closes the pending stratum.
+    /// Closes the pending stratum. One with fewer than [`MIN_TIMED`] timed calls (the last,
+    /// closed for a report) keeps its timed calls as they are and prices its untimed ones at
+    /// the mean of every timed call of the point (`untimed`): priced at its own few, a
+    /// point sampled 1 in 2^20 whose last stratum held 3 timed calls among 2.9 M, one of
+    /// them slow, read 1.5e13 ticks (hours) in a 2 s run.
     pub(super) fn close(&mut self) {
         let d = std::mem::take(&mut self.pending);
         if d.skipped == 0 && d.timed == 0 {
             return;
         }
-        if d.timed == 0 {
+        if d.timed < MIN_TIMED {
+            self.total += d.total as f64;
+            self.self_ticks += d.self_signed();
             self.untimed += d.skipped as f64;
             return;
         }

@@ -58,9 +58,18 @@
 //!   near 1.5x: `tests/budget.rs`). With no point beside the bursts, a burst stands for its
 //!   share of the round's time. A burst whose counter reads were slow (the controller
 //!   preempted between two points' reads) or that saw nothing tells nothing: its round waits
-//!   for the next burst that tells;
-//! - times: the calls not seen at the bursts' mean call (pooled too); a burst whose calls took
-//!   over 20 times the usual mean held a stall, which is counted once;
+//!   for the next burst that tells. The pools start again when the set of points beside the
+//!   bursts changes (a ratio to one set is not a ratio to another);
+//! - times: the calls not seen at the bursts' mean call (pooled too); a burst whose mean call
+//!   is over 4 times the median of the point's last 15 bursts' means, or whose longest call
+//!   (a new maximum) is over 1,000 times the others' mean, held a stall, which is counted
+//!   once and not pooled;
+//! - what a timed call costs in this program: the points beside the bursts run slower in a
+//!   burst than around it, and the time the burst added over the calls it timed
+//!   ([`burst::burst_extra`], pooled) is the cost of a timed call with the program's own
+//!   caches, paths and nesting (1.3-1.5x the calibration loop's on base64's). Timed calls
+//!   are priced at it, compensation takes it out (both within 1-2x the calibration's
+//!   figure), and the report gives it;
 //! - the points beside the bursts: between bursts their children in bursts are off, and
 //!   their time lands in the parent's self time; so a parent's self time is its total times
 //!   the share of self it had in the bursts, once they hold a timed call of it.
@@ -85,7 +94,8 @@
 //! 95% half-width. Rounds in which a point was counted only are priced at the point's mean
 //! timed call (a model, not a sample: its error bar says so by growing with them). A stratum
 //! holds at least 32 timed calls, and its longest, if over 1,000 times the others' mean and a
-//! new maximum, is a stall counted once (see `Est::close`).
+//! new maximum, is a stall counted once (see `Est::close`); the last, closed for a report with
+//! fewer, keeps its timed calls exact and prices the rest at the point's mean.
 
 use crate::clock;
 use crate::overhead::{self, ModeCosts};
@@ -137,8 +147,14 @@ const BURST_SHARE: f64 = 0.2;
 const FIRST_WINDOW: Duration = Duration::from_micros(200);
 const MIN_WINDOW: Duration = Duration::from_micros(50);
 const MAX_WINDOW: Duration = Duration::from_millis(10);
-/// A burst whose calls took this many times their usual mean held a stall (`fold_burst`).
-const BURST_STALL_RATIO: f64 = 20.0;
+/// A burst whose calls took this many times the median of the recent bursts' means held a
+/// stall (`fold_burst`): a preemption of a millisecond among a few hundred calls of 300 ns
+/// makes 12x; a program whose calls of one function take 4x as long in one burst as in the
+/// others is read as stalled there, until such bursts are the recent majority.
+const BURST_STALL_RATIO: f64 = 4.0;
+/// The fewest timed calls, pooled over bursts, on which a timed call's cost in the program is
+/// handed to compensation (see `Controller::fold_in_context`).
+const MIN_IN_CONTEXT_CALLS: f64 = 1000.0;
 /// Events kept for the report (the rest are counted).
 const MAX_EVENTS: usize = 1000;
 /// The largest N the controller sets (beyond it, a point counts only).
@@ -293,6 +309,8 @@ static STATE: Mutex<Controller> = Mutex::new(Controller {
     window_calls: Vec::new(),
     window_reliable: false,
     reference_set: 0,
+    window_reads: 0,
+    in_context: (0.0, 0.0),
 
     bursts: 0,
 });
@@ -400,6 +418,7 @@ pub(crate) fn report(clk: &clock::ClockInfo) -> BudgetReport {
         cost_timed_ns: clk.to_ns_f(costs.timed),
         cost_skipped_ns: clk.to_ns_f(costs.skipped),
         cost_counted_ns: clk.to_ns_f(costs.counted),
+        cost_timed_in_context_ns: c.in_context_timed().map(|t| clk.to_ns_f(t)),
         cost_percent: if c.cpu_ns == 0 {
             0.0
         } else {

@@ -105,6 +105,33 @@ fn a_round_with_few_timed_calls_waits_for_more() {
 }
 
 #[test]
+fn a_last_stratum_with_few_timed_calls_is_priced_at_the_point_s_mean() {
+    // 1,000 timed calls of 100 ticks, exact; then, sampled 1 in 2^20, 3 timed calls (one of
+    // them slow: 7,000 ticks) among 2,900,003, still pending when the report closes it.
+    let mut e = Est::default();
+    e.fold(&calls(1000, 100));
+    e.fold(&Scalars {
+        timed: 3,
+        skipped: 2_900_000,
+        total: 7_200,
+        self_ticks: 7_200,
+        ..Scalars::default()
+    });
+    // The untimed calls at the mean of all 1,003 timed ones, not at the 3's 2,400.
+    let mean = (100_000.0 + 7_200.0) / 1003.0;
+    let (total, own, _) = e.resolve(1003, 107_200, 0.0);
+    let expected = 107_200.0 + 2_900_000.0 * mean;
+    assert!(
+        (total - expected).abs() < 1e-6 * expected,
+        "{total} vs {expected}"
+    );
+    assert!(
+        (own - expected).abs() < 1e-6 * expected,
+        "{own} vs {expected}"
+    );
+}
+
+#[test]
 fn a_stall_is_counted_once_not_scaled() {
     // 40 timed calls of 10 ticks and one of 10,000,000 (a preemption) among 41,000 calls.
     let mut e = Est::default();
@@ -236,6 +263,75 @@ fn a_stalled_burst_is_counted_once_not_as_the_mean_call() {
         (added - (10_000_000.0 + unseen * 10.0)).abs() < 1.0,
         "{added} {unseen}"
     );
+}
+
+#[test]
+fn a_preempted_call_in_a_burst_is_counted_once_not_priced_into_the_unseen_calls() {
+    // Calls of 1,000 ticks; the second burst's 300 calls hold one of 4,000,000 (the thread
+    // preempted inside it): the burst's mean is 14x the usual, under the whole-burst rule's
+    // 20x, but the call is 4,000x the others.
+    let (mut e, mut st) = (Est::default(), BurstState::default());
+    let w = calls(1000, 1000);
+    round(10, 10_000, true, true).fold(&mut e, &mut st, &w, &w);
+    let before = e.closed().total;
+    let stalled = Scalars {
+        timed: 300,
+        total: 299 * 1000 + 4_000_000,
+        self_ticks: 299 * 1000 + 4_000_000,
+        max: 4_000_000,
+        ..Scalars::default()
+    };
+    round(10, 10_000, true, true).fold(&mut e, &mut st, &stalled, &stalled);
+    assert_eq!(e.burst_stalls, 1);
+    // The burst's own calls exactly, and its unseen calls at the usual 1,000 ticks.
+    let unseen = e.unseen().0 - 999_000.0;
+    let added = e.closed().total - before;
+    let want = stalled.total as f64 + unseen * 1000.0;
+    assert!((added - want).abs() < 1e-6 * want, "{added} against {want}");
+    // Its self share stays the bursts' (all of it, here).
+    let own = e.closed().self_ticks - before;
+    assert!((own - want).abs() < 1e-6 * want, "{own} against {want}");
+}
+
+#[test]
+fn a_burst_tells_what_a_timed_call_costs_in_the_program() {
+    // A round of 1e8 ticks with a burst of 1e5: the reference points made 99,900 calls in
+    // the 99,900,000 ticks outside it and 90 in it, where at their outside rate they would
+    // have taken 90,000 ticks: the burst's 1,000 timed calls cost the other 10,000.
+    let b = round(90, 99_990, true, true);
+    let (extra, timed) = burst::burst_extra(&b, 1000).unwrap();
+    assert_eq!(timed, 1000.0);
+    assert!((extra / timed - 10.0).abs() < 1e-9, "{}", extra / timed);
+    // Nothing to tell from: too few reference calls on a side, no timed call, a preempted
+    // read.
+    assert!(burst::burst_extra(&round(10, 99_010, true, true), 1000).is_none());
+    assert!(burst::burst_extra(&round(50, 60, true, true), 1000).is_none());
+    assert!(burst::burst_extra(&b, 0).is_none());
+    assert!(burst::burst_extra(&round(90, 99_990, true, false), 1000).is_none());
+}
+
+#[test]
+fn a_burst_far_above_the_recent_median_is_a_stall_and_a_lasting_change_is_not() {
+    let (mut e, mut st) = (Est::default(), BurstState::default());
+    for _ in 0..5 {
+        round(10, 10_000, true, true).fold(&mut e, &mut st, &calls(300, 1000), &calls(300, 1000));
+    }
+    // 12x the usual mean, with no new maximum to tell which call (an earlier one was
+    // longer): a stall, left out of the pool.
+    let slow = calls(300, 12_000);
+    round(10, 10_000, true, true).fold(&mut e, &mut st, &slow, &slow);
+    assert_eq!(e.burst_stalls, 1);
+    assert!((e.burst_pool_total / e.burst_pool_timed - 1000.0).abs() < 1e-6);
+    // The program's calls of it now take 5x as long, burst after burst: once they are the
+    // recent bursts' majority they are its mean.
+    let changed = calls(300, 5000);
+    for _ in 0..8 {
+        round(10, 10_000, true, true).fold(&mut e, &mut st, &changed, &changed);
+    }
+    let stalls = e.burst_stalls;
+    round(10, 10_000, true, true).fold(&mut e, &mut st, &changed, &changed);
+    assert_eq!(e.burst_stalls, stalls, "a lasting change is kept");
+    assert!(e.burst_pool_total / e.burst_pool_timed > 1500.0);
 }
 
 #[test]
