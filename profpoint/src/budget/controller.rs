@@ -4,6 +4,7 @@
 
 use super::*;
 use burst::{BurstRound, KEEP, burst};
+use estimate::STALL_RATIO;
 
 /// What the controller remembers of one point.
 #[derive(Debug, Clone, Default)]
@@ -25,6 +26,10 @@ pub(super) struct PointState {
     pub(super) worst: Option<Mode>,
     /// First change, ns since the process's clock origin.
     pub(super) first_ns: Option<u64>,
+    /// Its timed calls' total and self time (ticks) and their number, decayed by
+    /// [`MEAN_KEEP`] a round: its recent mean call and self time, the stand-ins of its
+    /// untimed calls.
+    pub(super) mean_pool: (f64, f64, f64),
 }
 
 /// The controller's state.
@@ -206,11 +211,34 @@ impl Controller {
                 _ => st.est.fold(&d),
             }
             st.last = Some(*cur);
-            if d.timed > 0 && cur.timed > 0 {
-                // What an untimed call of it stands for in the intervals around it: the mean
-                // over the run so far (one round's mean would scale a rare long call, a
-                // preemption say, by N).
-                p.set_mean_ticks(cur.total / cur.timed);
+            if d.timed > 0 {
+                // What an untimed call of it stands for in the intervals around it: its recent
+                // mean timed call, decayed by MEAN_KEEP a round, so that it follows the
+                // intervals as they are now (the mean over the whole run kept a phase's timed
+                // calls uncompensated when compensation came on later, and every counted call
+                // of such a point took that much out of its parent: compensation_split's root
+                // read 0% of its own time under the budget); a round's longest call, when a
+                // new maximum over STALL_RATIO times the others' mean, is left out (a
+                // preemption, which a round's mean would scale by N).
+                let (mut total, mut own, mut timed) =
+                    (d.total as f64, d.self_signed(), d.timed as f64);
+                if d.max > 0 && d.timed >= 2 {
+                    let rest = (total - d.max as f64).max(0.0) / (timed - 1.0);
+                    if d.max as f64 > STALL_RATIO * rest.max(1.0) {
+                        // Its self share kept (the stall may be in a nested call).
+                        own *= (total - d.max as f64).max(0.0) / total;
+                        total -= d.max as f64;
+                        timed -= 1.0;
+                    }
+                }
+                let (t, o, n) = st.mean_pool;
+                st.mean_pool = (
+                    t * MEAN_KEEP + total,
+                    o * MEAN_KEEP + own,
+                    n * MEAN_KEEP + timed,
+                );
+                let (t, o, n) = st.mean_pool;
+                p.set_means((t / n).round() as u64, (o / n).max(0.0).round() as u64);
             }
             if p.kind() == Kind::Hidden {
                 continue;

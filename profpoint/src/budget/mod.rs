@@ -152,6 +152,8 @@ const MAX_WINDOW: Duration = Duration::from_millis(10);
 /// makes 12x; a program whose calls of one function take 4x as long in one burst as in the
 /// others is read as stalled there, until such bursts are the recent majority.
 const BURST_STALL_RATIO: f64 = 4.0;
+/// Weight of the past in a point's recent mean call (`PointState::mean_pool`) each round.
+const MEAN_KEEP: f64 = 0.8;
 /// The fewest timed calls, pooled over bursts, on which a timed call's cost in the program is
 /// handed to compensation (see `Controller::fold_in_context`).
 const MIN_IN_CONTEXT_CALLS: f64 = 1000.0;

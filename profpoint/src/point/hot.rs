@@ -75,7 +75,7 @@ impl Point {
         if status == COUNT {
             // Counted at leave; no recursion mark (nothing is timed, nothing to fold). The
             // intervals around it gain the point's stand-in (see the skipped branch).
-            // Relaxed: see `set_mean_ticks` (std's load: the field is not one of the owner-only
+            // Relaxed: see `set_means` (std's load: the field is not one of the owner-only
             // words `owned` serves).
             owned::add(
                 &shard.child_acc,
@@ -118,11 +118,11 @@ impl Point {
                 owned::set32(&slot.countdown, left - 1);
                 owned::set32(&slot.depth, ACTIVE_SKIPPED);
                 // At leave, the intervals around this call gain the point's stand-in (its mean
-                // timed call, and its own cost while compensating: `set_mean_ticks`; in `t0`,
+                // timed call, and its own cost while compensating: `set_means`; in `t0`,
                 // unused by an untimed call) in place of what it really took, which no clock
                 // read measured: their self time stays their own.
                 t.saved_child = owned::get(&shard.child_acc);
-                // Relaxed: see `set_mean_ticks`.
+                // Relaxed: see `set_means`.
                 t.t0 = self.skipped_stand_in.load(Ordering::Relaxed);
                 t.mode = T_SKIPPED | flags;
                 return;
@@ -250,7 +250,7 @@ impl Point {
             // seqlock: a reader sees the count before or after, both consistent with the rest.
             bump(&slot.skipped, 1);
             // The intervals around it gain the point's stand-in (see `start_in`).
-            // Relaxed: see `set_mean_ticks` (std's load: the field is not one of the owner-only
+            // Relaxed: see `set_means` (std's load: the field is not one of the owner-only
             // words `owned` serves).
             owned::add(
                 &shard.child_acc,

@@ -86,7 +86,7 @@ static SHARD_SLOTS: fn(&mut shard::Sizes) = |s| s.slots = all().len();
 /// around it exclude that call's instrumentation: a parent's total and self time do not grow
 /// with the number of annotated children. Untimed calls (counted only, or left untimed by
 /// sampling) take their cost out of the self time of the intervals around them through their
-/// point's stand-ins (`counted`, `skipped`: see [`Point::set_mean_ticks`]). All 0 while off.
+/// point's stand-ins (`counted`, `skipped`: see [`Point::set_means`]). All 0 while off.
 /// Raw ticks; written only by `overhead::set_compensation`.
 #[derive(Debug)]
 pub(crate) struct Compensation {
@@ -143,12 +143,13 @@ pub struct Point {
     index: AtomicU32,
     /// In sampled mode: time one call in about this many.
     sample_every: AtomicU32,
-    /// The point's mean timed call, in ticks (kept by the overhead budget's controller; 0:
-    /// none yet).
+    /// The point's mean timed call and its mean self time, in ticks (kept by the overhead
+    /// budget's controller; 0: none yet).
     mean_ticks: AtomicU64,
+    mean_self_ticks: AtomicU64,
     /// What a counted-only call, and a call sampling leaves untimed, adds to the child time of
-    /// the interval around it: the mean call, plus the untimed call's own cost while
-    /// compensation is on (see [`Point::set_mean_ticks`]).
+    /// the interval around it: the mean self time and the mean call, plus the untimed call's
+    /// own cost while compensation is on (see [`Point::set_means`]).
     counted_stand_in: AtomicU64,
     skipped_stand_in: AtomicU64,
     /// Whether the status was last set by the overhead budget's controller (cleared by every
@@ -215,6 +216,7 @@ impl Point {
             index: AtomicU32::new(u32::MAX),
             sample_every: AtomicU32::new(1),
             mean_ticks: AtomicU64::new(0),
+            mean_self_ticks: AtomicU64::new(0),
             counted_stand_in: AtomicU64::new(0),
             skipped_stand_in: AtomicU64::new(0),
             by_budget: AtomicBool::new(false),
@@ -265,29 +267,39 @@ impl Point {
         }
     }
 
-    /// Sets the mean timed call, and from it the stand-ins of untimed calls: what each adds
-    /// to the child time of the interval around it, so that the enclosing point's self time
-    /// stays its own. That is the mean call, plus, while compensation is on, the untimed
-    /// call's own cost (its clock has no offset to take it out of, as a timed call's has:
-    /// without it, a parent of ten counted children read ~30 ns of self time a call that
-    /// was profpoint's). A sampled point with no mean yet adds nothing: the time of the points
-    /// nested in its untimed call is then all there is (see `leave_on`).
-    pub(crate) fn set_mean_ticks(&self, ticks: u64) {
+    /// Sets the mean timed call and mean self time, and from them the stand-ins of untimed
+    /// calls: what each adds to the child time of the interval around it, so that the
+    /// enclosing point's self time stays its own. A call sampling leaves untimed replaces what
+    /// the points nested in it added (see `leave_on`): its stand-in is the mean call. A
+    /// counted-only call adds its stand-in as it starts and the points nested in it add their
+    /// own as they run, so its stand-in is the mean self time: the mean call counted the
+    /// nested points' time twice, and a counted point with annotated children took its
+    /// parent's self time to nothing (compensation_split's root read 0% under the budget).
+    /// Both plus, while compensation is on, the untimed call's own cost (its clock has no
+    /// offset to take it out of, as a timed call's has: without it, a parent of ten counted
+    /// children read ~30 ns of self time a call that was profpoint's). A sampled point with no
+    /// mean yet adds nothing: the time of the points nested in its untimed call is then all
+    /// there is.
+    pub(crate) fn set_means(&self, ticks: u64, own: u64) {
         // Relaxed (all): figures read on their own; a call that reads an old one uses a valid
         // figure once.
         self.mean_ticks.store(ticks, Ordering::Relaxed);
+        self.mean_self_ticks.store(own, Ordering::Relaxed);
         let counted = COMPENSATION.counted.load(Ordering::Relaxed);
         let skipped = COMPENSATION.skipped.load(Ordering::Relaxed);
         self.counted_stand_in
-            .store(ticks + counted, Ordering::Relaxed);
+            .store(own.min(ticks) + counted, Ordering::Relaxed);
         let skipped = if ticks == 0 { 0 } else { ticks + skipped };
         self.skipped_stand_in.store(skipped, Ordering::Relaxed);
     }
 
-    /// Recomputes the stand-ins from the mean (compensation was turned on or off).
+    /// Recomputes the stand-ins from the means (compensation was turned on or off).
     pub(crate) fn refresh_stand_ins(&self) {
-        // Relaxed: see `set_mean_ticks`.
-        self.set_mean_ticks(self.mean_ticks.load(Ordering::Relaxed));
+        // Relaxed: see `set_means`.
+        self.set_means(
+            self.mean_ticks.load(Ordering::Relaxed),
+            self.mean_self_ticks.load(Ordering::Relaxed),
+        );
     }
 
     /// Counts every call and times none: no clock read, so an on point's cheapest state, for
@@ -438,6 +450,61 @@ mod size_tests {
     /// The size ARCHITECTURE.md states for a point's static.
     #[test]
     fn a_point_static_is_as_documented() {
-        assert_eq!(std::mem::size_of::<super::Point>(), 96);
+        assert_eq!(std::mem::size_of::<super::Point>(), 104);
+    }
+}
+
+#[cfg(all(test, not(loom), not(feature = "off")))]
+mod stand_in_tests {
+    use super::{Kind, Name, POINTS, Point};
+
+    #[linkme::distributed_slice(POINTS)]
+    static OUTER: Point = Point::new(
+        Name::Static("stand_in::outer"),
+        Kind::Sync,
+        file!(),
+        line!(),
+    );
+    #[linkme::distributed_slice(POINTS)]
+    static MID: Point = Point::new(Name::Static("stand_in::mid"), Kind::Sync, file!(), line!());
+    #[linkme::distributed_slice(POINTS)]
+    static INNER: Point = Point::new(
+        Name::Static("stand_in::inner"),
+        Kind::Sync,
+        file!(),
+        line!(),
+    );
+
+    /// A counted-only call adds its stand-in to the interval around it as it starts, and the
+    /// points nested in it add their own times as they run: its stand-in is its mean self
+    /// time, or the nested points' time would leave the parent twice.
+    #[test]
+    fn a_counted_call_stands_for_its_self_time_not_its_total() {
+        crate::set_budget(None);
+        MID.set_counting();
+        // A mean call of 10,000,000 ticks (milliseconds), all of it in nested points.
+        MID.set_means(10_000_000, 0);
+        const CALLS: u64 = 100;
+        for i in 0..CALLS {
+            let _outer = OUTER.guard();
+            let _mid = MID.guard();
+            let _inner = INNER.guard();
+            std::hint::black_box(i);
+        }
+        let report = crate::snapshot();
+        let point = |name: &str| report.points.iter().find(|p| p.name == name).unwrap();
+        let outer = point("stand_in::outer");
+        assert_eq!(outer.nr, CALLS);
+        assert_eq!(point("stand_in::mid").nr, CALLS);
+        // Standing for its total, every call would take milliseconds of self time the outer
+        // point never had (its self time would read 0, clamped); standing for its self time
+        // (0 here), the outer point keeps what lies between its clock reads and the inner
+        // point's: the guards' own work.
+        let own = outer.self_ns.unwrap();
+        assert!(
+            own > 0 && own <= outer.total_ns,
+            "outer's self time {own} ns of {} ns over {CALLS} calls",
+            outer.total_ns
+        );
     }
 }
