@@ -119,6 +119,18 @@ mod linux {
         profpoint::reset();
         run(d, annotated::root);
         let r = profpoint::snapshot();
+        if r.budget.running && !r.budget.throttled.is_empty() {
+            // What the budget made of the levels (their states at the end).
+            let states: Vec<String> = LEVELS
+                .iter()
+                .map(|level| {
+                    let name = format!("compensation_split::linux::annotated::{level}");
+                    let now = r.budget.throttled.iter().find(|t| t.point == name);
+                    format!("{level} {}", now.map_or("on", |t| t.now.as_str()))
+                })
+                .collect();
+            println!("      under the budget: {}", states.join(", "));
+        }
         let mut v = [0.0; 4];
         for (i, level) in LEVELS.iter().enumerate() {
             let name = format!("compensation_split::linux::annotated::{level}");
