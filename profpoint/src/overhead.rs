@@ -193,11 +193,18 @@ fn full_ticks(calibrated: f64) -> u64 {
     // Relaxed: see `set_in_context`.
     let ctx = f64::from_bits(IN_CONTEXT.load(Ordering::Relaxed));
     let full = if ctx > 0.0 && calibrated > 0.0 {
-        ctx.clamp(calibrated, IN_CONTEXT_MAX * calibrated)
+        in_context_bounded(ctx, calibrated)
     } else {
         calibrated
     };
     full.round() as u64
+}
+
+/// A timed call's in-context cost `ctx` held within its bounds around the calibration's figure
+/// `calibrated` (see [`IN_CONTEXT_MAX`]): what compensation takes out, and what the budget's
+/// controller prices a timed call at.
+pub(crate) fn in_context_bounded(ctx: f64, calibrated: f64) -> f64 {
+    ctx.clamp(calibrated, IN_CONTEXT_MAX * calibrated)
 }
 
 /// Whether compensation is on.

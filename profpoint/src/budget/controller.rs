@@ -4,7 +4,7 @@
 
 use super::*;
 use burst::{BurstRound, KEEP, burst};
-use estimate::STALL_RATIO;
+use estimate::stalled_call;
 
 /// What the controller remembers of one point.
 #[derive(Debug, Clone, Default)]
@@ -183,7 +183,7 @@ impl Controller {
         // the budget by as much.
         let mut in_program = *costs;
         if let Some(t) = self.in_context_timed() {
-            in_program.timed = t.clamp(costs.timed, 2.0 * costs.timed);
+            in_program.timed = overhead::in_context_bounded(t, costs.timed);
         }
         let costs = &in_program;
         self.points.resize(points.len(), PointState::default());
@@ -214,23 +214,19 @@ impl Controller {
             st.last = Some(*cur);
             if d.timed > 0 {
                 // What an untimed call of it stands for in the intervals around it: its recent
-                // mean timed call, decayed by MEAN_KEEP a round, so that it follows the
-                // intervals as they are now (the mean over the whole run kept a phase's timed
-                // calls uncompensated when compensation came on later, and every counted call
-                // of such a point took that much out of its parent: compensation_split's root
-                // read 0% of its own time under the budget); a round's longest call, when a
-                // new maximum over STALL_RATIO times the others' mean, is left out (a
-                // preemption, which a round's mean would scale by N).
+                // mean timed call and self time, decayed by MEAN_KEEP a round, so that they
+                // follow the intervals as they are now (a point's timed calls are compensated
+                // in bursts and not around them, unless the program asked; a mean over the
+                // whole run kept every earlier phase); a round's longest call, when a stall
+                // (`stalled_call`: a preemption, which a round's mean would scale by N), is
+                // left out.
                 let (mut total, mut own, mut timed) =
                     (d.total as f64, d.self_signed(), d.timed as f64);
-                if d.max > 0 && d.timed >= 2 {
-                    let rest = (total - d.max as f64).max(0.0) / (timed - 1.0);
-                    if d.max as f64 > STALL_RATIO * rest.max(1.0) {
-                        // Its self share kept (the stall may be in a nested call).
-                        own *= (total - d.max as f64).max(0.0) / total;
-                        total -= d.max as f64;
-                        timed -= 1.0;
-                    }
+                if let Some(max) = stalled_call(&d) {
+                    // Its self share kept (the stall may be in a nested call).
+                    own *= (total - max as f64).max(0.0) / total;
+                    total -= max as f64;
+                    timed -= 1.0;
                 }
                 let (t, o, n) = st.mean_pool;
                 st.mean_pool = (

@@ -62,7 +62,18 @@ pub(super) const MIN_TIMED: u64 = 32;
 
 /// A stratum's longest timed call is taken as a stall when it is this many times the mean of
 /// the others (see `Est::close`).
-pub(super) const STALL_RATIO: f64 = 1000.0;
+const STALL_RATIO: f64 = 1000.0;
+
+/// The longest timed call in `d` (ticks) if it is a stall: a new maximum for the point (`d.max`
+/// is 0 otherwise) over [`STALL_RATIO`] times the mean of `d`'s other timed calls (the thread
+/// preempted or faulting inside it, not the point's work).
+pub(super) fn stalled_call(d: &Scalars) -> Option<u64> {
+    if d.max == 0 || d.timed < 2 {
+        return None;
+    }
+    let rest = (d.total - d.max.min(d.total)) as f64 / (d.timed - 1) as f64;
+    (d.max as f64 > STALL_RATIO * rest.max(1.0)).then_some(d.max)
+}
 
 impl Est {
     /// Adds the change `d` of a point's counters over one round.
@@ -106,20 +117,17 @@ impl Est {
             // through, stood for 200 unseen calls each and read as 35 s of a 2 s run).
             // Counted once (above), left out of the mean that prices the unseen calls; the
             // burst's self time keeps the share of self the point's bursts had so far.
-            if w.max > 0 && timed >= 2 {
-                let rest = (total - w.max as f64).max(0.0) / (timed - 1) as f64;
-                if w.max as f64 > STALL_RATIO * rest.max(1.0) {
-                    let kept = (total - w.max as f64).max(0.0);
-                    own = if self.burst_pool_total > 0.0 {
-                        kept * self.burst_pool_self / self.burst_pool_total
-                    } else {
-                        own * kept / total.max(1.0)
-                    };
-                    total = kept;
-                    timed -= 1;
-                    calls -= 1;
-                    self.burst_stalls += 1;
-                }
+            if let Some(max) = stalled_call(w) {
+                let kept = (total - max as f64).max(0.0);
+                own = if self.burst_pool_total > 0.0 {
+                    kept * self.burst_pool_self / self.burst_pool_total
+                } else {
+                    own * kept / total.max(1.0)
+                };
+                total = kept;
+                timed -= 1;
+                calls -= 1;
+                self.burst_stalls += 1;
             }
             let mean = total / timed as f64;
             // Judged against the median of the recent bursts' means, every one of them
@@ -225,14 +233,11 @@ impl Est {
         // (else 0). One that is over STALL_RATIO times the rest's mean is a stall (the thread
         // preempted or faulting), not the point's work: counted once, not as N calls (a 382 ms
         // preemption of a 500 ns call, scaled by 32, read as 12 s in a run of 1 s).
-        if d.max > 0 && timed >= 2 {
-            let rest = (d.total - d.max.min(d.total)) as f64 / (timed - 1) as f64;
-            if d.max as f64 > STALL_RATIO * rest.max(1.0) {
-                once = d.max as f64;
-                scaled -= once;
-                timed -= 1;
-                calls -= 1;
-            }
+        if let Some(max) = stalled_call(&d) {
+            once = max as f64;
+            scaled -= once;
+            timed -= 1;
+            calls -= 1;
         }
         let n = timed as f64;
         let calls = calls as f64;
