@@ -239,9 +239,9 @@ impl Point {
 
     /// A counted-only call, with nothing else in its function: what it costs over the bare
     /// call is two calls, the status and slot loads, and two increments (issue 11's target:
-    /// 2 ns). (It saves three registers it does not need: the thread-local's address is a
-    /// call to `__tls_get_addr` when this crate is compiled, which the linker turns into two
-    /// instructions; the saves stay.) No slot yet: `enter_started`'s cold path.
+    /// 2 ns). On x86_64 glibc the thread's shard is one `fs:`-relative load and the function
+    /// saves nothing but a push for the stack's alignment (`shard::word`: a `thread_local!`
+    /// cost three register saves here). No slot yet: `enter_started`'s cold path.
     #[inline(never)]
     #[allow(improper_ctypes_definitions)] // never called from C: the ABI is for `nounwind`
     extern "C" fn enter_counted(&'static self, t: &mut MaybeUninit<Token>) -> bool {
