@@ -6,10 +6,10 @@
 use super::*;
 use controller::{Cpu, cpu_ns, delta};
 
-/// Times `points` (the controller's, in bursts) fully for `window`, then switches them off
-/// again; records when (see "Bursts" in the module docs). Holds the controller's lock only to
+/// Times `points` (the controller's, in bursts or counted only) fully for `window`, then puts
+/// each back in its state (off, or counting); records when (see "Bursts" in the module docs). Holds the controller's lock only to
 /// record, never while the program runs the burst.
-pub(super) fn burst(points: &[usize], window: Duration) {
+pub(super) fn burst(points: &[(usize, Mode)], window: Duration) {
     let all = point::all();
     let began = cpu_ns(Cpu::Thread);
     // The burst's calls are compensated (each call's and its children's instrumentation taken
@@ -29,7 +29,7 @@ pub(super) fn burst(points: &[usize], window: Duration) {
         // the test and the store below is overwritten once, and the next round hands the point
         // back (its `by_budget` is then the controller's again). The window is a few hundred
         // microseconds a round.
-        for &i in points {
+        for &(i, _) in points {
             if all[i].is_by_budget() {
                 Mode::On.apply(&all[i]);
             }
@@ -57,9 +57,9 @@ pub(super) fn burst(points: &[usize], window: Duration) {
     c.window_reliable = clk.to_ns(first) < quick && clk.to_ns(second) < quick;
     // The counts are the span between the reads' middles: the window less half of each.
     c.window_reads = (first + second) / 2;
-    for &i in points {
+    for &(i, back) in points {
         if all[i].is_by_budget() {
-            Mode::Burst.apply(&all[i]);
+            back.apply(&all[i]);
         }
     }
     // As the program had it (a `compensate` call during the burst is overwritten: a race

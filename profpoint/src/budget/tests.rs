@@ -373,3 +373,49 @@ fn strata_keep_phases_apart() {
     assert_eq!(ci, 0.0);
     assert!(e.estimated);
 }
+
+#[test]
+fn the_windows_time_the_counted_points_too() {
+    let mut c = Controller::EMPTY;
+    c.points = vec![PointState::default(); 4];
+    c.points[0].set = Some(Mode::Count);
+    c.points[1].set = Some(Mode::Burst);
+    c.points[2].set = Some(Mode::Sampled(8));
+    // Point 3 is on, never set by the controller.
+    let managed = [(0, 100), (1, 100), (2, 100), (3, 100)];
+    c.plan_burst(&managed, 0.0, 1e6);
+    let (points, window) = c.plan.take().expect("a window");
+    // Each with the state it goes back to after the window.
+    assert_eq!(points, vec![(0, Mode::Count), (1, Mode::Burst)]);
+    assert_eq!(window, FIRST_WINDOW);
+    // With no point in bursts, the counted points still get their windows.
+    c.points[1].set = Some(Mode::Sampled(4));
+    c.plan_burst(&managed, 0.0, 1e6);
+    assert_eq!(c.plan.take().expect("a window").0, vec![(0, Mode::Count)]);
+    // Nothing counted or in bursts: no window.
+    c.points[0].set = None;
+    c.plan_burst(&managed, 0.0, 1e6);
+    assert!(c.plan.is_none());
+}
+
+#[test]
+fn a_counted_point_is_priced_at_its_calls_in_the_windows() {
+    // Timed on every call at first (the run's first rounds): 1,000 calls of 100 ticks.
+    let mut e = Est::default();
+    e.fold(&calls(1000, 100));
+    // Then counted, 10 rounds of 100,000 calls each, 40 of them timed in the round's window,
+    // where the calls now take 400 ticks. Priced at its mean before it was counted, the
+    // counted calls would read 100 ticks each (1e8 in all).
+    let w = calls(40, 400);
+    for _ in 0..10 {
+        let d = Scalars {
+            skipped: 100_000 - 40,
+            ..w
+        };
+        e.fold_beside_burst(&d, &w);
+    }
+    let (total, own, _) = e.resolve(1000 + 400, 1000 * 100 + 400 * 400, 0.0);
+    let want = 1000.0 * 100.0 + 1_000_000.0 * 400.0;
+    assert!((total - want).abs() < 1e-6 * want, "{total} against {want}");
+    assert!((own - want).abs() < 1e-6 * want, "{own} against {want}");
+}
