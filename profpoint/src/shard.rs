@@ -374,21 +374,23 @@ mod word {
     /// The word's offset from the thread pointer (`fs:0`), by the TLS descriptor call, in `rax`,
     /// then what `op` makes of `%fs:(%rax)`. The clobbers: the descriptor ABI keeps every register
     /// but `rax` and the flags; the vector, mask and x87 registers are listed for glibc's `dlopen`
-    /// case above. Not `nostack`: the call pushes its return address (Rust aligns the stack for
-    /// a call at an asm block without `nostack`). Two definitions: a build with AVX-512 has 16
-    /// more vector registers and the mask registers to declare.
-    #[cfg(not(target_feature = "avx512f"))]
+    /// case above (`vector!` names those of this build: a build with AVX-512 has 16 more and
+    /// the mask registers). Not `nostack`: the call pushes its return address (Rust aligns the
+    /// stack for a call at an asm block without `nostack`).
     macro_rules! with_word {
         ($op:literal, $($operands:tt)*) => {
+            vector!(with_word_and, $op, $($operands)*)
+        };
+    }
+
+    macro_rules! with_word_and {
+        ([$($vector:tt)*], $op:literal, $($operands:tt)*) => {
             std::arch::asm!(
                 concat!("lea ", name!(), "@tlsdesc(%rip), %rax"),
                 concat!("call *", name!(), "@tlscall(%rax)"),
                 $op,
                 $($operands)*
-                out("xmm0") _, out("xmm1") _, out("xmm2") _, out("xmm3") _,
-                out("xmm4") _, out("xmm5") _, out("xmm6") _, out("xmm7") _,
-                out("xmm8") _, out("xmm9") _, out("xmm10") _, out("xmm11") _,
-                out("xmm12") _, out("xmm13") _, out("xmm14") _, out("xmm15") _,
+                $($vector)*
                 out("mm0") _, out("mm1") _, out("mm2") _, out("mm3") _,
                 out("mm4") _, out("mm5") _, out("mm6") _, out("mm7") _,
                 out("st(0)") _, out("st(1)") _, out("st(2)") _, out("st(3)") _,
@@ -398,14 +400,23 @@ mod word {
         };
     }
 
+    /// Calls `$then!` with this build's vector registers as clobbers, then the rest.
+    #[cfg(not(target_feature = "avx512f"))]
+    macro_rules! vector {
+        ($then:ident, $($rest:tt)*) => {
+            $then!([
+                out("xmm0") _, out("xmm1") _, out("xmm2") _, out("xmm3") _,
+                out("xmm4") _, out("xmm5") _, out("xmm6") _, out("xmm7") _,
+                out("xmm8") _, out("xmm9") _, out("xmm10") _, out("xmm11") _,
+                out("xmm12") _, out("xmm13") _, out("xmm14") _, out("xmm15") _,
+            ], $($rest)*)
+        };
+    }
+
     #[cfg(target_feature = "avx512f")]
-    macro_rules! with_word {
-        ($op:literal, $($operands:tt)*) => {
-            std::arch::asm!(
-                concat!("lea ", name!(), "@tlsdesc(%rip), %rax"),
-                concat!("call *", name!(), "@tlscall(%rax)"),
-                $op,
-                $($operands)*
+    macro_rules! vector {
+        ($then:ident, $($rest:tt)*) => {
+            $then!([
                 out("zmm0") _, out("zmm1") _, out("zmm2") _, out("zmm3") _,
                 out("zmm4") _, out("zmm5") _, out("zmm6") _, out("zmm7") _,
                 out("zmm8") _, out("zmm9") _, out("zmm10") _, out("zmm11") _,
@@ -416,12 +427,7 @@ mod word {
                 out("zmm28") _, out("zmm29") _, out("zmm30") _, out("zmm31") _,
                 out("k1") _, out("k2") _, out("k3") _, out("k4") _,
                 out("k5") _, out("k6") _, out("k7") _,
-                out("mm0") _, out("mm1") _, out("mm2") _, out("mm3") _,
-                out("mm4") _, out("mm5") _, out("mm6") _, out("mm7") _,
-                out("st(0)") _, out("st(1)") _, out("st(2)") _, out("st(3)") _,
-                out("st(4)") _, out("st(5)") _, out("st(6)") _, out("st(7)") _,
-                options(att_syntax)
-            )
+            ], $($rest)*)
         };
     }
 
