@@ -283,7 +283,8 @@ pub struct BudgetEvent {
 pub struct ThrottledPoint {
     /// The point.
     pub point: String,
-    /// Its state now: `on`, `1/N`, `count`, `off`.
+    /// Its state now: `on`, `1/N`, `count`, `burst` (`off` in older reports, which named a
+    /// point in bursts by its status between them, and in reports written before bursts).
     pub now: String,
     /// The most throttled state it had.
     pub worst: String,
