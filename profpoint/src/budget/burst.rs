@@ -7,8 +7,8 @@ use super::*;
 use controller::{Cpu, cpu_ns, delta};
 
 /// Times `points` (the controller's, in bursts or counted only) fully for `window`, then puts
-/// each back in its state (off, or counting); records when (see "Bursts" in the module docs). Holds the controller's lock only to
-/// record, never while the program runs the burst.
+/// each back in its state (off, or counting); records when (see "Bursts" in the module docs).
+/// Holds the controller's lock only to record, never while the program runs the burst.
 pub(super) fn burst(points: &[(usize, Mode)], window: Duration) {
     let all = point::all();
     let began = cpu_ns(Cpu::Thread);

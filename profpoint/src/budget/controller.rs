@@ -263,11 +263,6 @@ impl Controller {
             let spent = d.timed as f64 * costs.timed
                 + d.nested as f64 * nested
                 + d.skipped as f64 * untimed;
-            // A point in bursts was called about `scale` times what the burst saw. A burst is a
-            // sample of a few hundred microseconds: of a program that calls the point in
-            // phases it may catch none (or a burst may catch no thread running), so the rate
-            // the controller decides on is averaged over bursts, and kept through rounds whose
-            // burst told nothing, instead of reading as a point no longer called.
             // A counted point's timed calls are those of the bursts' windows (see
             // `plan_burst`): the windows' cost, which sets their length.
             if mode == Mode::Count && st.set == Some(Mode::Count) {
@@ -275,6 +270,11 @@ impl Controller {
                 burst_cost += windows;
                 cost -= windows;
             }
+            // A point in bursts was called about `scale` times what the burst saw. A burst is a
+            // sample of a few hundred microseconds: of a program that calls the point in
+            // phases it may catch none (or a burst may catch no thread running), so the rate
+            // the controller decides on is averaged over bursts, and kept through rounds whose
+            // burst told nothing, instead of reading as a point no longer called.
             let calls = if mode == Mode::Burst {
                 burst_cost += spent;
                 if let Some(calls) = estimated {

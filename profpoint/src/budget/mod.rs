@@ -74,7 +74,6 @@
 //!   their time lands in the parent's self time; so a parent's self time is its total times
 //!   the share of self it had in the bursts, once they hold a timed call of it.
 //!
-//!
 //! The windows time the points the controller counts, too (and run for them alone when no
 //! point is in bursts): a counted call stands for its point's mean call and self time (in its
 //! estimate and in the intervals around it), and a mean taken before the point was counted
@@ -418,8 +417,9 @@ pub(crate) fn report(clk: &clock::ClockInfo) -> BudgetReport {
                 calls,
                 ThrottledPoint {
                     point: p.name().to_string(),
-                    // The state the controller gave it, while it is the controller's: in a
-                    // burst's window its points read as on, but are in bursts or counted.
+                    // The state the controller gave it, while it is the controller's: its
+                    // status reads on inside a burst's window, and off between windows for a
+                    // point in bursts.
                     now: match st.set {
                         Some(m) if p.is_by_budget() => m.label(),
                         _ => Mode::of(p).label(),
