@@ -96,18 +96,14 @@ fn parent_of_counted() -> u64 {
     (0..CHILDREN).map(counted_leaf).sum()
 }
 
-/// Self ns per call of `name` over `calls` calls of `f`, the least of `rounds` rounds (a
-/// preempted round is left out: these are sums, not medians).
-fn least_self_ns(name: &str, rounds: usize, calls: usize, f: fn() -> u64) -> f64 {
-    (0..rounds)
-        .map(|_| {
-            let before = point(name).self_ns.unwrap();
-            for _ in 0..calls {
-                black_box(f());
-            }
-            (point(name).self_ns.unwrap() - before) as f64 / calls as f64
-        })
-        .fold(f64::MAX, f64::min)
+/// Self ns per call of `name` over `calls` calls of `f` (signed: compensation may take out
+/// more than an interval held, and the sum of self times then goes down).
+fn self_ns_per_call(name: &str, calls: usize, f: fn() -> u64) -> f64 {
+    let before = i128::from(point(name).self_ns.unwrap());
+    for _ in 0..calls {
+        black_box(f());
+    }
+    (i128::from(point(name).self_ns.unwrap()) - before) as f64 / calls as f64
 }
 
 /// A counted-only child has no clock reads whose offset could take its cost out of the parent;
@@ -118,26 +114,29 @@ fn counted_children_leave_their_parents_self_time_under_compensation() {
     profpoint::set_budget(None);
     assert_eq!(profpoint::count_only("compensation::counted_leaf"), 1);
     let (rounds, calls) = (15, 41);
-    let bare = least_self_ns(
-        "compensation::parent_of_bare_children",
-        rounds,
-        calls,
-        parent_of_bare_children,
-    );
-    let raw = least_self_ns(
-        "compensation::parent_of_counted",
-        rounds,
-        calls,
-        parent_of_counted,
-    );
-    profpoint::compensate(true);
-    let comp = least_self_ns(
-        "compensation::parent_of_counted",
-        rounds,
-        calls,
-        parent_of_counted,
-    );
-    profpoint::compensate(false);
+    // The three measured round by round, interleaved, so that a machine whose speed moves
+    // under load moves them alike; the least of each over the rounds (a preempted round is
+    // left out: these are sums, not medians).
+    let (mut bare, mut raw, mut comp) = (f64::MAX, f64::MAX, f64::MAX);
+    for _ in 0..rounds {
+        bare = bare.min(self_ns_per_call(
+            "compensation::parent_of_bare_children",
+            calls,
+            parent_of_bare_children,
+        ));
+        raw = raw.min(self_ns_per_call(
+            "compensation::parent_of_counted",
+            calls,
+            parent_of_counted,
+        ));
+        profpoint::compensate(true);
+        comp = comp.min(self_ns_per_call(
+            "compensation::parent_of_counted",
+            calls,
+            parent_of_counted,
+        ));
+        profpoint::compensate(false);
+    }
     println!(
         "self ns a call: bare children {bare:.0}, counted uncompensated {raw:.0}, compensated {comp:.0}"
     );
