@@ -260,16 +260,16 @@ impl Controller {
             } else {
                 costs.skipped
             };
-            let spent = d.timed as f64 * costs.timed
-                + d.nested as f64 * nested
-                + d.skipped as f64 * untimed;
+            let timed_cost = d.timed as f64 * costs.timed + d.nested as f64 * nested;
+            let spent = timed_cost + d.skipped as f64 * untimed;
             // A counted point's timed calls are those of the bursts' windows (see
-            // `plan_burst`): the windows' cost, which sets their length.
-            if mode == Mode::Count && st.set == Some(Mode::Count) {
-                let windows = d.timed as f64 * costs.timed + d.nested as f64 * nested;
-                burst_cost += windows;
-                cost -= windows;
-            }
+            // `plan_burst`): the windows' cost, which sets their length, not its own.
+            let windows = if mode == Mode::Count && st.set == Some(Mode::Count) {
+                timed_cost
+            } else {
+                0.0
+            };
+            burst_cost += windows;
             // A point in bursts was called about `scale` times what the burst saw. A burst is a
             // sample of a few hundred microseconds: of a program that calls the point in
             // phases it may catch none (or a burst may catch no thread running), so the rate
@@ -287,7 +287,7 @@ impl Controller {
                 }
                 (st.burst_rate * dt as f64).round() as u64
             } else {
-                cost += spent;
+                cost += spent - windows;
                 d.nr()
             };
             calls_total += d.nr();
