@@ -389,7 +389,7 @@ pub struct TracepointInfo {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Overhead {
     /// Wall time of one enabled call's instrumentation (an annotated call minus the same call
-    /// bare, best of 5 rounds of 5,000).
+    /// bare, best of 7 rounds of 5,000).
     pub per_call_ns: f64,
     /// The part of it that a point's own interval includes (median).
     pub in_interval_ns: f64,

@@ -39,8 +39,8 @@ static CALIBRATION: Point = Point::new(
 /// before `main` does not wait for the clock calibration.
 static MEASURED: OnceLock<(f64, f64)> = OnceLock::new();
 
-/// Rounds of the calibration loop; the best round is kept.
-const ROUNDS: usize = 5;
+/// Rounds of each calibration loop; the best round of each is kept.
+const ROUNDS: usize = 7;
 /// Calls per round: long enough (~0.1 ms) to dwarf the two clock reads around it.
 const CALLS: u64 = 5_000;
 
@@ -53,11 +53,10 @@ pub(crate) fn measure() {
     MEASURED.get_or_init(|| {
         let index = CALIBRATION.index() as usize;
         let before = shard::read_point(index);
-        let best = loop_ticks(Some(&CALIBRATION));
-        let c = shard::read_point(index).since(&before);
         // The same loop without the point: what a call costs is the difference (the loop and
         // its body are the caller's, not profpoint's).
-        let bare = loop_ticks(None);
+        let [bare, best] = best_interleaved([None, Some(&CALIBRATION)], |_| ());
+        let c = shard::read_point(index).since(&before);
         (
             (best - bare).max(0.0),
             crate::hist::quantile(&c.hist, c.hist.iter().sum(), 0.5),
@@ -65,27 +64,43 @@ pub(crate) fn measure() {
     });
 }
 
-/// Ticks per iteration of a loop of `CALLS` calls through `point` (the path an enabled
-/// `#[profile_point]` takes), or of the bare loop: best of `ROUNDS`, to keep a preempted
-/// round out.
-fn loop_ticks(point: Option<&'static Point>) -> f64 {
-    let mut best = f64::MAX;
+/// Ticks per iteration of each loop of `CALLS` calls through its point (the path an enabled
+/// `#[profile_point]` takes; `None`: the bare loop), the best of `ROUNDS` rounds each, the
+/// loops interleaved round by round: a preempted round is left out, and a machine whose speed
+/// moves (a busy neighbour, a frequency step) moves every loop alike, where loops measured
+/// one after another each met a different machine (under two busy loops the counted call's
+/// figure read 4.3 ns against the ~2.5 it cost). `prepare(i)` runs before loop `i` of every
+/// round (it sets the state the loop measures).
+fn best_interleaved<const N: usize>(
+    loops: [Option<&'static Point>; N],
+    mut prepare: impl FnMut(usize),
+) -> [f64; N] {
+    let mut best = [f64::MAX; N];
     for _ in 0..ROUNDS {
-        let t0 = clock::now();
-        for i in 0..CALLS {
-            if let Some(p) = point {
-                // The same two out-of-line calls of profpoint's own code that every annotated
-                // function makes.
-                let mut t = std::mem::MaybeUninit::uninit();
-                let _g = p.__enter(&mut t);
-                std::hint::black_box(i);
-            } else {
-                std::hint::black_box(i);
-            }
+        for (i, point) in loops.iter().enumerate() {
+            prepare(i);
+            best[i] = best[i].min(round_ticks(*point));
         }
-        best = best.min((clock::now() - t0) as f64 / CALLS as f64);
     }
     best
+}
+
+/// One round: ticks per iteration of a loop of `CALLS` calls through `point`, or of the bare
+/// loop.
+fn round_ticks(point: Option<&'static Point>) -> f64 {
+    let t0 = clock::now();
+    for i in 0..CALLS {
+        if let Some(p) = point {
+            // The same two out-of-line calls of profpoint's own code that every annotated
+            // function makes.
+            let mut t = std::mem::MaybeUninit::uninit();
+            let _g = p.__enter(&mut t);
+            std::hint::black_box(i);
+        } else {
+            std::hint::black_box(i);
+        }
+    }
+    (clock::now() - t0) as f64 / CALLS as f64
 }
 
 #[cfg_attr(not(feature = "off"), linkme::distributed_slice(crate::point::POINTS))]
@@ -115,16 +130,17 @@ static MODE_COSTS: OnceLock<ModeCosts> = OnceLock::new();
 pub(crate) fn mode_costs() -> ModeCosts {
     *MODE_COSTS.get_or_init(|| {
         let p = &CALIBRATION_MODES;
-        let bare = loop_ticks(None);
-        let cost = || (loop_ticks(Some(p)) - bare).max(0.0);
+        let [bare, timed, skipped, counted] =
+            best_interleaved([None, Some(p), Some(p), Some(p)], |i| match i {
+                1 => p.set_enabled(true),
+                // One call in 2^30 timed: the rest take the sampled path's untimed branch.
+                2 => p.set_sampling(1 << 30),
+                3 => p.set_counting(),
+                _ => {}
+            });
         p.set_enabled(true);
-        let timed = cost();
-        // One call in 2^30 timed: the rest take the sampled path's untimed branch.
-        p.set_sampling(1 << 30);
-        let skipped = cost();
-        p.set_counting();
-        let counted = cost();
-        p.set_enabled(true);
+        let cost = |ticks: f64| (ticks - bare).max(0.0);
+        let (timed, skipped, counted) = (cost(timed), cost(skipped), cost(counted));
         // A cheaper state never costs more than a dearer one in the model (noise can say so).
         let skipped = skipped.min(timed);
         ModeCosts {
