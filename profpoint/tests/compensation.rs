@@ -141,10 +141,15 @@ fn counted_children_leave_their_parents_self_time_under_compensation() {
         "self ns a call: bare children {bare:.0}, counted uncompensated {raw:.0}, compensated {comp:.0}"
     );
     // Uncompensated, 200 counted calls (a few ns each) sit in the parent's self time;
-    // compensated, less than half of that excess is left.
+    // compensated, each takes out the counted call's cost as calibrated once per process.
+    // Under load that figure and the calls' cost here part by up to half (beside two busy
+    // loops the calibration read 4.6-10.4 ticks from run to run, and missed the calls' cost
+    // in this loop by 20-50% either way: the machine's speed moves between the two), so the
+    // test asks that compensation move the parent towards its bare-children figure and not
+    // past it by more than the excess; how close it comes is the compensation_split bench's.
     assert!(raw > bare, "counted children cost nothing? {raw} vs {bare}");
     assert!(
-        (comp - bare).abs() * 2.0 < raw - bare,
+        (comp - bare).abs() < raw - bare,
         "compensated {comp:.0} ns, uncompensated {raw:.0}, bare children {bare:.0}"
     );
     assert_eq!(
