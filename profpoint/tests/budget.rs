@@ -111,7 +111,7 @@ fn points_that_cost_less_than_the_budget_are_timed_on_every_call() {
 fn a_hot_point_is_sampled_with_an_exact_count_and_an_estimate_inside_its_error_bar() {
     profpoint::set_budget(Some(1.0));
     let mut calls = 0u64;
-    let started = Instant::now();
+    let (started, cpu_at_start) = (Instant::now(), thread_cpu());
     until(
         "the budget to throttle budget::hot",
         Duration::from_secs(30),
@@ -135,6 +135,8 @@ fn a_hot_point_is_sampled_with_an_exact_count_and_an_estimate_inside_its_error_b
         },
     );
     let wall = started.elapsed();
+    // Wall time this thread did not run (preempted by other processes): see `outer` below.
+    let lost = wall.saturating_sub(thread_cpu() - cpu_at_start).as_nanos() as f64;
     let h = point(&r, "budget::hot");
     assert_eq!(h.nr, calls, "every call counted: {:?}", r.budget);
     assert!(h.enabled, "never switched off: {:?}", r.budget);
@@ -163,17 +165,21 @@ fn a_hot_point_is_sampled_with_an_exact_count_and_an_estimate_inside_its_error_b
     );
     // Untimed calls of `hot` count in `outer`'s intervals as `hot`'s mean call: `outer`'s
     // self time is its loop (~1% of it), not its untimed children (a share 1 - 1/N of it
-    // without that). A busy machine's preemptions of untimed calls land in it, and the mean
-    // that stands for them is a noisy estimate of how often they come (heavy-tailed), hence
-    // the margin: at most 70% of what no attribution would leave.
+    // without that). The margin (at most 70% of what no attribution would leave) is for the
+    // mean, a noisy estimate of heavy-tailed calls. A preemption is another matter: a 4 ms
+    // time slice of another process lands in one call of `hot`, timed with chance 1/N, and
+    // the few that are timed (often none) say little of the many that are not. The wall time
+    // this thread did not run is allowed on top: quiet, it is next to nothing and the bound
+    // is as strict as ever (beside two busy loops outer's self read 46-71% of its total).
     let o = point(&r, "budget::outer");
     let n = match h.sampling {
         Some(n) if n > 1 => f64::from(n),
         _ => 2.0,
     };
+    let bound = (0.7 * (1.0 - 1.0 / n)).max(0.3) * o.total_ns as f64 + lost;
     assert!(
-        (o.self_ns.unwrap() as f64) <= (0.7 * (1.0 - 1.0 / n)).max(0.3) * o.total_ns as f64,
-        "outer self {:?} of total {}: {o:?} {h:?} {:?}",
+        (o.self_ns.unwrap() as f64) <= bound,
+        "outer self {:?} of total {} (bound {bound:.0} ns, {lost:.0} of it preempted): {o:?} {h:?} {:?}",
         o.self_ns,
         o.total_ns,
         r.budget
