@@ -8,20 +8,15 @@ use profpoint::{PointReport, Report};
 use profpoint_test_support::cpu::thread_cpu;
 use std::time::{Duration, Instant};
 
-/// Work that takes at least `d` of the thread's CPU time (a busy loop on its CPU clock).
-/// CPU time, not wall time: the budget prices a point's calls against the process's CPU
-/// time, and a wall-clock spin on a busy machine (or a guest whose host takes its CPU) ends
-/// its 2 us with much less CPU spent, so the calls per CPU second, and the cost of counting
-/// them, rise with the load: the likely cause of the controller's first round putting `hot`
-/// in bursts (estimated counts) in 2 of 10 runs beside a CI run and two busy loops.
+/// Work that takes at least `d` (a busy loop on the clock).
 fn busy(d: Duration) {
-    let end = thread_cpu() + d;
-    while thread_cpu() < end {
+    let t = Instant::now();
+    while t.elapsed() < d {
         std::hint::spin_loop();
     }
 }
 
-/// ~2 us of CPU a call: too dear to time on every call under a 1% budget (a timed call costs
+/// ~2 us a call: too dear to time on every call under a 1% budget (a timed call costs
 /// ~25-40 ns), cheap enough to sample (an untimed call costs under 10 ns).
 #[profpoint::profile_point]
 fn hot() {
@@ -42,13 +37,16 @@ fn tiny(x: u64) -> u64 {
     std::hint::black_box(x).wrapping_add(1)
 }
 
-/// ~50 us of CPU a call: cheap to time on every call under any budget here (CPU time: see
-/// `busy`; beside two busy loops and the rest of the suite a wall-clock spin got so little
-/// CPU that the controller's first round priced this point at more than 2% of it, and
-/// throttled it in 2 of 6 such runs).
+/// ~50 us of CPU a call: cheap to time on every call under any budget here. CPU time, not wall
+/// time: the budget is a share of the process's CPU time, and beside two busy loops and the
+/// rest of the suite a wall-clock spin got so little CPU that the controller's first round
+/// priced this point at more than 2% of it (it throttled it in 2 of 6 such runs).
 #[profpoint::profile_point]
 fn cold() {
-    busy(Duration::from_micros(50));
+    let end = thread_cpu() + Duration::from_micros(50);
+    while thread_cpu() < end {
+        std::hint::spin_loop();
+    }
 }
 
 fn point(r: &Report, name: &str) -> PointReport {
