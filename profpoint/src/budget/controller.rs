@@ -3,7 +3,7 @@
 //! cost stays under the budget (`allocate`).
 
 use super::*;
-use burst::{BurstRound, KEEP, burst};
+use burst::{BurstRound, BurstState, KEEP, burst};
 use estimate::stalled_call;
 
 /// What the controller remembers of one point.
@@ -71,6 +71,10 @@ pub(super) struct Controller {
     /// and just after it: the calls of the round before the burst began are not the burst's,
     /// and the other points' calls in it tell how much the burst slowed the program).
     pub(super) window_calls: Vec<Scalars>,
+    /// What each point's counters gained in the burst's warm-up, before the window's counts
+    /// began ([`burst::warm_up`]), and its length (ticks).
+    pub(super) window_warm: Vec<Scalars>,
+    pub(super) window_warm_ticks: u64,
     /// Whether the last burst's two reads of the counters were quick (each under a quarter of
     /// the burst): one that was preempted read some points' counters milliseconds after
     /// others', and its calls in the burst do not compare.
@@ -208,18 +212,17 @@ impl Controller {
                 Some(last) => delta(cur, last),
                 None => *cur,
             };
-            let bursting = st.set == Some(Mode::Burst);
-            let mut d = d;
-            // This round's calls of a point in bursts, estimated (none: not in one).
-            let mut estimated = None;
-            match (burst, self.window_calls.get(i)) {
-                (Some(b), Some(w)) if bursting => {
-                    estimated = b.fold(&mut st.est, &mut st.burst, &d, w);
-                    d = *w;
-                }
-                (Some(_), Some(w)) => st.est.fold_beside_burst(&d, w),
-                _ => st.est.fold(&d),
-            }
+            let window = self.window_calls.get(i).zip(self.window_warm.get(i));
+            // This round's calls of a point in bursts, estimated (none: not in one); the calls
+            // whose times stand for the point, and those the round paid for.
+            let (estimated, d, paid) = fold_round(
+                burst.as_ref(),
+                window,
+                st.set,
+                &mut st.est,
+                &mut st.burst,
+                &d,
+            );
             st.last = Some(*cur);
             if d.timed > 0 {
                 // What an untimed call of it stands for in the intervals around it: its recent
@@ -260,8 +263,8 @@ impl Controller {
             } else {
                 costs.skipped
             };
-            let timed_cost = d.timed as f64 * costs.timed + d.nested as f64 * nested;
-            let spent = timed_cost + d.skipped as f64 * untimed;
+            let timed_cost = paid.timed as f64 * costs.timed + paid.nested as f64 * nested;
+            let spent = timed_cost + paid.skipped as f64 * untimed;
             // A counted point's timed calls are those of the bursts' windows (see
             // `plan_burst`): the windows' cost, which sets their length, not its own.
             let windows = if mode == Mode::Count && st.set == Some(Mode::Count) {
@@ -290,7 +293,7 @@ impl Controller {
                 cost += spent - windows;
                 d.nr()
             };
-            calls_total += d.nr();
+            calls_total += paid.nr();
             // The user's own choices stand: a point is managed while on, or in the state the
             // controller gave it (no public setter since: `is_by_budget`).
             if st.set.is_some_and(|s| s != mode || !p.is_by_budget()) {
@@ -429,6 +432,78 @@ impl Controller {
                 self.change(i, m, Mode::On, 0.0, at_ns);
             }
         }
+    }
+}
+
+/// Folds a point's round `d` into its estimate `est` (`set`: the state the controller gave
+/// it; `carried`: what its bursts told so far), given the round's burst, if one ran, and
+/// the point's calls in that burst's window and in its warm-up (`window`: `(w, u)`).
+/// Returns the round's calls of a point in bursts, estimated (`None` if not in bursts or
+/// the burst told nothing), the calls whose times stand for the point (for its recent mean:
+/// the window's for a point in bursts; the round's less the warm-up's times otherwise), and
+/// the calls the round paid for (its timed calls, the warm-up's included).
+///
+/// The warm-up's calls are counted but their times stand for nothing ([`burst::warm_up`]):
+/// a point in bursts has them estimated with its calls between windows; a point counted
+/// only (timed in the windows alone) has them priced at its window's calls; a point beside
+/// the bursts keeps them, they are its usual calls.
+pub(super) fn fold_round(
+    burst: Option<&BurstRound>,
+    window: Option<(&Scalars, &Scalars)>,
+    set: Option<Mode>,
+    est: &mut Est,
+    carried: &mut BurstState,
+    d: &Scalars,
+) -> (Option<f64>, Scalars, Scalars) {
+    match (burst, window) {
+        (Some(b), Some((w, u))) if set == Some(Mode::Burst) => {
+            let estimated = b.fold(est, carried, &delta(d, u), w);
+            (estimated, *w, plus(w, u))
+        }
+        (Some(_), Some((w, u))) => {
+            let kept = if set == Some(Mode::Count) {
+                untimed(d, u)
+            } else {
+                *d
+            };
+            est.fold_beside_burst(&kept, w);
+            (None, kept, *d)
+        }
+        _ => {
+            est.fold(d);
+            (None, *d, *d)
+        }
+    }
+}
+
+/// `d` with the timed calls of `u` (a span within it) made untimed: counted, their times
+/// taken out (`max` too, when `u` set it).
+pub(super) fn untimed(d: &Scalars, u: &Scalars) -> Scalars {
+    let moved = u.timed.min(d.timed);
+    Scalars {
+        timed: d.timed - moved,
+        skipped: d.skipped + moved,
+        total: d.total.saturating_sub(u.total),
+        self_ticks: d.self_ticks.wrapping_sub(u.self_ticks),
+        max: if u.max != 0 && u.max >= d.max {
+            0
+        } else {
+            d.max
+        },
+        ..*d
+    }
+}
+
+/// `a + b` for the additive counters (`max`: the larger).
+pub(super) fn plus(a: &Scalars, b: &Scalars) -> Scalars {
+    Scalars {
+        nested: a.nested + b.nested,
+        timed: a.timed + b.timed,
+        skipped: a.skipped + b.skipped,
+        total: a.total + b.total,
+        self_ticks: a.self_ticks.wrapping_add(b.self_ticks),
+        min: a.min.min(b.min),
+        max: a.max.max(b.max),
     }
 }
 

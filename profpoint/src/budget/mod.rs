@@ -45,8 +45,14 @@
 //! 50 us-10 ms in which the controller switches every point in bursts on, with overhead
 //! compensation on (their mean call is then about what it is without the points), sleeps,
 //! and switches them off again. The window aims at a fifth of the budget ([`BURST_SHARE`]):
-//! its length follows what the last burst cost, at most doubling or halving a round. What a
-//! burst saw stands for the round:
+//! its length follows what the last burst cost, at most doubling or halving a round. Its
+//! counts begin after a warm-up (a quarter of the window, 50-250 us, [`burst::warm_up`]):
+//! the first calls after the points go on run slower than their usual calls, and their
+//! excess, which compensation's fixed figure does not take out, stood for every call
+//! between the windows. The warm-up's calls are counted (a point in bursts has them
+//! estimated with its calls between windows, a counted point prices them at its window's),
+//! its cost is the burst's, and no rate is read from it. What a burst saw stands for the
+//! round:
 //! - calls: the counters of every point are read just before and just after the burst, so
 //!   the burst's calls of each point are known exactly, and those of the points beside it (not
 //!   in bursts, counted all the time): a point's calls in the round are its calls in bursts
@@ -123,7 +129,7 @@ mod controller;
 mod estimate;
 
 use burst::BurstState;
-use controller::{Controller, PointState, delta, run};
+use controller::{Controller, PointState, delta, fold_round, run};
 pub(crate) use estimate::Est;
 
 /// The default budget, in parts per million of the process's CPU time (2%; see the module
@@ -158,6 +164,9 @@ const BURST_SHARE: f64 = 0.2;
 const FIRST_WINDOW: Duration = Duration::from_micros(200);
 const MIN_WINDOW: Duration = Duration::from_micros(50);
 const MAX_WINDOW: Duration = Duration::from_millis(10);
+/// The bounds of a burst's warm-up ([`burst::warm_up`]).
+const MIN_WARM_UP: Duration = Duration::from_micros(50);
+const MAX_WARM_UP: Duration = Duration::from_micros(250);
 /// A burst whose calls took this many times the median of the recent bursts' means held a
 /// stall (`fold_burst`): a preemption of a millisecond among a few hundred calls of 300 ns
 /// makes 12x; a program whose calls of one function take 4x as long in one burst as in the
@@ -324,6 +333,8 @@ impl Controller {
         window_end: 0,
         window: Duration::ZERO,
         window_calls: Vec::new(),
+        window_warm: Vec::new(),
+        window_warm_ticks: 0,
         window_reliable: false,
         reference_set: 0,
         window_reads: 0,
@@ -352,24 +363,18 @@ pub(crate) fn estimates(abs: &[Scalars]) -> Option<Vec<Est>> {
             .enumerate()
             .map(|(i, cur)| {
                 // Since the point's last round (the whole run for a point no round saw yet).
-                let (mut e, d, bursting, carried) = match c.points.get(i) {
+                let (mut e, d, set, mut carried) = match c.points.get(i) {
                     Some(PointState {
                         est,
                         last: Some(last),
                         set,
                         burst,
                         ..
-                    }) => (*est, delta(cur, last), *set == Some(Mode::Burst), *burst),
-                    _ => (Est::default(), *cur, false, BurstState::default()),
+                    }) => (*est, delta(cur, last), *set, *burst),
+                    _ => (Est::default(), *cur, None, BurstState::default()),
                 };
-                match (burst, c.window_calls.get(i)) {
-                    (Some(b), Some(w)) if bursting => {
-                        let mut carried = carried;
-                        b.fold(&mut e, &mut carried, &d, w);
-                    }
-                    (Some(_), Some(w)) => e.fold_beside_burst(&d, w),
-                    _ => e.fold(&d),
-                }
+                let window = c.window_calls.get(i).zip(c.window_warm.get(i));
+                fold_round(burst.as_ref(), window, set, &mut e, &mut carried, &d);
                 match c.base.get(i) {
                     Some(b) => e.since(b),
                     None => e,

@@ -1,6 +1,6 @@
 use super::*;
 use burst::{BurstRound, Reference};
-use controller::{allocate, relax_limited};
+use controller::{allocate, fold_round, relax_limited};
 
 const COSTS: ModeCosts = ModeCosts {
     timed: 25.0,
@@ -172,11 +172,16 @@ fn calls(n: u64, each: u64) -> Scalars {
 
 fn round(inside: u64, all: u64, saw: bool, reliable: bool) -> BurstRound {
     BurstRound {
-        reference: Reference { inside, all },
+        reference: Reference {
+            inside,
+            all,
+            warm: 0,
+        },
         reference_set: 0,
         reference_changed: false,
         dt: 1e8,
         on: 1e5,
+        warm: 0.0,
         saw,
         reliable,
     }
@@ -308,6 +313,101 @@ fn a_burst_tells_what_a_timed_call_costs_in_the_program() {
     assert!(burst::burst_extra(&round(50, 60, true, true), 1000).is_none());
     assert!(burst::burst_extra(&b, 0).is_none());
     assert!(burst::burst_extra(&round(90, 99_990, true, false), 1000).is_none());
+    // With a warm-up of 1e6 ticks before the window, in which the reference points made 900
+    // calls (slowed as in the window), and 98,900 calls in the 98,900,000 ticks outside
+    // both: neither side of the rate holds the warm-up, and the figure is the same. Counted
+    // as outside calls and ticks, it would read 9.91 a call.
+    let mut warm = round(90, 90 + 900 + 98_900, true, true);
+    warm.reference.warm = 900;
+    warm.warm = 1e6;
+    let (extra, _) = burst::burst_extra(&warm, 1000).unwrap();
+    assert!((extra / 1000.0 - 10.0).abs() < 1e-9, "{}", extra / 1000.0);
+}
+
+/// A round of a point with the window's calls `w` and the warm-up's `u` in it, and `rest`
+/// made between bursts.
+fn with_warm_up(w: &Scalars, u: &Scalars, rest: &Scalars) -> Scalars {
+    controller::plus(&controller::plus(w, u), rest)
+}
+
+#[test]
+fn a_burst_s_warm_up_calls_are_counted_but_their_times_stand_for_nothing() {
+    // The window: 1,000 calls of 10 ticks; the warm-up before it: 100 calls of 1,000 ticks
+    // (the first calls after the points go on); 10 reference calls in the window, 10,000 in
+    // the round.
+    let (w, u) = (calls(1000, 10), calls(100, 1000));
+    let b = round(10, 10_000, true, true);
+
+    // In bursts: the round holds the window and the warm-up (off between bursts). The
+    // warm-up's calls are estimated with those between bursts, at the window's 10 ticks.
+    let (mut e, mut st) = (Est::default(), BurstState::default());
+    let d = with_warm_up(&w, &u, &Scalars::default());
+    let (got, means, paid) = fold_round(
+        Some(&b),
+        Some((&w, &u)),
+        Some(Mode::Burst),
+        &mut e,
+        &mut st,
+        &d,
+    );
+    assert_eq!(got, Some(1_000_000.0));
+    assert!((e.closed().total - 10_000_000.0).abs() < 1e-6, "{e:?}");
+    assert_eq!(means, w);
+    assert_eq!(paid.timed, 1100);
+
+    // Counted only: 200,000 counted calls besides. Every call is priced at the window's.
+    let (mut e, mut st) = (Est::default(), BurstState::default());
+    let counted = Scalars {
+        skipped: 200_000,
+        ..Scalars::default()
+    };
+    let d = with_warm_up(&w, &u, &counted);
+    let (got, means, paid) = fold_round(
+        Some(&b),
+        Some((&w, &u)),
+        Some(Mode::Count),
+        &mut e,
+        &mut st,
+        &d,
+    );
+    assert_eq!(got, None);
+    let want = 201_100.0 * 10.0;
+    let total = e.closed().total;
+    assert!((total - want).abs() < 1e-6 * want, "{total} against {want}");
+    assert_eq!(
+        (means.timed, means.total, means.nr()),
+        (1000, 10_000, 201_100)
+    );
+    assert_eq!(paid, d);
+
+    // Beside the bursts (timed on every call): the warm-up's calls are its own, kept.
+    let (mut e, mut st) = (Est::default(), BurstState::default());
+    let d = with_warm_up(&w, &u, &calls(5000, 10));
+    fold_round(Some(&b), Some((&w, &u)), None, &mut e, &mut st, &d);
+    assert_eq!(e.closed().total, d.total as f64);
+}
+
+#[test]
+fn untimed_takes_out_the_warm_up_s_times_and_its_maximum() {
+    let u = Scalars {
+        max: 5000,
+        ..calls(3, 2000)
+    };
+    let d = Scalars {
+        max: 5000,
+        skipped: 10,
+        ..controller::plus(&calls(40, 10), &u)
+    };
+    let k = controller::untimed(&d, &u);
+    assert_eq!(
+        (k.timed, k.skipped, k.total, k.self_ticks),
+        (40, 13, 400, 400)
+    );
+    assert_eq!(k.nr(), d.nr());
+    // The round's longest call was the warm-up's: not the kept calls' stall.
+    assert_eq!(k.max, 0);
+    let d = Scalars { max: 9000, ..d };
+    assert_eq!(controller::untimed(&d, &u).max, 9000);
 }
 
 #[test]
