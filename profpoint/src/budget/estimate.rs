@@ -45,6 +45,12 @@ pub(crate) struct Est {
     pub(super) beside_total: f64,
     pub(super) beside_self: f64,
     pub(super) beside_timed: u64,
+    /// The mean timed call of its last [`RECENT`] strata (a ring, `strata_count` of them
+    /// written so far), whose median a stratum is judged against, and how many strata were
+    /// taken as stalled (see `close`).
+    pub(super) strata_means: [f64; RECENT],
+    pub(super) strata_count: u64,
+    pub(super) strata_stalls: u64,
     /// Sampled rounds not yet closed as a stratum: a stratum holds at least [`MIN_TIMED`]
     /// timed calls, so that one long call (a preemption, say) is never scaled up by the
     /// calls of a round in which it was the only one timed.
@@ -73,6 +79,19 @@ pub(super) fn stalled_call(d: &Scalars) -> Option<u64> {
     }
     let rest = (d.total - d.max.min(d.total)) as f64 / (d.timed - 1) as f64;
     (d.max as f64 > STALL_RATIO * rest.max(1.0)).then_some(d.max)
+}
+
+/// The median of a ring of recent means, `count` of them written so far (`None` before the
+/// first).
+fn median_of(ring: &[f64; RECENT], count: u64) -> Option<f64> {
+    let n = (count as usize).min(RECENT);
+    if n == 0 {
+        return None;
+    }
+    let mut v = *ring;
+    let v = &mut v[..n];
+    v.sort_by(f64::total_cmp);
+    Some(v[n / 2])
 }
 
 impl Est {
@@ -134,7 +153,7 @@ impl Est {
             // counted, kept or not (a running mean of the kept ones, which it replaced, took
             // in a 14x burst under a 20x rule and read every later one against it; the
             // median follows a real change of the program's calls within RECENT / 2 bursts).
-            let median = self.recent_median();
+            let median = median_of(&self.burst_means, self.burst_count);
             self.burst_means[(self.burst_count % RECENT as u64) as usize] = mean;
             self.burst_count += 1;
             if median.is_some_and(|m| mean > BURST_STALL_RATIO * m) {
@@ -170,18 +189,6 @@ impl Est {
             None => x * x / w.timed.max(1) as f64,
         };
         self.burst_rate = Some(rate);
-    }
-
-    /// The median of the recent bursts' means (`None` before the first burst).
-    fn recent_median(&self) -> Option<f64> {
-        let n = (self.burst_count as usize).min(RECENT);
-        if n == 0 {
-            return None;
-        }
-        let mut v = self.burst_means;
-        let v = &mut v[..n];
-        v.sort_by(f64::total_cmp);
-        Some(v[n / 2])
     }
 
     /// Adds a round of a point not in bursts while others were: `d` is the round, `w` what
@@ -241,6 +248,32 @@ impl Est {
         }
         let n = timed as f64;
         let calls = calls as f64;
+        // Judged against the median of the point's recent strata's means, as a burst is
+        // (`fold_burst`): a stall that is not a new maximum for the point (the rule above
+        // sees only those) or under STALL_RATIO times the rest's mean (a guest's timer
+        // interrupt of 30 us among 32 calls of 100 ns) raises the stratum's mean many times,
+        // and scaled by the stratum's thousands of untimed calls it stood for seconds: base64's
+        // `ChunkedEncoder::encode`, counted, read 2.7 us a call against 0.1 (its strata's
+        // means spread from 21 to 4,251 ticks in one run, the median 250).
+        let mean = scaled / n;
+        let median = median_of(&self.strata_means, self.strata_count);
+        self.strata_means[(self.strata_count % RECENT as u64) as usize] = mean;
+        self.strata_count += 1;
+        if let Some(m) = median.filter(|&m| mean > BURST_STALL_RATIO * m) {
+            // Its timed calls once, as they are; its untimed ones at the recent median, with
+            // the share of self the point had so far (the stall may be in a nested call).
+            let share = if self.total > 0.0 {
+                (self.self_ticks / self.total).clamp(0.0, 1.0)
+            } else {
+                (d.self_signed() / d.total.max(1) as f64).clamp(0.0, 1.0)
+            };
+            let untimed = d.skipped as f64 * m;
+            self.total += d.total as f64 + untimed;
+            self.self_ticks += d.self_signed() + untimed * share;
+            self.var_factor += calls * calls * (1.0 - n / calls) / n;
+            self.strata_stalls += 1;
+            return;
+        }
         let scale = calls / n;
         let stratum = scaled * scale + once;
         self.total += stratum;

@@ -111,8 +111,11 @@
 //! point's mean timed call (a model, not a sample: its error bar says so by growing with
 //! them). A stratum
 //! holds at least 32 timed calls, and its longest, if over 1,000 times the others' mean and a
-//! new maximum, is a stall counted once (see `Est::close`); the last, closed for a report with
-//! fewer, keeps its timed calls exact and prices the rest at the point's mean.
+//! new maximum, is a stall counted once (see `Est::close`); a stratum whose mean timed call is
+//! over 4 times the median of the point's last 15 strata's held a stall too (one that was not
+//! a new maximum, or a guest's timer interrupt of tens of microseconds): its timed calls count
+//! once and its untimed ones are priced at that median. The last stratum, closed for a report
+//! with fewer, keeps its timed calls exact and prices the rest at the point's mean.
 
 use crate::clock;
 use crate::overhead::{self, ModeCosts};

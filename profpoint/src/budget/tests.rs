@@ -519,3 +519,48 @@ fn a_counted_point_is_priced_at_its_calls_in_the_windows() {
     assert!((total - want).abs() < 1e-6 * want, "{total} against {want}");
     assert!((own - want).abs() < 1e-6 * want, "{own} against {want}");
 }
+
+/// A stratum of `timed` calls of `each` ticks among `calls`, self time all theirs.
+fn stratum(timed: u64, each: u64, calls: u64) -> Scalars {
+    Scalars {
+        skipped: calls - timed,
+        ..self::calls(timed, each)
+    }
+}
+
+#[test]
+fn a_stratum_far_above_the_recent_median_is_a_stall_and_a_lasting_change_is_not() {
+    // Five strata of 32 timed calls of 100 ticks among 3,200 each.
+    let mut e = Est::default();
+    for _ in 0..5 {
+        e.fold(&stratum(32, 100, 3200));
+    }
+    assert!((e.total - 5.0 * 320_000.0).abs() < 1e-6, "{}", e.total);
+    // One whose timed calls hold a 96,800-tick interruption (mean 3,125: 31x; not a new
+    // maximum, so the STALL_RATIO rule does not see it): its timed calls once, its 3,168
+    // untimed ones at the median's 100 ticks. Scaled, it would read 10 M.
+    let before = e.total;
+    e.fold(&Scalars {
+        total: 100_000,
+        self_ticks: 100_000,
+        ..stratum(32, 0, 3200)
+    });
+    let added = e.total - before;
+    assert!(
+        (added - (100_000.0 + 3168.0 * 100.0)).abs() < 1e-6,
+        "{added}"
+    );
+    assert_eq!(e.strata_stalls, 1);
+    // A lasting change (every call now 1,000 ticks) is kept once it is the recent majority:
+    // within RECENT / 2 strata.
+    for _ in 0..estimate::RECENT / 2 + 1 {
+        e.fold(&stratum(32, 1000, 3200));
+    }
+    let before = e.total;
+    e.fold(&stratum(32, 1000, 3200));
+    assert!(
+        (e.total - before - 3_200_000.0).abs() < 1e-6,
+        "{}",
+        e.total - before
+    );
+}
