@@ -68,8 +68,9 @@ pub(crate) fn measure() {
 /// `#[profile_point]` takes; `None`: the bare loop), the best of `ROUNDS` rounds each, the
 /// loops interleaved round by round: a preempted round is left out, and a machine whose speed
 /// moves (a busy neighbour, a frequency step) moves every loop alike, where loops measured
-/// one after another each met a different machine (under two busy loops the counted call's
-/// figure read 4.3 ns against the ~2.5 it cost). `prepare(i)` runs before loop `i` of every
+/// one after another each met a different machine. That is the mechanism; no gain from it is
+/// measured (beside two busy loops the counted call's figure still read 4.6-10.4 ticks from
+/// run to run after the change: `tests/compensation.rs`). `prepare(i)` runs before loop `i` of every
 /// round (it sets the state the loop measures).
 fn best_interleaved<const N: usize>(
     loops: [Option<&'static Point>; N],
