@@ -70,8 +70,8 @@ pub(crate) fn measure() {
 /// moves (a busy neighbour, a frequency step) moves every loop alike, where loops measured
 /// one after another each met a different machine. That is the mechanism; no gain from it is
 /// measured (beside two busy loops the counted call's figure still read 4.6-10.4 ticks from
-/// run to run after the change: `tests/compensation.rs`). `prepare(i)` runs before loop `i` of every
-/// round (it sets the state the loop measures).
+/// run to run after the change: `tests/compensation.rs`). `prepare(i)` runs before loop `i`
+/// of every round (it sets the state the loop measures).
 fn best_interleaved<const N: usize>(
     loops: [Option<&'static Point>; N],
     mut prepare: impl FnMut(usize),
