@@ -238,25 +238,36 @@ pub(super) struct BurstRound {
 }
 
 impl BurstRound {
-    /// Folds the round `d` of a point in bursts into `est`, `w` its calls in the burst:
-    /// estimated if the burst tells (reliable, and with reference points or a call seen),
-    /// else kept for the next burst that does (`state`). Returns the round's estimated calls
-    /// (the kept rounds' included), if estimated.
+    /// Folds the round `d` of a point in bursts into `est`, `w` its calls in the burst's
+    /// window and `u` in its warm-up: estimated if the burst tells (reliable, and with
+    /// reference points or a call seen), else kept for the next burst that does (`state`).
+    /// Returns the round's estimated calls (the kept rounds' included), if estimated.
+    ///
+    /// The warm-up's calls count in the ratio to the reference points, theirs too: control
+    /// flow fixes it whatever the speed, and without them a window at its shortest saw too
+    /// few reference calls to pool (under qemu-aarch64, ~3 against [`MIN_REFERENCE`]'s 8: the
+    /// estimate fell back to the burst's share of time and read 0.43x the true calls, the
+    /// burst's timed calls being slower than the calls around it). Their times stand for
+    /// nothing ([`warm_up`]): the calls seen in the round are the others, the warm-up's are
+    /// estimated with the calls between bursts.
     pub(super) fn fold(
         &self,
         est: &mut Est,
         state: &mut BurstState,
         d: &Scalars,
         w: &Scalars,
+        u: &Scalars,
     ) -> Option<f64> {
+        let d = &delta(d, u);
+        let on_calls = w.nr() + u.nr();
         if self.reference_changed {
             // Ratios to another set of points do not pool with this one's.
             state.pool = (0.0, 0.0);
         }
         if self.reliable {
             state.pool = (
-                state.pool.0 * KEEP + w.nr() as f64,
-                state.pool.1 * KEEP + self.reference.inside as f64,
+                state.pool.0 * KEEP + on_calls as f64,
+                state.pool.1 * KEEP + (self.reference.inside + self.reference.warm) as f64,
             );
         }
         if !self.reliable || !(self.saw || state.pool.1 >= MIN_REFERENCE) {
@@ -268,11 +279,11 @@ impl BurstRound {
             return None;
         }
         let calls = burst_calls(
-            w.nr(),
+            on_calls,
             state.pool,
             self.reference.all + state.reference,
             self.dt + state.ticks,
-            self.on,
+            self.on + self.warm,
         );
         est.fold_burst(d, w, calls, state.seen, self.dt + state.ticks);
         *state = BurstState {

@@ -457,7 +457,7 @@ pub(super) fn fold_round(
 ) -> (Option<f64>, Scalars, Scalars) {
     match (burst, window) {
         (Some(b), Some((w, u))) if set == Some(Mode::Burst) => {
-            let estimated = b.fold(est, carried, &delta(d, u), w);
+            let estimated = b.fold(est, carried, d, w, u);
             (estimated, *w, plus(w, u))
         }
         (Some(_), Some((w, u))) => {

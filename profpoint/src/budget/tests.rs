@@ -193,7 +193,7 @@ fn a_burst_stands_for_its_round_by_its_ratio_to_the_reference_points() {
     // whole round, 10,000 of theirs: the point made ~1,000,000 calls in the round.
     let (mut e, mut st) = (Est::default(), BurstState::default());
     let w = calls(1000, 10);
-    let got = round(10, 10_000, true, true).fold(&mut e, &mut st, &w, &w);
+    let got = round(10, 10_000, true, true).fold(&mut e, &mut st, &w, &w, &Scalars::default());
     assert_eq!(got, Some(1_000_000.0));
     assert_eq!(e.unseen(), (999_000.0, 999_000.0));
     // The unseen calls at the bursts' mean call: 10 ticks each.
@@ -211,11 +211,12 @@ fn a_changed_reference_set_starts_the_pool_again() {
     let third = |changed: bool| {
         let (mut e, mut st) = (Est::default(), BurstState::default());
         let w = calls(1000, 10);
-        round(10, 10_000, true, true).fold(&mut e, &mut st, &w, &w);
-        round(10, 10_000, true, true).fold(&mut e, &mut st, &w, &w);
+        round(10, 10_000, true, true).fold(&mut e, &mut st, &w, &w, &Scalars::default());
+        round(10, 10_000, true, true).fold(&mut e, &mut st, &w, &w, &Scalars::default());
         let mut r = round(5, 5_000, true, true);
         r.reference_changed = changed;
-        r.fold(&mut e, &mut st, &w, &w).unwrap()
+        r.fold(&mut e, &mut st, &w, &w, &Scalars::default())
+            .unwrap()
     };
     assert_eq!(third(true), 1_000_000.0);
     // Pooled with the old set's counts: 2,950 calls over 24.5 reference calls, times 5,000.
@@ -228,7 +229,7 @@ fn without_reference_points_a_burst_stands_for_its_share_of_the_round() {
     // No reference calls: the round (1e8 ticks) over the burst (1e5) is 1,000 times it.
     let (mut e, mut st) = (Est::default(), BurstState::default());
     let w = calls(100, 10);
-    let got = round(0, 0, true, true).fold(&mut e, &mut st, &w, &w);
+    let got = round(0, 0, true, true).fold(&mut e, &mut st, &w, &w, &Scalars::default());
     assert_eq!(got, Some(100_000.0));
 }
 
@@ -238,14 +239,14 @@ fn a_burst_that_tells_nothing_waits_for_one_that_does() {
     // Preempted reads: nothing pooled, the round kept (its 5 calls seen are exact).
     let seen = calls(5, 10);
     assert_eq!(
-        round(10, 10_000, true, false).fold(&mut e, &mut st, &seen, &seen),
+        round(10, 10_000, true, false).fold(&mut e, &mut st, &seen, &seen, &Scalars::default()),
         None
     );
     assert_eq!(st.pool, (0.0, 0.0));
     assert_eq!((st.seen, st.reference), (5, 10_000));
     // The next burst tells for both rounds: 100 per reference call, 20,000 of theirs.
     let w = calls(1000, 10);
-    let got = round(10, 10_000, true, true).fold(&mut e, &mut st, &w, &w);
+    let got = round(10, 10_000, true, true).fold(&mut e, &mut st, &w, &w, &Scalars::default());
     assert_eq!(got, Some(2_000_000.0));
     assert_eq!(e.unseen().1, 2_000_000.0 - 1005.0);
     assert_eq!((st.seen, st.reference, st.ticks), (0, 0, 0.0));
@@ -255,11 +256,11 @@ fn a_burst_that_tells_nothing_waits_for_one_that_does() {
 fn a_stalled_burst_is_counted_once_not_as_the_mean_call() {
     let (mut e, mut st) = (Est::default(), BurstState::default());
     let w = calls(1000, 10);
-    round(10, 10_000, true, true).fold(&mut e, &mut st, &w, &w);
+    round(10, 10_000, true, true).fold(&mut e, &mut st, &w, &w, &Scalars::default());
     let before = e.closed().total;
     // A burst whose 1,000 calls took 10,000 ticks each (a preemption in it): taken once.
     let stalled = calls(1000, 10_000);
-    round(10, 10_000, true, true).fold(&mut e, &mut st, &stalled, &stalled);
+    round(10, 10_000, true, true).fold(&mut e, &mut st, &stalled, &stalled, &Scalars::default());
     assert_eq!(e.burst_stalls, 1);
     let added = e.closed().total - before;
     // Its own 10,000,000 ticks, and the unseen calls at the usual mean (10 ticks).
@@ -277,7 +278,7 @@ fn a_preempted_call_in_a_burst_is_counted_once_not_priced_into_the_unseen_calls(
     // 20x, but the call is 4,000x the others.
     let (mut e, mut st) = (Est::default(), BurstState::default());
     let w = calls(1000, 1000);
-    round(10, 10_000, true, true).fold(&mut e, &mut st, &w, &w);
+    round(10, 10_000, true, true).fold(&mut e, &mut st, &w, &w, &Scalars::default());
     let before = e.closed().total;
     let stalled = Scalars {
         timed: 300,
@@ -286,7 +287,7 @@ fn a_preempted_call_in_a_burst_is_counted_once_not_priced_into_the_unseen_calls(
         max: 4_000_000,
         ..Scalars::default()
     };
-    round(10, 10_000, true, true).fold(&mut e, &mut st, &stalled, &stalled);
+    round(10, 10_000, true, true).fold(&mut e, &mut st, &stalled, &stalled, &Scalars::default());
     assert_eq!(e.burst_stalls, 1);
     // The burst's own calls exactly, and its unseen calls at the usual 1,000 ticks.
     let unseen = e.unseen().0 - 999_000.0;
@@ -336,7 +337,8 @@ fn a_burst_s_warm_up_calls_are_counted_but_their_times_stand_for_nothing() {
     // (the first calls after the points go on); 10 reference calls in the window, 10,000 in
     // the round.
     let (w, u) = (calls(1000, 10), calls(100, 1000));
-    let b = round(10, 10_000, true, true);
+    let mut b = round(10, 10_000, true, true);
+    b.reference.warm = 1;
 
     // In bursts: the round holds the window and the warm-up (off between bursts). The
     // warm-up's calls are estimated with those between bursts, at the window's 10 ticks.
@@ -388,6 +390,24 @@ fn a_burst_s_warm_up_calls_are_counted_but_their_times_stand_for_nothing() {
 }
 
 #[test]
+fn a_burst_s_warm_up_counts_in_the_ratio_to_the_reference_points() {
+    // A window at its shortest: 3 reference calls in it, 3 in its warm-up, 3,000 in the
+    // round; the point made 500 calls in each part. With the window's alone the pool holds 3
+    // reference calls (under MIN_REFERENCE), and the estimate would fall back to the burst's
+    // share of the round's time; with the warm-up's, 6: still under for the first burst,
+    // enough from the second on, and the ratio (1,000 per 6) stands for the round.
+    let (w, u) = (calls(500, 10), calls(500, 1000));
+    let mut b = round(3, 3000, true, true);
+    b.reference.warm = 3;
+    let (mut e, mut st) = (Est::default(), BurstState::default());
+    let d = with_warm_up(&w, &u, &Scalars::default());
+    b.fold(&mut e, &mut st, &d, &w, &u);
+    assert_eq!(st.pool, (1000.0, 6.0));
+    let got = b.fold(&mut e, &mut st, &d, &w, &u).unwrap();
+    assert!((got - 500_000.0).abs() < 1e-6, "{got}");
+}
+
+#[test]
 fn untimed_takes_out_the_warm_up_s_times_and_its_maximum() {
     let u = Scalars {
         max: 5000,
@@ -414,22 +434,34 @@ fn untimed_takes_out_the_warm_up_s_times_and_its_maximum() {
 fn a_burst_far_above_the_recent_median_is_a_stall_and_a_lasting_change_is_not() {
     let (mut e, mut st) = (Est::default(), BurstState::default());
     for _ in 0..5 {
-        round(10, 10_000, true, true).fold(&mut e, &mut st, &calls(300, 1000), &calls(300, 1000));
+        round(10, 10_000, true, true).fold(
+            &mut e,
+            &mut st,
+            &calls(300, 1000),
+            &calls(300, 1000),
+            &Scalars::default(),
+        );
     }
     // 12x the usual mean, with no new maximum to tell which call (an earlier one was
     // longer): a stall, left out of the pool.
     let slow = calls(300, 12_000);
-    round(10, 10_000, true, true).fold(&mut e, &mut st, &slow, &slow);
+    round(10, 10_000, true, true).fold(&mut e, &mut st, &slow, &slow, &Scalars::default());
     assert_eq!(e.burst_stalls, 1);
     assert!((e.burst_pool_total / e.burst_pool_timed - 1000.0).abs() < 1e-6);
     // The program's calls of it now take 5x as long, burst after burst: once they are the
     // recent bursts' majority they are its mean.
     let changed = calls(300, 5000);
     for _ in 0..8 {
-        round(10, 10_000, true, true).fold(&mut e, &mut st, &changed, &changed);
+        round(10, 10_000, true, true).fold(
+            &mut e,
+            &mut st,
+            &changed,
+            &changed,
+            &Scalars::default(),
+        );
     }
     let stalls = e.burst_stalls;
-    round(10, 10_000, true, true).fold(&mut e, &mut st, &changed, &changed);
+    round(10, 10_000, true, true).fold(&mut e, &mut st, &changed, &changed, &Scalars::default());
     assert_eq!(e.burst_stalls, stalls, "a lasting change is kept");
     assert!(e.burst_pool_total / e.burst_pool_timed > 1500.0);
 }
