@@ -458,7 +458,9 @@ pub(super) fn fold_round(
     match (burst, window) {
         (Some(b), Some((w, u))) if set == Some(Mode::Burst) => {
             let estimated = b.fold(est, carried, d, w, u);
-            (estimated, *w, plus(w, u))
+            let mut paid = *w;
+            paid.add(u);
+            (estimated, *w, paid)
         }
         (Some(_), Some((w, u))) => {
             let kept = if set == Some(Mode::Count) {
@@ -491,19 +493,6 @@ pub(super) fn untimed(d: &Scalars, u: &Scalars) -> Scalars {
             d.max
         },
         ..*d
-    }
-}
-
-/// `a + b` for the additive counters (`max`: the larger).
-pub(super) fn plus(a: &Scalars, b: &Scalars) -> Scalars {
-    Scalars {
-        nested: a.nested + b.nested,
-        timed: a.timed + b.timed,
-        skipped: a.skipped + b.skipped,
-        total: a.total + b.total,
-        self_ticks: a.self_ticks.wrapping_add(b.self_ticks),
-        min: a.min.min(b.min),
-        max: a.max.max(b.max),
     }
 }
 

@@ -328,7 +328,10 @@ fn a_burst_tells_what_a_timed_call_costs_in_the_program() {
 /// A round of a point with the window's calls `w` and the warm-up's `u` in it, and `rest`
 /// made between bursts.
 fn with_warm_up(w: &Scalars, u: &Scalars, rest: &Scalars) -> Scalars {
-    controller::plus(&controller::plus(w, u), rest)
+    let mut d = *w;
+    d.add(u);
+    d.add(rest);
+    d
 }
 
 #[test]
@@ -416,7 +419,7 @@ fn untimed_takes_out_the_warm_up_s_times_and_its_maximum() {
     let d = Scalars {
         max: 5000,
         skipped: 10,
-        ..controller::plus(&calls(40, 10), &u)
+        ..with_warm_up(&calls(40, 10), &u, &Scalars::default())
     };
     let k = controller::untimed(&d, &u);
     assert_eq!(
