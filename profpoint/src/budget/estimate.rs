@@ -27,11 +27,9 @@ pub(crate) struct Est {
     pub(super) burst_var: f64,
     /// The last burst round's total per tick of the round (for the next one's variance).
     pub(super) burst_rate: Option<f64>,
-    /// The mean call of its last [`RECENT`] bursts (ticks; a ring, `burst_count` of them
-    /// written so far), whose median a burst is judged against, and how many bursts (or
-    /// calls in them) were taken as stalled (see `fold_burst`).
-    pub(super) burst_means: [f64; RECENT],
-    pub(super) burst_count: u64,
+    /// The mean call of its last bursts, which a burst is judged against, and how many
+    /// bursts (or calls in them) were taken as stalled (see `fold_burst`).
+    pub(super) burst_means: Recent,
     pub(super) burst_stalls: u64,
     /// Its bursts' totals, self times, timed calls, outermost calls and calls, pooled over
     /// bursts (see [`KEEP`]): its mean call in bursts, for the calls between them.
@@ -45,11 +43,9 @@ pub(crate) struct Est {
     pub(super) beside_total: f64,
     pub(super) beside_self: f64,
     pub(super) beside_timed: u64,
-    /// The mean timed call of its last [`RECENT`] strata (a ring, `strata_count` of them
-    /// written so far), whose median a stratum is judged against, and how many strata were
-    /// taken as stalled (see `close`).
-    pub(super) strata_means: [f64; RECENT],
-    pub(super) strata_count: u64,
+    /// The mean timed call of its last strata, which a stratum is judged against, and how
+    /// many strata were taken as stalled (see `close`).
+    pub(super) strata_means: Recent,
     pub(super) strata_stalls: u64,
     /// Sampled rounds not yet closed as a stratum: a stratum holds at least [`MIN_TIMED`]
     /// timed calls, so that one long call (a preemption, say) is never scaled up by the
@@ -81,17 +77,32 @@ pub(super) fn stalled_call(d: &Scalars) -> Option<u64> {
     (d.max as f64 > STALL_RATIO * rest.max(1.0)).then_some(d.max)
 }
 
-/// The median of a ring of recent means, `count` of them written so far (`None` before the
-/// first).
-fn median_of(ring: &[f64; RECENT], count: u64) -> Option<f64> {
-    let n = (count as usize).min(RECENT);
-    if n == 0 {
-        return None;
+/// The means (ticks) of a point's last [`RECENT`] bursts or strata, a ring, whose median a
+/// new one is judged against.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(super) struct Recent {
+    means: [f64; RECENT],
+    /// How many were written so far.
+    count: u64,
+}
+
+impl Recent {
+    /// Records `mean`, every one counted, stalled or not (a running mean of the kept ones
+    /// took in a 14x burst under a 20x rule and read every later one against it; the median
+    /// follows a real change of the program's calls within RECENT / 2). Returns the median of
+    /// the means before it if `mean` is over [`BURST_STALL_RATIO`] times that (a stall).
+    fn stall(&mut self, mean: f64) -> Option<f64> {
+        let n = (self.count as usize).min(RECENT);
+        let median = (n > 0).then(|| {
+            let mut v = self.means;
+            let v = &mut v[..n];
+            v.sort_by(f64::total_cmp);
+            v[n / 2]
+        });
+        self.means[(self.count % RECENT as u64) as usize] = mean;
+        self.count += 1;
+        median.filter(|&m| mean > BURST_STALL_RATIO * m)
     }
-    let mut v = *ring;
-    let v = &mut v[..n];
-    v.sort_by(f64::total_cmp);
-    Some(v[n / 2])
 }
 
 impl Est {
@@ -149,14 +160,8 @@ impl Est {
                 self.burst_stalls += 1;
             }
             let mean = total / timed as f64;
-            // Judged against the median of the recent bursts' means, every one of them
-            // counted, kept or not (a running mean of the kept ones, which it replaced, took
-            // in a 14x burst under a 20x rule and read every later one against it; the
-            // median follows a real change of the program's calls within RECENT / 2 bursts).
-            let median = median_of(&self.burst_means, self.burst_count);
-            self.burst_means[(self.burst_count % RECENT as u64) as usize] = mean;
-            self.burst_count += 1;
-            if median.is_some_and(|m| mean > BURST_STALL_RATIO * m) {
+            // Judged against the median of the recent bursts' means (`Recent::stall`).
+            if self.burst_means.stall(mean).is_some() {
                 // The burst's calls took many times their usual mean: the thread was preempted
                 // or faulted inside one of them. Counted once (above), not as the mean call
                 // of the calls between bursts.
@@ -255,11 +260,7 @@ impl Est {
         // and scaled by the stratum's thousands of untimed calls it stood for seconds: base64's
         // `ChunkedEncoder::encode`, counted, read 2.7 us a call against 0.1 (its strata's
         // means spread from 21 to 4,251 ticks in one run, the median 250).
-        let mean = scaled / n;
-        let median = median_of(&self.strata_means, self.strata_count);
-        self.strata_means[(self.strata_count % RECENT as u64) as usize] = mean;
-        self.strata_count += 1;
-        if let Some(m) = median.filter(|&m| mean > BURST_STALL_RATIO * m) {
+        if let Some(m) = self.strata_means.stall(scaled / n) {
             // Its timed calls once, as they are; its untimed ones at the recent median, with
             // the share of self the point had so far (the stall may be in a nested call).
             let share = if self.total > 0.0 {
