@@ -34,9 +34,10 @@ pub(super) fn burst(points: &[(usize, Mode)], window: Duration) {
                 Mode::On.apply(&all[i]);
             }
         }
-        // The burst is what happens between the two reads, with its points on throughout:
-        // every point's calls in it (those of the points beside the burst too, which tell how
-        // much it slowed the program: `burst_scale`) are those of the same span.
+        // From here the burst's points are on. Its window, what happens between the two reads
+        // after the warm-up, is what it measures: every point's calls in it (those of the
+        // points beside the burst too, which tell how much it slowed the program:
+        // `burst_extra`) are those of the same span.
         c.window_start = clock::now();
     }
     // How long a read took, in ticks.

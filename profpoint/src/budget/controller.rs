@@ -75,13 +75,14 @@ pub(super) struct Controller {
     /// began ([`burst::warm_up`]), and its length (ticks).
     pub(super) window_warm: Vec<Scalars>,
     pub(super) window_warm_ticks: u64,
-    /// Whether the last burst's two reads of the counters were quick (each under a quarter of
-    /// the burst): one that was preempted read some points' counters milliseconds after
+    /// Whether the last burst's three reads of the counters (at its start, and at its
+    /// window's start and end) were quick (each under a quarter of the window): one that was
+    /// preempted read some points' counters milliseconds after
     /// others', and its calls in the burst do not compare.
     pub(super) window_reliable: bool,
     /// The reference set of the last burst round folded ([`burst::Reference::set_of`]).
     pub(super) reference_set: u64,
-    /// Ticks at the last burst's two reads of the counters, half of each (the window's
+    /// Ticks at the last burst's window's two reads of the counters, half of each (the window's
     /// counts are the span between the reads' middles).
     pub(super) window_reads: u64,
     /// What bursts cost the program (ticks) and the calls they timed, pooled (see
