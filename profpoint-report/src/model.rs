@@ -261,6 +261,14 @@ pub struct PointReport {
     /// call it holds). What `profpoint compare` ranks: outliers cannot move a rank test.
     #[serde(default)]
     pub hist: Vec<[u64; 2]>,
+    /// Samples of the sampler's stacks (`PROFPOINT_STACKS`) whose innermost annotated frame is
+    /// this point's function: its self time as a sampler sees it, with none of the per-call
+    /// cost of timed points that compensation leaves in their callers. `None` without stacks,
+    /// for a point no frame names (a scope, or a function never sampled), and for points whose
+    /// names read the same once generic arguments and trait paths go (which one ran is not
+    /// known).
+    #[serde(default)]
+    pub sampled_self: Option<u64>,
 }
 
 /// One change the controller made.

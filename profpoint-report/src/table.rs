@@ -124,6 +124,7 @@ pub fn write_table(report: &Report, w: &mut dyn Write) -> io::Result<()> {
         )?;
     }
     write_budget(report, w)?;
+    write_sampled_self(report, w)?;
     write_interval(report, w)?;
     write_tracepoints(report, w)?;
     #[cfg(feature = "heatmap")]
@@ -135,6 +136,38 @@ pub fn write_table(report: &Report, w: &mut dyn Write) -> io::Result<()> {
     if let Some(p) = &report.pmu {
         writeln!(w)?;
         p.write_table(w)?;
+    }
+    Ok(())
+}
+
+/// The points' self time as the sampler's stacks saw it (`PointReport::sampled_self`), when
+/// it ran with them: the ten with most samples.
+fn write_sampled_self(report: &Report, w: &mut dyn Write) -> io::Result<()> {
+    let mut sampled: Vec<(&PointReport, u64)> = report
+        .points
+        .iter()
+        .filter_map(|p| Some((p, p.sampled_self?)))
+        .filter(|&(_, n)| n > 0)
+        .collect();
+    if sampled.is_empty() {
+        return Ok(());
+    }
+    sampled.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.name.cmp(&b.0.name)));
+    let all: u64 = sampled.iter().map(|&(_, n)| n).sum();
+    writeln!(w)?;
+    writeln!(
+        w,
+        "Self time from the sampler's stacks ({all} samples in points' own code; a sample counts \
+         for its innermost annotated function, so no point's per-call cost is in another's):"
+    )?;
+    for (p, n) in sampled.iter().take(10) {
+        writeln!(
+            w,
+            "  {:>6.2}%  {:>8}  {}",
+            100.0 * *n as f64 / all as f64,
+            n,
+            p.name
+        )?;
     }
     Ok(())
 }
@@ -426,6 +459,7 @@ mod tests {
             wall_percent: 0.0,
             total_ci95_ns: 0,
             hist: vec![[10, 1]],
+            sampled_self: None,
         }
     }
 
@@ -484,5 +518,22 @@ mod tests {
     fn seconds_have_nine_decimals() {
         assert_eq!(secs(154_283, false), "0.000154283");
         assert_eq!(secs(16_981_247_886, true), "~16.981247886");
+    }
+
+    #[test]
+    fn the_sampled_self_section_lists_points_by_their_stacks_samples() {
+        assert!(!table_of(vec![point("db::get", 1)]).contains("sampler's stacks"));
+        let mut a = point("db::get", 1);
+        a.sampled_self = Some(30);
+        let mut b = point("db::put", 2);
+        b.sampled_self = Some(90);
+        let mut c = point("db::scope", 3);
+        c.sampled_self = None;
+        let t = table_of(vec![a, b, c]);
+        let section = &t[t.find("sampler's stacks (120 samples").expect(&t)..];
+        let put = section.find(" 75.00%        90  db::put").expect(section);
+        let get = section.find(" 25.00%        30  db::get").expect(section);
+        assert!(put < get, "{section}");
+        assert!(!section.contains("db::scope"), "{section}");
     }
 }

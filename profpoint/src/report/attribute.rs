@@ -25,7 +25,7 @@
 //! generic arguments where the point's name (from `type_name`) reads `crate::T::m`.
 
 use heatmap::{Frame, StackReport};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 /// What [`attribute`] did, in samples.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -92,6 +92,47 @@ pub(crate) fn attribute<'a>(
         }
     }
     done
+}
+
+/// For each of `points` (normalised names, [`normalise`]), the samples whose innermost
+/// frame that names one of them names it: the points' self time as the sampler saw it, over
+/// the stacks as [`attribute`] left them. A sample in profpoint's own code (a point's enter
+/// or leave) goes to the point whose function called it, which is where an annotation's
+/// cost is. `None`: no frame names the point, or another point has the same normalised
+/// name (which of them ran is not known).
+pub(crate) fn innermost_points(stacks: &StackReport, points: &[String]) -> Vec<Option<u64>> {
+    let mut index: HashMap<&str, Option<usize>> = HashMap::new();
+    for (i, n) in points.iter().enumerate() {
+        index
+            .entry(n.as_str())
+            .and_modify(|e| *e = None)
+            .or_insert(Some(i));
+    }
+    let mut seen = vec![false; points.len()];
+    let mut samples = vec![0u64; points.len()];
+    for stack in &stacks.stacks {
+        let mut innermost = true;
+        // Root first, leaf last: the innermost is the last that names a point.
+        for f in stack.frames.iter().rev() {
+            match index.get(normalise(&f.function).as_str()) {
+                Some(&Some(i)) => {
+                    seen[i] = true;
+                    if innermost {
+                        samples[i] += stack.count;
+                    }
+                    innermost = false;
+                }
+                // An annotated function, but which point is not known: the sample is its,
+                // not its caller's.
+                Some(None) => innermost = false,
+                None => {}
+            }
+        }
+    }
+    seen.iter()
+        .zip(samples)
+        .map(|(&s, n)| s.then_some(n))
+        .collect()
 }
 
 /// A function's name in the form a point's name has: `<A as B>::m` becomes `A::m`, generic
@@ -290,5 +331,54 @@ mod tests {
         assert_eq!(normalise("a::T<u8>::m"), "a::T::m");
         assert_eq!(normalise("plain"), "plain");
         assert_eq!(normalise("<unbalanced"), "");
+    }
+
+    #[test]
+    fn a_sample_counts_for_its_innermost_annotated_frame() {
+        let points: Vec<String> = [
+            "wc::main",
+            "wc::count_chunk",
+            "wc::count_line",
+            "<wc::Fmt as core::fmt::Display>::fmt",
+            "<wc::Fmt as core::fmt::Debug>::fmt",
+            "wc::never_sampled",
+            "a scope",
+        ]
+        .iter()
+        .map(|p| normalise(p))
+        .collect();
+        let r = StackReport {
+            stacks: vec![
+                // In a callee the point does not own: the point's.
+                stack(&["main", "wc::main", "wc::count_chunk", "memcmp"], 5, 0),
+                // Generic arguments and a trait path, in profpoint's own code (a point's
+                // enter): the innermost annotated function's.
+                stack(
+                    &[
+                        "main",
+                        "wc::main",
+                        "wc::count_chunk",
+                        "wc::count_line<u8>",
+                        "profpoint::point::hot::Point::enter_on",
+                    ],
+                    3,
+                    0,
+                ),
+                // Outside every point.
+                stack(&["main", "std::rt::lang_start"], 2, 0),
+                // Display's and Debug's `fmt` read the same: which ran is not known, and the
+                // sample is not its caller's either.
+                stack(
+                    &["main", "wc::main", "<wc::Fmt as core::fmt::Display>::fmt"],
+                    4,
+                    0,
+                ),
+            ],
+            ..StackReport::default()
+        };
+        assert_eq!(
+            innermost_points(&r, &points),
+            [Some(0), Some(5), Some(3), None, None, None, None]
+        );
     }
 }

@@ -105,6 +105,17 @@ pub(crate) fn collect(opts: &ReportOptions) -> Report {
     #[cfg(feature = "heatmap")]
     if let Some(stacks) = heatmap.as_mut().and_then(|h| h.stacks.as_mut()) {
         through_active_points(stacks, &budget);
+        // Each point's self time as the sampler saw it (`attribute::innermost_points`).
+        let names: Vec<String> = points
+            .iter()
+            .map(|p| attribute::normalise(&p.name))
+            .collect();
+        for (p, n) in points
+            .iter_mut()
+            .zip(attribute::innermost_points(stacks, &names))
+        {
+            p.sampled_self = n;
+        }
     }
     // The sections of a feature this build has off come from `Report::empty()` (None): the
     // model's `heatmap` feature may be on when profpoint's is off (another crate of the build,
@@ -292,6 +303,8 @@ fn point_report(
             0
         },
         hist: hist_ns(&c.hist, to_ns),
+        // Filled from the sampler's stacks, when it ran with them (`report`).
+        sampled_self: None,
         wall_percent: if wall_ns == 0 {
             0.0
         } else {
@@ -442,6 +455,7 @@ mod tests {
                 wall_percent: float(s),
                 total_ci95_ns: next(s) % 7,
                 hist: vec![[5, next(s) % 9], [u64::MAX, 1]],
+                sampled_self: (round % 3 == 1).then(|| next(s)),
             });
             report.tracepoints.push(TracepointInfo {
                 name: format!("net::rx{round}"),
