@@ -2,7 +2,8 @@
 //! handed to the sampler when the thread takes its shard (`shard.rs`), and the report's stacks
 //! keep it. The placement of an inlined point's frame from the tag is unit-tested in
 //! `report/attribute.rs`; this checks the wiring end to end: samples taken inside `inner`
-//! carry one tag, samples inside `outer` but not `inner` another, both non-zero.
+//! carry one tag, samples inside `outer` but not `inner` another, both non-zero; and each
+//! point's sampled self time holds its own half, not its callee's.
 //!
 //! One test in this binary: the sampler is process-wide.
 #![cfg(feature = "heatmap")]
@@ -98,5 +99,25 @@ fn samples_carry_the_active_point_as_their_tag() {
     assert!(
         share_i > 0.95 && share_o > 0.95,
         "tags mixed: inner {tags_inner:?}, outer {tags_outer:?}"
+    );
+    // Each point's self time from the same stacks: a sample counts for its innermost
+    // annotated function, so `outer` holds only its own half (its 2 ms a round), not
+    // `inner`'s. The same thread CPU in each: about half each (the bound is wide for the
+    // samples at the functions' edges, and holds ~8 sd at 100 samples a side).
+    let report = profpoint::snapshot();
+    let sampled = |name: &str| {
+        report
+            .points
+            .iter()
+            .find(|p| p.name == name)
+            .unwrap_or_else(|| panic!("no point {name}"))
+            .sampled_self
+            .unwrap_or_else(|| panic!("{name}: no sampled self time"))
+    };
+    let (i, o) = (sampled("stacks::inner"), sampled("stacks::outer"));
+    let share = i as f64 / (i + o) as f64;
+    assert!(
+        (0.3..=0.7).contains(&share),
+        "inner {i} and outer {o} samples of their own: {share:.2} inner"
     );
 }
