@@ -66,6 +66,7 @@ fn big(seed: u64, slow: bool) -> Report {
             wall_percent: total as f64 / 1e8,
             total_ci95_ns: 0,
             hist,
+            sampled_self: None,
         });
     }
     r.points.sort_by_key(|p| std::cmp::Reverse(p.total_ns));
