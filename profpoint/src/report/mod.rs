@@ -303,7 +303,7 @@ fn point_report(
             0
         },
         hist: hist_ns(&c.hist, to_ns),
-        // Filled from the sampler's stacks, when it ran with them (`report`).
+        // Filled from the sampler's stacks, when it ran with them (`collect`).
         sampled_self: None,
         wall_percent: if wall_ns == 0 {
             0.0
