@@ -42,7 +42,10 @@
 //! one atomic swap: a program changing the disposition between the two (a window of one system
 //! call) would still be overwritten. When the previous disposition was `SIG_DFL` (terminate the
 //! process), `restore` first sets `SIG_IGN`, which makes the kernel discard any instance still
-//! pending for any thread, so a late sample can never kill the program after we are gone.
+//! pending for any thread, so a late sample can never kill the program after we are gone. At
+//! the process's end (`Sampler::stop_for_exit`) it stays `SIG_IGN`: an emulator may keep its
+//! own queue of pending signals, which `SIG_IGN` does not empty (qemu-user killed 3 of 60
+//! exiting children with `SIGPROF` before this).
 //! [`Installed::replaced`] is the same query, used by the heatmap's watcher to notice a
 //! replacement while sampling and stop sending signals to a handler that is not ours. The
 //! windows stop differently ([`Installed::ignore`], close their counters, then
@@ -268,12 +271,17 @@ impl Installed {
     /// Puts the previous disposition back, discarding pending instances first when it was
     /// `SIG_DFL`, if our handler is still installed. Otherwise changes nothing and returns the
     /// disposition found (the program installed its own after we started: it stays).
-    pub(crate) fn restore(self) -> Result<(), libc::sighandler_t> {
+    /// `exiting`: the process is ending, and a previous `SIG_DFL` stays `SIG_IGN` (see
+    /// [`crate::Sampler::stop_for_exit`]).
+    pub(crate) fn restore(self, exiting: bool) -> Result<(), libc::sighandler_t> {
         if let Some(now) = self.replaced() {
             return Err(now);
         }
         if self.previous.sa_sigaction == libc::SIG_DFL {
             self.ignore();
+            if exiting {
+                return Ok(());
+            }
         }
         self.put_back();
         Ok(())

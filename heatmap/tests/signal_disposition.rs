@@ -1,6 +1,7 @@
 //! The `SIGPROF` disposition is borrowed and given back: a foreign handler makes `start` fail
 //! (and stays installed), `SIG_IGN` and `SIG_DFL` are restored on stop, a `SIGPROF` arriving
-//! after stop does not kill a program whose disposition was `SIG_DFL`, and a restartable
+//! after stop does not kill a program whose disposition was `SIG_DFL` (and `stop_for_exit`
+//! leaves it ignored), and a restartable
 //! system call interrupted by our handler restarts.
 
 // Linux only: the samplers it tests run on Linux only (elsewhere they say so; see pmu/unsupported.rs and unsupported.rs).
@@ -82,6 +83,24 @@ fn sig_ign_and_sig_dfl_are_restored() {
         libc::sigpending(&mut set);
         assert_eq!(libc::sigismember(&set, libc::SIGPROF), 0);
     }
+}
+
+/// At the process's end a `SIG_DFL` stays `SIG_IGN` (an emulator's late delivery of a sample
+/// queued before the stop cannot kill the exit), and `SIG_IGN` stays as it was.
+#[test]
+fn stop_for_exit_leaves_sigprof_ignored() {
+    let _g = serial();
+    for previous in [libc::SIG_DFL, libc::SIG_IGN] {
+        set(previous);
+        let s = heatmap::start(Config::new().source(Source::Setitimer)).unwrap();
+        burn_cpu_alpha(Duration::from_millis(20));
+        drop(s.stop_for_exit());
+        assert_eq!(sigprof_disposition(), libc::SIG_IGN, "previous {previous}");
+        // A SIGPROF now is ignored (under SIG_DFL it would end this process).
+        // SAFETY: raising SIGPROF, whose disposition is SIG_IGN.
+        unsafe { libc::raise(libc::SIGPROF) };
+    }
+    set(libc::SIG_DFL);
 }
 
 /// A thread with SIGPROF blocked accumulates a pending sample while sampling; stop discards

@@ -210,7 +210,8 @@ fn options() -> heatmap::ReportOptions {
 fn heatmap_profile(stop: bool) -> Option<heatmap::Profile> {
     let mut s = sampler();
     if stop {
-        Some(s.take()?.stop())
+        // Only the exit report stops it (`reports`): a SIGPROF that was SIG_DFL stays ignored.
+        Some(s.take()?.stop_for_exit())
     } else {
         Some(s.as_ref()?.snapshot())
     }

@@ -573,7 +573,7 @@ fn non_utf8_environment_values_get_one_clear_line() {
         }
         let o = cmd.output().unwrap();
         let e = stderr(&o);
-        assert!(o.status.success(), "{var}: {e}");
+        assert!(o.status.success(), "{var}: {}: {e}", o.status);
         let expected = format!("profpoint: {var}=\"\\xFF\\xFE\": expected UTF-8 text; ignoring it");
         assert_eq!(
             e.lines()
