@@ -237,12 +237,8 @@ impl Inner {
 
 impl Sampler {
     /// Stops sampling and returns everything collected.
-    pub fn stop(mut self) -> Profile {
-        let inner = self
-            .inner
-            .take()
-            .expect("a Sampler holds its state until stopped");
-        inner.finish(false)
+    pub fn stop(self) -> Profile {
+        self.into_inner().finish(false)
     }
 
     /// [`Sampler::stop`] for a process that is ending (an exit report): where the signal's
@@ -253,12 +249,15 @@ impl Sampler {
     /// runs of an exiting child under qemu-aarch64, beside two busy loops, were killed by
     /// `SIGPROF` (none of 150 natively). Past the last report nothing of the program's can
     /// want `SIGPROF`'s default action (terminate) back.
-    pub fn stop_for_exit(mut self) -> Profile {
-        let inner = self
-            .inner
+    pub fn stop_for_exit(self) -> Profile {
+        self.into_inner().finish(true)
+    }
+
+    /// The state, taken out for a stop (`Drop` then finds none).
+    fn into_inner(mut self) -> Inner {
+        self.inner
             .take()
-            .expect("a Sampler holds its state until stopped");
-        inner.finish(true)
+            .expect("a Sampler holds its state until stopped")
     }
 
     /// The counts so far, without stopping (samples in flight may be missed).
