@@ -4,7 +4,7 @@ use super::Report;
 use std::fmt::Write;
 
 /// The CSV header row, also the field order of every row.
-pub(super) const HEADER: &str = "name,enabled,kind,sampling,estimated,nr,timed,nested,total_ns,self_ns,avg_ns,min_ns,max_ns,p50_ns,p90_ns,p99_ns,p999_ns,stddev_ns,wall_percent,file,line,total_ci95_ns";
+pub(super) const HEADER: &str = "name,enabled,kind,sampling,estimated,nr,timed,nested,total_ns,self_ns,avg_ns,min_ns,max_ns,p50_ns,p90_ns,p99_ns,p999_ns,stddev_ns,wall_percent,file,line,total_ci95_ns,sampled_self";
 
 pub(super) fn points_csv(report: &Report) -> String {
     let mut out = String::new();
@@ -14,7 +14,7 @@ pub(super) fn points_csv(report: &Report) -> String {
         // Writing into a String cannot fail.
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.4},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.4},{},{},{},{}",
             quote(&p.name),
             p.enabled,
             p.kind,
@@ -36,7 +36,8 @@ pub(super) fn points_csv(report: &Report) -> String {
             p.wall_percent,
             quote(&p.file),
             p.line,
-            p.total_ci95_ns
+            p.total_ci95_ns,
+            p.sampled_self.map_or(String::new(), |n| n.to_string())
         );
     }
     out
@@ -54,6 +55,54 @@ fn quote(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn point(name: &str, sampled_self: Option<u64>) -> crate::PointReport {
+        crate::PointReport {
+            name: name.to_string(),
+            file: "src/a.rs".into(),
+            line: 3,
+            enabled: true,
+            kind: "sync".into(),
+            sampling: None,
+            estimated: false,
+            nr: 2,
+            timed: 2,
+            nested: 0,
+            total_ns: 20,
+            self_ns: Some(20),
+            avg_ns: 10,
+            min_ns: 10,
+            max_ns: 10,
+            p50_ns: 10,
+            p90_ns: 10,
+            p99_ns: 10,
+            p999_ns: 10,
+            stddev_ns: 0,
+            wall_percent: 0.0,
+            total_ci95_ns: 0,
+            hist: vec![[10, 2]],
+            sampled_self,
+        }
+    }
+
+    /// The sampler's self time is the last column: its count, or empty where the JSON has
+    /// null; every row has the header's number of cells.
+    #[test]
+    fn sampled_self_is_the_last_column() {
+        let mut r = Report::empty();
+        r.points = vec![point("a::sampled", Some(7)), point("a::not", None)];
+        let text = points_csv(&r);
+        let mut lines = text.lines();
+        let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+        assert_eq!(header.last(), Some(&"sampled_self"));
+        let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+        assert_eq!(rows.len(), 2, "{text}");
+        for row in &rows {
+            assert_eq!(row.len(), header.len(), "{text}");
+        }
+        assert_eq!((rows[0][0], *rows[0].last().unwrap()), ("a::sampled", "7"));
+        assert_eq!((rows[1][0], *rows[1].last().unwrap()), ("a::not", ""));
+    }
 
     #[test]
     fn quoting() {

@@ -395,6 +395,9 @@ fn json_and_csv_reports_are_written_and_parse_back() {
     let col = |name: &str| cells[header.iter().position(|h| *h == name).unwrap()];
     assert_eq!(col("nr"), "1");
     assert_eq!(col("total_ns").parse::<u64>().unwrap(), total);
+    // No sampler ran: the sampler's self time is empty (null in the JSON).
+    assert_eq!(p["sampled_self"], serde_json::Value::Null);
+    assert_eq!(col("sampled_self"), "");
     std::fs::remove_dir_all(&dir).ok();
 }
 
