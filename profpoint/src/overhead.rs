@@ -9,8 +9,11 @@
 //!
 //! # Mechanism
 //! A hidden point (never reported) times an empty body in a tight loop, through the path an
-//! enabled `#[profile_point]` takes: the loop's time per iteration is the full cost of a call; the median interval the point recorded is the part
-//! that lands inside a measurement. Best of a few rounds, to keep a preempted round out.
+//! enabled `#[profile_point]` takes: the loop's time per iteration, less the bare loop's, is
+//! the full cost of a call; the median interval the point recorded is the part that lands
+//! inside a measurement. The same rounds time the point sampled and counted only, for the
+//! overhead budget's cost model: one calibration a process, so every figure agrees. Best of a
+//! few rounds, to keep a preempted round out.
 
 use crate::clock;
 use crate::point::{COMPENSATION, Kind, Name, Point};
@@ -35,33 +38,75 @@ static CALIBRATION: Point = Point::new(
     line!(),
 );
 
-/// (full cost per call, in-interval cost), in raw ticks: converted at report time, so measuring
-/// before `main` does not wait for the clock calibration.
-static MEASURED: OnceLock<(f64, f64)> = OnceLock::new();
+/// What the calibration measured, in raw ticks (converted at report time, so measuring before
+/// `main` does not wait for the clock calibration).
+struct Calibration {
+    /// A timed call's full cost.
+    full: f64,
+    /// The part of it inside the timed interval (the median interval of an empty body).
+    inside: f64,
+    /// Each state's cost, for the budget's model.
+    modes: ModeCosts,
+}
+
+/// One calibration a process: the header's overhead, compensation's figures and the budget's
+/// cost model all come from the same interleaved rounds. Two separate loops timing the same
+/// path read 45.8 and 32.0 ns in one process on a noisy guest (BENCHMARKS.md), so the header
+/// and the budget disagreed about what a timed call costs.
+static CALIBRATED: OnceLock<Calibration> = OnceLock::new();
 
 /// Rounds of each calibration loop; the best round of each is kept.
 const ROUNDS: usize = 7;
 /// Calls per round: long enough (~0.1 ms) to dwarf the two clock reads around it.
 const CALLS: u64 = 5_000;
 
-/// Measures the overhead once per process (about 1 ms); later calls do nothing.
+/// Measures the overhead once per process (about 2 ms); later calls do nothing.
 pub(crate) fn measure() {
     if cfg!(feature = "off") {
         // No point exists to time (the calibration point is not in any section).
         return;
     }
-    MEASURED.get_or_init(|| {
-        let index = CALIBRATION.index() as usize;
+    calibrated();
+}
+
+/// The calibration, measured on first use: the calibration point's loops timed on every call,
+/// sampled (one call in 2^30 timed), counted only, and the bare loop, interleaved round by
+/// round ([`best_interleaved`]); the in-interval part is the median interval the timed loop
+/// recorded.
+fn calibrated() -> &'static Calibration {
+    CALIBRATED.get_or_init(|| {
+        let p = &CALIBRATION;
+        let index = p.index() as usize;
         let before = shard::read_point(index);
-        // The same loop without the point: what a call costs is the difference (the loop and
-        // its body are the caller's, not profpoint's).
-        let [bare, best] = best_interleaved([None, Some(&CALIBRATION)], |_| ());
+        let [bare, timed, skipped, counted] =
+            best_interleaved([None, Some(p), Some(p), Some(p)], |i| match i {
+                1 => p.set_enabled(true),
+                // One call in 2^30 timed: the rest take the sampled path's untimed branch.
+                2 => p.set_sampling(1 << 30),
+                3 => p.set_counting(),
+                _ => {}
+            });
+        p.set_enabled(true);
         let c = shard::read_point(index).since(&before);
-        (
-            (best - bare).max(0.0),
-            crate::hist::quantile(&c.hist, c.hist.iter().sum(), 0.5),
-        )
-    });
+        let cost = |ticks: f64| (ticks - bare).max(0.0);
+        let (timed, skipped, counted) = (cost(timed), cost(skipped), cost(counted));
+        // A cheaper state never costs more than a dearer one in the model (noise can say so).
+        let skipped = skipped.min(timed);
+        Calibration {
+            full: timed,
+            inside: crate::hist::quantile(&c.hist, c.hist.iter().sum(), 0.5),
+            modes: ModeCosts {
+                timed,
+                skipped,
+                counted: counted.min(skipped),
+            },
+        }
+    })
+}
+
+/// The calibration's (full cost of a timed call, in-interval part), if it ran.
+fn measured() -> Option<(f64, f64)> {
+    CALIBRATED.get().map(|c| (c.full, c.inside))
 }
 
 /// Ticks per iteration of each loop of `CALLS` calls through its point (the path an enabled
@@ -104,14 +149,6 @@ fn round_ticks(point: Option<&'static Point>) -> f64 {
     (clock::now() - t0) as f64 / CALLS as f64
 }
 
-#[cfg_attr(not(feature = "off"), linkme::distributed_slice(crate::point::POINTS))]
-static CALIBRATION_MODES: Point = Point::new(
-    Name::Static("profpoint::calibration_modes"),
-    Kind::Hidden,
-    file!(),
-    line!(),
-);
-
 /// What one call costs in each state of an on point, in raw ticks (the overhead budget's
 /// cost model).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -124,32 +161,11 @@ pub(crate) struct ModeCosts {
     pub(crate) counted: f64,
 }
 
-static MODE_COSTS: OnceLock<ModeCosts> = OnceLock::new();
-
-/// Measures [`ModeCosts`] once per process (about 2 ms, on the calling thread); later calls
-/// return the same figures.
+/// What each state of an on point costs (the budget's model), measured once per process
+/// with the rest of the calibration (about 2 ms, on the calling thread); later calls return
+/// the same figures.
 pub(crate) fn mode_costs() -> ModeCosts {
-    *MODE_COSTS.get_or_init(|| {
-        let p = &CALIBRATION_MODES;
-        let [bare, timed, skipped, counted] =
-            best_interleaved([None, Some(p), Some(p), Some(p)], |i| match i {
-                1 => p.set_enabled(true),
-                // One call in 2^30 timed: the rest take the sampled path's untimed branch.
-                2 => p.set_sampling(1 << 30),
-                3 => p.set_counting(),
-                _ => {}
-            });
-        p.set_enabled(true);
-        let cost = |ticks: f64| (ticks - bare).max(0.0);
-        let (timed, skipped, counted) = (cost(timed), cost(skipped), cost(counted));
-        // A cheaper state never costs more than a dearer one in the model (noise can say so).
-        let skipped = skipped.min(timed);
-        ModeCosts {
-            timed,
-            skipped,
-            counted: counted.min(skipped),
-        }
-    })
+    calibrated().modes
 }
 
 /// Turns compensation on (measuring the overhead first, once) or off, and gives every point
@@ -157,9 +173,9 @@ pub(crate) fn mode_costs() -> ModeCosts {
 pub(crate) fn set_compensation(on: bool) {
     let (full, inside, counted, skipped) = match on.then(|| {
         measure();
-        MEASURED.get()
+        measured()
     }) {
-        Some(Some(&(full, inside))) => {
+        Some(Some((full, inside))) => {
             // Untimed calls: their own cost, from the budget's cost model (measured once).
             let m = mode_costs();
             (
@@ -198,7 +214,7 @@ pub(crate) fn set_in_context(ticks: f64) {
     // Relaxed: a figure read on its own (see `set_compensation`).
     IN_CONTEXT.store(ticks.max(0.0).to_bits(), Ordering::Relaxed);
     if compensating()
-        && let Some(&(full, _)) = MEASURED.get()
+        && let Some((full, _)) = measured()
     {
         COMPENSATION.full.store(full_ticks(full), Ordering::Relaxed);
     }
@@ -232,7 +248,7 @@ pub(crate) fn compensating() -> bool {
 
 /// The overhead in nanoseconds, if it was measured.
 pub(crate) fn get(clk: &clock::ClockInfo) -> Option<Overhead> {
-    MEASURED.get().map(|&(per_call, inside)| Overhead {
+    measured().map(|(per_call, inside)| Overhead {
         per_call_ns: clk.to_ns_f(per_call),
         in_interval_ns: clk.to_ns_f(inside),
     })

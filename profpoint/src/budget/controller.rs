@@ -132,12 +132,12 @@ pub(super) fn cpu_ns(which: Cpu) -> u64 {
 
 /// The controller thread.
 pub(super) fn run() {
-    // The cost model, measured here (about 2 ms), not on a thread of the program; and the
-    // overhead that compensation subtracts in bursts (about 1 ms), here too: measured at the
-    // first burst, a fork during it left the child's `OnceLock` mid-initialisation, and the
-    // child's own controller waited on it for ever at its first burst.
+    // The cost model and the overhead that compensation subtracts in bursts: one
+    // calibration (about 2 ms), here, not on a thread of the program (unless the exit report
+    // was armed before `main`, which measured it then). Not at the first burst: measured
+    // there, a fork during it left the child's `OnceLock` mid-initialisation, and the child's
+    // own controller waited on it for ever at its first burst.
     let costs = overhead::mode_costs();
-    overhead::measure();
     {
         let mut c = state();
         c.costs = Some(costs);
