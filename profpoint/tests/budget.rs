@@ -139,6 +139,17 @@ fn a_hot_point_is_sampled_with_an_exact_count_and_an_estimate_inside_its_error_b
     let lost = wall.saturating_sub(thread_cpu() - cpu_at_start).as_nanos() as f64;
     let h = point(&r, "budget::hot");
     assert_eq!(h.nr, calls, "every call counted: {:?}", r.budget);
+    // One calibration: the header's overhead and the budget's price of a timed call agree.
+    let o = r
+        .overhead
+        .as_ref()
+        .expect("the controller measured the overhead");
+    assert!(
+        (o.per_call_ns - r.budget.cost_timed_ns).abs() <= 1e-9 * o.per_call_ns.max(1.0),
+        "header {} ns, budget {} ns",
+        o.per_call_ns,
+        r.budget.cost_timed_ns
+    );
     assert!(h.enabled, "never switched off: {:?}", r.budget);
     assert!(h.timed < calls, "some calls untimed");
     assert!(h.estimated && h.total_ci95_ns > 0, "{h:?}");
