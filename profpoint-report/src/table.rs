@@ -250,6 +250,20 @@ fn write_budget(report: &Report, w: &mut dyn Write) -> io::Result<()> {
             b.cost_timed_ns
         )?;
     }
+    // How far to trust the order of the self times: compensation leaves a residue per nested
+    // call that differs by callee (BENCHMARKS.md, "What the residue is made of"); the
+    // sampler's stacks have none.
+    if report.points.iter().any(|p| p.sampled_self.is_some()) {
+        writeln!(
+            w,
+            "Self times of these points and of their callers are estimates with compensation's residue (a few to tens of ns per nested annotated call); for their order, see \"Self time from the sampler's stacks\" below"
+        )?;
+    } else {
+        writeln!(
+            w,
+            "Self times of these points and of their callers are estimates with compensation's residue (a few to tens of ns per nested annotated call), so points of similar self time may rank out of order; PROFPOINT_HEATMAP=1 adds each point's self time from the sampler's stacks, which has none"
+        )?;
+    }
     let name_w = b
         .throttled
         .iter()
@@ -461,6 +475,47 @@ mod tests {
             hist: vec![[10, 1]],
             sampled_self: None,
         }
+    }
+
+    /// A budget section that throttled one point says how far its self times rank, and where
+    /// the sampler's self times are (or how to get them).
+    #[test]
+    fn the_budget_section_says_how_far_self_times_rank() {
+        let mut r = Report::empty();
+        r.points = vec![point("db::hot", 1)];
+        r.budget.percent = Some(2.0);
+        r.budget.throttled = vec![crate::ThrottledPoint {
+            point: "db::hot".into(),
+            now: "count".into(),
+            worst: "count".into(),
+            changes: 1,
+            first_at_s: 0.1,
+            off_calls_per_s: 0.0,
+        }];
+        let text = |r: &Report| {
+            let mut out = Vec::new();
+            write_table(r, &mut out).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        let without = text(&r);
+        assert!(
+            without.contains("may rank out of order; PROFPOINT_HEATMAP=1 adds"),
+            "{without}"
+        );
+        r.points[0].sampled_self = Some(3);
+        let with = text(&r);
+        assert!(
+            with.contains("for their order, see \"Self time from the sampler's stacks\""),
+            "{with}"
+        );
+        assert!(
+            with.contains("Self time from the sampler's stacks ("),
+            "{with}"
+        );
+        assert!(!with.contains("PROFPOINT_HEATMAP=1 adds"), "{with}");
+        // Nothing throttled: no budget section, no such line.
+        r.budget.throttled.clear();
+        assert!(!text(&r).contains("compensation's residue"));
     }
 
     fn table_of(points: Vec<PointReport>) -> String {
