@@ -31,6 +31,8 @@
 //! before it. A report of another process (read from a file) is rendered as it is.
 //!
 //! An async point has no self time: it has no `profpoint_self_seconds_total` series.
+//! `profpoint_sampled_self_samples_total` is there only when the heatmap ran with stacks
+//! (`PointReport::sampled_self`), one series per point it names.
 
 use super::{PointReport, Report};
 use std::collections::HashMap;
@@ -61,6 +63,7 @@ enum Metric {
     Calls,
     Time,
     SelfTime,
+    SampledSelf,
     LatencySum,
     LatencyCount,
     Hits,
@@ -183,6 +186,21 @@ pub(super) fn render(r: &Report) -> String {
         if let Some(ns) = p.self_ns {
             let v = c.value(Metric::SelfTime, n, ns);
             let _ = writeln!(o, "profpoint_self_seconds_total{{{n}}} {}", secs(v));
+        }
+    }
+    // Only with the heatmap's stacks: a family with no series would say nothing.
+    if r.points.iter().any(|p| p.sampled_self.is_some()) {
+        head(
+            &mut o,
+            "profpoint_sampled_self_samples_total",
+            "counter",
+            "Samples of the heatmap's stacks whose innermost annotated function is each point's: its self time as the sampler saw it (no series for a point no frame names, or whose name another point shares).",
+        );
+        for (p, n) in r.points.iter().zip(&labels) {
+            if let Some(samples) = p.sampled_self {
+                let v = c.value(Metric::SampledSelf, n, samples);
+                let _ = writeln!(o, "profpoint_sampled_self_samples_total{{{n}}} {v}");
+            }
         }
     }
     head(

@@ -462,6 +462,33 @@ fn promtool_accepts_the_exit_reports_exposition() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// The sampler's self time per point, as a counter: there when a point has the figure (a
+/// report of the heatmap's stacks), absent otherwise, and accepted by promtool either way.
+#[test]
+fn promtool_accepts_the_sampled_self_series() {
+    let test = "promtool_accepts_the_sampled_self_series";
+    if tool(test, "promtool", "prometheus").is_none() {
+        return;
+    }
+    work();
+    let mut r = profpoint::snapshot();
+    let name = "profpoint_sampled_self_samples_total";
+    assert!(!r.to_prometheus().contains(name), "no stacks, no series");
+    let p = r
+        .points
+        .iter_mut()
+        .find(|p| p.name == "consumers::outer")
+        .expect("outer");
+    p.sampled_self = Some(12);
+    let text = r.to_prometheus();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with(&format!("{name}{{point=\"consumers::outer\"")))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(line.ends_with(" 12"), "{line}");
+    promtool_accepts(&text);
+}
+
 #[profpoint::profile_point]
 #[inline(never)]
 fn tick(x: u64) -> u64 {
