@@ -58,30 +58,8 @@ mod tests {
 
     fn point(name: &str, sampled_self: Option<u64>) -> crate::PointReport {
         crate::PointReport {
-            name: name.to_string(),
-            file: "src/a.rs".into(),
-            line: 3,
-            enabled: true,
-            kind: "sync".into(),
-            sampling: None,
-            estimated: false,
-            nr: 2,
-            timed: 2,
-            nested: 0,
-            total_ns: 20,
-            self_ns: Some(20),
-            avg_ns: 10,
-            min_ns: 10,
-            max_ns: 10,
-            p50_ns: 10,
-            p90_ns: 10,
-            p99_ns: 10,
-            p999_ns: 10,
-            stddev_ns: 0,
-            wall_percent: 0.0,
-            total_ci95_ns: 0,
-            hist: vec![[10, 2]],
             sampled_self,
+            ..crate::test_point(name, 3)
         }
     }
 

@@ -448,34 +448,7 @@ fn secs(ns: u64, estimated: bool) -> String {
 mod tests {
     use super::*;
 
-    fn point(name: &str, line: u32) -> PointReport {
-        PointReport {
-            name: name.to_string(),
-            file: "src/db.rs".into(),
-            line,
-            enabled: true,
-            kind: "sync".into(),
-            sampling: None,
-            estimated: false,
-            nr: 1,
-            timed: 1,
-            nested: 0,
-            total_ns: 10,
-            self_ns: Some(10),
-            avg_ns: 10,
-            min_ns: 10,
-            max_ns: 10,
-            p50_ns: 10,
-            p90_ns: 10,
-            p99_ns: 10,
-            p999_ns: 10,
-            stddev_ns: 10,
-            wall_percent: 0.0,
-            total_ci95_ns: 0,
-            hist: vec![[10, 1]],
-            sampled_self: None,
-        }
-    }
+    use crate::test_point as point;
 
     /// A budget section that throttled one point says how far its self times rank, and where
     /// the sampler's self times are (or how to get them).
