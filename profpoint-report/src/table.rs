@@ -253,17 +253,15 @@ fn write_budget(report: &Report, w: &mut dyn Write) -> io::Result<()> {
     // How far to trust the order of the self times: compensation leaves a residue per nested
     // call that differs by callee (BENCHMARKS.md, "What the residue is made of"); the
     // sampler's stacks have none.
-    if report.points.iter().any(|p| p.sampled_self.is_some()) {
-        writeln!(
-            w,
-            "Self times of these points and of their callers are estimates with compensation's residue (a few to tens of ns per nested annotated call); for their order, see \"Self time from the sampler's stacks\" below"
-        )?;
+    let order = if report.points.iter().any(|p| p.sampled_self.is_some()) {
+        "; for their order, see \"Self time from the sampler's stacks\" below"
     } else {
-        writeln!(
-            w,
-            "Self times of these points and of their callers are estimates with compensation's residue (a few to tens of ns per nested annotated call), so points of similar self time may rank out of order; PROFPOINT_HEATMAP=1 adds each point's self time from the sampler's stacks, which has none"
-        )?;
-    }
+        ", so points of similar self time may rank out of order; PROFPOINT_HEATMAP=1 adds each point's self time from the sampler's stacks, which has none"
+    };
+    writeln!(
+        w,
+        "Self times of these points and of their callers are estimates with compensation's residue (a few to tens of ns per nested annotated call){order}"
+    )?;
     let name_w = b
         .throttled
         .iter()
@@ -465,11 +463,6 @@ mod tests {
             first_at_s: 0.1,
             off_calls_per_s: 0.0,
         }];
-        let text = |r: &Report| {
-            let mut out = Vec::new();
-            write_table(r, &mut out).unwrap();
-            String::from_utf8(out).unwrap()
-        };
         let without = text(&r);
         assert!(
             without.contains("may rank out of order; PROFPOINT_HEATMAP=1 adds"),
@@ -494,8 +487,12 @@ mod tests {
     fn table_of(points: Vec<PointReport>) -> String {
         let mut r = Report::empty();
         r.points = points;
+        text(&r)
+    }
+
+    fn text(r: &Report) -> String {
         let mut out = Vec::new();
-        write_table(&r, &mut out).unwrap();
+        write_table(r, &mut out).unwrap();
         String::from_utf8(out).unwrap()
     }
 
