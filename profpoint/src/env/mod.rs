@@ -225,10 +225,36 @@ pub fn parse_report(value: &str) -> Result<Vec<Destination>, EnvError> {
     Ok(out)
 }
 
-/// Parses a comma-separated glob list (`PROFPOINT_ENABLE`, `PROFPOINT_DISABLE`).
+/// The items of a comma-separated list of point-name globs: a comma inside `<...>`, `(...)`
+/// or `[...]` is part of a name, not a separator (Rust names carry them:
+/// `<Display<'_, '_, _> as core::fmt::Display>::fmt`, which split at every comma read as three
+/// globs matching nothing, so such a point could not be named exactly). The `>` of `->`
+/// closes nothing.
+pub fn split_names(value: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let (mut depth, mut from, mut prev) = (0usize, 0, '\0');
+    for (i, ch) in value.char_indices() {
+        match ch {
+            '<' | '(' | '[' => depth += 1,
+            '>' if prev == '-' => {}
+            '>' | ')' | ']' => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => {
+                out.push(&value[from..i]);
+                from = i + 1;
+            }
+            _ => {}
+        }
+        prev = ch;
+    }
+    out.push(&value[from..]);
+    out
+}
+
+/// Parses a comma-separated glob list (`PROFPOINT_ENABLE`, `PROFPOINT_DISABLE`): see
+/// [`split_names`].
 pub fn parse_globs(var: &'static str, value: &str) -> Result<Vec<String>, EnvError> {
-    let globs: Vec<String> = value
-        .split(',')
+    let globs: Vec<String> = split_names(value)
+        .into_iter()
         .map(str::trim)
         .filter(|s| !s.is_empty())
         .map(String::from)
@@ -260,9 +286,9 @@ pub fn parse_sample(value: &str) -> Result<Vec<(String, u32)>, EnvError> {
     if !value.contains('=') {
         return Ok(vec![("*".to_string(), num(value)?)]);
     }
-    value
-        .split(',')
-        .map(|item| match item.split_once('=') {
+    split_names(value)
+        .into_iter()
+        .map(|item| match item.rsplit_once('=') {
             Some((g, n)) if !g.trim().is_empty() => Ok((g.trim().to_string(), num(n)?)),
             _ => Err(err()),
         })

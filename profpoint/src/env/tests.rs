@@ -53,6 +53,10 @@ fn sample_values() {
         Ok(vec![("hot::*".into(), 0), ("db::*".into(), 4)])
     );
     assert!(parse_sample("abc").is_err());
+    assert_eq!(
+        parse_sample("C<'_, _>::encode=count,db::*=4"),
+        Ok(vec![("C<'_, _>::encode".into(), 0), ("db::*".into(), 4)])
+    );
     assert!(parse_sample("=4").is_err());
 }
 
@@ -94,6 +98,23 @@ fn globs_and_flags() {
         Ok(vec!["a::*".into(), "b".into()])
     );
     assert!(parse_globs("PROFPOINT_ENABLE", " , ").is_err());
+    // Commas inside a name's brackets are the name's (base64's points carry them).
+    assert_eq!(
+        parse_globs(
+            "PROFPOINT_ENABLE",
+            "<base64::display::Base64Display<'_, '_, _> as core::fmt::Display>::fmt, x::<(u8, u16)>::f,a::[u8; 2]"
+        ),
+        Ok(vec![
+            "<base64::display::Base64Display<'_, '_, _> as core::fmt::Display>::fmt".into(),
+            "x::<(u8, u16)>::f".into(),
+            "a::[u8; 2]".into(),
+        ])
+    );
+    // `->` closes no bracket; an unbalanced `>` does not hide the commas after it.
+    assert_eq!(
+        parse_globs("PROFPOINT_DISABLE", "f::<fn(u8) -> u8, u16>::g,h> ,i"),
+        Ok(vec!["f::<fn(u8) -> u8, u16>::g".into(), "h>".into(), "i".into()])
+    );
     assert_eq!(parse_bool("X", "1"), Ok(true));
     assert!(parse_bool("X", "maybe").is_err());
     assert_eq!(parse_clock("monotonic"), Ok(true));
