@@ -113,7 +113,11 @@ fn globs_and_flags() {
     // `->` closes no bracket; an unbalanced `>` does not hide the commas after it.
     assert_eq!(
         parse_globs("PROFPOINT_DISABLE", "f::<fn(u8) -> u8, u16>::g,h> ,i"),
-        Ok(vec!["f::<fn(u8) -> u8, u16>::g".into(), "h>".into(), "i".into()])
+        Ok(vec![
+            "f::<fn(u8) -> u8, u16>::g".into(),
+            "h>".into(),
+            "i".into()
+        ])
     );
     assert_eq!(parse_bool("X", "1"), Ok(true));
     assert!(parse_bool("X", "maybe").is_err());
