@@ -1,11 +1,13 @@
 //! The overhead budget: points that cost less than it are timed on every call; a hot point is
 //! timed on one call in N, counted only or (last resort) timed in bursts, its count exact
 //! unless in bursts (then estimated), its estimated total inside its error bar; a point that cools down is timed fully
-//! again; the user's own choices stand. Each test runs in its own process (nextest), so each
-//! has the process's budget to itself.
+//! again; the user's own choices stand. Each test runs in its own process (nextest's, or a child
+//! of its own under a plain `cargo test`: `in_own_process`), so each has the process's budget
+//! to itself.
 
 use profpoint::{PointReport, Report};
 use profpoint_test_support::cpu::thread_cpu;
+use profpoint_test_support::runner::in_own_process;
 use std::time::{Duration, Instant};
 
 /// Work that takes at least `d` (a busy loop on the clock).
@@ -85,6 +87,9 @@ fn until(
 
 #[test]
 fn points_that_cost_less_than_the_budget_are_timed_on_every_call() {
+    if !in_own_process("points_that_cost_less_than_the_budget_are_timed_on_every_call") {
+        return;
+    }
     assert_eq!(profpoint::budget(), Some(2.0), "the default budget is 2%");
     let mut calls = 0u64;
     let r = until(
@@ -109,6 +114,11 @@ fn points_that_cost_less_than_the_budget_are_timed_on_every_call() {
 
 #[test]
 fn a_hot_point_is_sampled_with_an_exact_count_and_an_estimate_inside_its_error_bar() {
+    if !in_own_process(
+        "a_hot_point_is_sampled_with_an_exact_count_and_an_estimate_inside_its_error_bar",
+    ) {
+        return;
+    }
     profpoint::set_budget(Some(1.0));
     let mut calls = 0u64;
     let (started, cpu_at_start) = (Instant::now(), thread_cpu());
@@ -216,6 +226,9 @@ fn a_hot_point_is_sampled_with_an_exact_count_and_an_estimate_inside_its_error_b
 
 #[test]
 fn a_point_that_cools_down_is_timed_on_every_call_again() {
+    if !in_own_process("a_point_that_cools_down_is_timed_on_every_call_again") {
+        return;
+    }
     profpoint::set_budget(Some(1.0));
     until(
         "the budget to throttle budget::hot",
@@ -276,6 +289,9 @@ fn a_point_that_cools_down_is_timed_on_every_call_again() {
 
 #[test]
 fn a_point_too_hot_even_to_count_is_timed_in_bursts_with_estimated_calls() {
+    if !in_own_process("a_point_too_hot_even_to_count_is_timed_in_bursts_with_estimated_calls") {
+        return;
+    }
     // 0.1% of the CPU time: `tiny` at ~10 M calls a second cannot even be counted (~2.5 ns a
     // call: 2.5%).
     profpoint::set_budget(Some(0.1));
@@ -344,6 +360,9 @@ fn a_point_too_hot_even_to_count_is_timed_in_bursts_with_estimated_calls() {
 
 #[test]
 fn the_users_own_choices_stand() {
+    if !in_own_process("the_users_own_choices_stand") {
+        return;
+    }
     profpoint::set_budget(Some(0.01));
     assert_eq!(profpoint::set_sampling("budget::tiny", 8), 1);
     assert_eq!(profpoint::disable("budget::hot"), 1);
@@ -373,6 +392,9 @@ fn the_users_own_choices_stand() {
 
 #[test]
 fn without_a_budget_throttled_points_are_timed_fully_again() {
+    if !in_own_process("without_a_budget_throttled_points_are_timed_fully_again") {
+        return;
+    }
     profpoint::set_budget(Some(0.01));
     let mut x = 0;
     until(
@@ -413,6 +435,9 @@ fn without_a_budget_throttled_points_are_timed_fully_again() {
 #[cfg(unix)]
 #[test]
 fn a_forked_child_restarts_the_controller_only_with_a_new_thread() {
+    if !in_own_process("a_forked_child_restarts_the_controller_only_with_a_new_thread") {
+        return;
+    }
     profpoint::set_budget(Some(0.01));
     let mut x = 0;
     until(

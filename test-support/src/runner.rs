@@ -27,3 +27,33 @@ pub fn target_command(exe: impl AsRef<std::ffi::OsStr>) -> std::process::Command
         None => std::process::Command::new(exe),
     }
 }
+
+/// The variable that marks a test's own child process (see [`in_own_process`]).
+const CHILD: &str = "PROFPOINT_TEST_OWN_PROCESS";
+
+/// For tests that need the process to themselves (a process-wide state such as the overhead
+/// budget): `true` when this process is the test's own, and the test should run here. Under
+/// cargo-nextest every test has its own process already. Under a plain `cargo test`, which
+/// runs a binary's tests as threads of one process, this runs the test `name` (its path in the
+/// binary, as `--exact` takes it) alone in a child of this binary, fails if the child failed,
+/// and returns `false`: the caller then returns without running the test a second time.
+pub fn in_own_process(name: &str) -> bool {
+    if std::env::var_os("NEXTEST_EXECUTION_MODE").is_some_and(|m| m == "process-per-test")
+        || std::env::var_os(CHILD).is_some()
+    {
+        return true;
+    }
+    let out = target_command(std::env::current_exe().expect("the test binary's path"))
+        .args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD, "1")
+        .output()
+        .expect("could not start the test binary again");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("1 passed"),
+        "`{name}` in a process of its own: {}\nstdout:\n{text}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    false
+}
