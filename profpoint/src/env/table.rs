@@ -18,8 +18,7 @@ pub struct Var {
 }
 
 /// `expected` of the variables whose accepted values are comma-separated globs.
-const GLOBS: &str =
-    "a comma-separated list of point-name globs such as db::* (a comma inside <...> is the name's)";
+const GLOBS: &str = "a comma-separated list of point-name globs such as db::* (a comma inside <...>, (...) or [...] is the name's)";
 /// `expected` of the flags.
 const FLAG: &str = "0 or 1";
 
