@@ -302,6 +302,11 @@ pub struct ThrottledPoint {
     pub first_at_s: f64,
     /// Calls per second when it was last put in bursts (0 if never).
     pub off_calls_per_s: f64,
+    /// Its mean outermost call, nanoseconds, timed in the isolation windows: alone among the
+    /// points the budget throttles (those nested in it off), compensated; its self time is
+    /// this less its children's (`None`: not timed there on enough calls, or a report from
+    /// before isolation windows).
+    pub isolated_avg_ns: Option<f64>,
 }
 
 /// The budget's part of the report.

@@ -40,6 +40,9 @@ pub(super) fn burst(points: &[(usize, Mode)], window: Duration) {
         // `burst_extra`) are those of the same span.
         c.window_start = clock::now();
     }
+    // Who calls whom while every point of the windows is on (the tree of points elsewhere
+    // holds the calls of isolation windows too, attached to whatever was on above them).
+    let edges_before = crate::tree::edges();
     // How long a read took, in ticks.
     let timed_read = |out: &mut Vec<Scalars>| {
         let t = clock::now();
@@ -57,7 +60,9 @@ pub(super) fn burst(points: &[(usize, Mode)], window: Duration) {
     std::thread::sleep(window);
     let mut after = Vec::new();
     let second = timed_read(&mut after);
+    let edges_after = crate::tree::edges();
     let mut c = state();
+    c.fold_edges(&edges_before, &edges_after);
     c.window_end = clock::now();
     let clk = clock::info();
     let quick = window.as_nanos() as u64 / 4;
@@ -90,6 +95,64 @@ pub(super) fn burst(points: &[(usize, Mode)], window: Duration) {
     c.window_warm = warm;
     c.bursts += 1;
     c.controller_ns += cpu_ns(Cpu::Thread).saturating_sub(began);
+}
+
+/// Times `set` (one isolation class of the windows' points: none nests another, see
+/// `controller::isolation_classes`) alone, compensated, for `window` after a warm-up, every
+/// other point of the windows staying off or counted; then puts each back in its state.
+/// Returns what each point's counters gained in the window, or `None` when a read of them was
+/// slow (the controller preempted: the gains are of different spans).
+///
+/// Why: in a burst every point of the windows is timed, and a parent's self time is its
+/// time less its children's less what compensation takes out for their instrumentation; on
+/// base64's loop that figure is off by 2-6 ns a nested call at some sites (how the parent's
+/// code changes when its children's points are on), which moved parents with many children
+/// above their children in perf's order (BENCHMARKS.md, "The floor under the ranking target").
+/// Timed alone, a point's mean call holds its children as the program makes them with their
+/// points off, and its self time is that less its children's mean calls, each timed alone
+/// in turn (`report::self_from_isolated`).
+pub(super) fn isolate(set: &[(usize, Mode)], window: Duration) -> Option<Vec<(usize, Scalars)>> {
+    let all = point::all();
+    let began = cpu_ns(Cpu::Thread);
+    let compensating = overhead::compensating();
+    {
+        let _c = state();
+        if !compensating {
+            overhead::set_compensation(true);
+        }
+        for &(i, _) in set {
+            if all[i].is_by_budget() {
+                Mode::On.apply(&all[i]);
+            }
+        }
+    }
+    std::thread::sleep(warm_up(window));
+    let quick = window.as_nanos() as u64 / 4;
+    let clk = clock::info();
+    let read = |out: &mut Vec<Scalars>| {
+        let t = clock::now();
+        shard::read_all_scalars(out);
+        clk.to_ns(clock::now().saturating_sub(t)) < quick
+    };
+    let (mut before, mut after) = (Vec::new(), Vec::new());
+    let first = read(&mut before);
+    std::thread::sleep(window);
+    let second = read(&mut after);
+    let mut c = state();
+    for &(i, back) in set {
+        if all[i].is_by_budget() {
+            back.apply(&all[i]);
+        }
+    }
+    if !compensating {
+        overhead::set_compensation(false);
+    }
+    c.controller_ns += cpu_ns(Cpu::Thread).saturating_sub(began);
+    (first && second).then(|| {
+        set.iter()
+            .filter_map(|&(i, _)| Some((i, delta(after.get(i)?, before.get(i)?))))
+            .collect()
+    })
 }
 
 /// How long a burst's points run timed before its window's counts begin: a quarter of the

@@ -3,7 +3,7 @@
 //! cost stays under the budget (`allocate`).
 
 use super::*;
-use burst::{BurstRound, BurstState, KEEP, burst};
+use burst::{BurstRound, BurstState, KEEP, burst, isolate};
 use estimate::stalled_call;
 
 /// What the controller remembers of one point.
@@ -30,6 +30,52 @@ pub(super) struct PointState {
     /// [`MEAN_KEEP`] a round: its recent mean call and self time, the stand-ins of its
     /// untimed calls.
     pub(super) mean_pool: (f64, f64, f64),
+    /// Its calls timed in its last isolation windows (with every point the controller
+    /// throttles inside it off: see `burst::isolate`): its mean call as the program makes it
+    /// without the points nested in it ([`Isolated::mean`]).
+    pub(super) isolated: Isolated,
+}
+
+/// The isolation windows to keep a point's mean call from.
+pub(super) const ISOLATED_WINDOWS: usize = 15;
+
+/// A point's last [`ISOLATED_WINDOWS`] isolation windows: total ticks and timed calls of each.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(super) struct Isolated {
+    windows: [(f64, f64); ISOLATED_WINDOWS],
+    count: usize,
+}
+
+impl Isolated {
+    pub(super) fn add(&mut self, total: f64, timed: f64) {
+        self.windows[self.count % ISOLATED_WINDOWS] = (total, timed);
+        self.count += 1;
+    }
+
+    /// The mean call over the kept windows whose own mean is at most twice the median of
+    /// theirs, and the timed calls it rests on. A window is a few hundred calls of a few
+    /// hundred microseconds: a timer interrupt of 30 us in one (this guest's) raised its mean
+    /// call by 100-200 ns and, pooled, a point's mean by 10-20 ns, under its parent's; the
+    /// stall rule of single calls (1,000 times the mean) does not see it.
+    pub(super) fn mean(&self) -> Option<(f64, f64)> {
+        let n = self.count.min(ISOLATED_WINDOWS);
+        let kept = &self.windows[..n];
+        let mut means: Vec<f64> = kept
+            .iter()
+            .filter(|(_, t)| *t > 0.0)
+            .map(|(s, t)| s / t)
+            .collect();
+        if means.is_empty() {
+            return None;
+        }
+        means.sort_by(f64::total_cmp);
+        let median = means[means.len() / 2];
+        let (total, timed) = kept
+            .iter()
+            .filter(|(s, t)| *t > 0.0 && s / t <= 2.0 * median)
+            .fold((0.0, 0.0), |(a, b), (s, t)| (a + s, b + t));
+        (timed > 0.0).then(|| (total / timed, timed))
+    }
 }
 
 impl PointState {
@@ -91,6 +137,24 @@ pub(super) struct Controller {
 
     /// Bursts done.
     pub(super) bursts: u64,
+    /// The isolation classes (`isolation_classes`): sets of the windows' points none of which
+    /// is found inside another in the tree of points; the tree's length they were made from;
+    /// the next class to time.
+    pub(super) classes: Vec<Vec<usize>>,
+    pub(super) classes_from: usize,
+    pub(super) next_class: usize,
+    /// The next isolation window, planned with the burst (see `plan_burst`).
+    pub(super) isolation_plan: Option<(Vec<(usize, Mode)>, Duration)>,
+    /// Calls the isolation windows timed since the last round (priced with the bursts').
+    pub(super) isolation_timed: u64,
+    /// Isolation windows done.
+    pub(super) isolations: u64,
+    /// What the bursts' windows added to each edge of the tree of points, by (caller's point
+    /// index + 1, 0 at the root; point index + 1): calls, timed calls and their ticks, pooled
+    /// by [`KEEP`] a burst. Who calls whom, and how long a call takes from each caller, while
+    /// every point of the windows is on (`self_from_isolated` in the report splits a point's
+    /// calls among its callers by it).
+    pub(super) edges: std::collections::BTreeMap<(u32, u32), [f64; 3]>,
 }
 
 /// Which CPU time [`cpu_ns`] reads.
@@ -162,6 +226,12 @@ pub(super) fn run() {
         ROUNDS.fetch_add(1, Ordering::Relaxed);
         if let Some((points, window)) = plan {
             burst(&points, window);
+            let isolation = state().isolation_plan.take();
+            if let Some((set, window)) = isolation
+                && let Some(got) = isolate(&set, window)
+            {
+                state().fold_isolated(&got);
+            }
         }
         interval = if calls == 0 {
             (interval * 2).min(IDLE_INTERVAL)
@@ -305,6 +375,9 @@ impl Controller {
             }
         }
         self.scratch = scratch;
+        // The isolation windows' timed calls of points in bursts (a counted point's are in
+        // its round, priced above).
+        cost += std::mem::take(&mut self.isolation_timed) as f64 * costs.timed;
         let Some(ppm) = ppm else {
             return calls_total;
         };
@@ -388,7 +461,83 @@ impl Controller {
         } else {
             FIRST_WINDOW
         };
-        self.plan = Some((points, window.clamp(MIN_WINDOW, MAX_WINDOW)));
+        let window = window.clamp(MIN_WINDOW, MAX_WINDOW);
+        self.isolation_plan = self.plan_isolation(&points, window.max(MIN_ISOLATION_WINDOW));
+        self.plan = Some((points, window));
+    }
+
+    /// The next isolation window (see `burst::isolate`): the next class of
+    /// [`isolation_classes`] that holds one of this burst's `points`, those of them, for
+    /// `window`. The classes are made again when the tree of points grew.
+    fn plan_isolation(
+        &mut self,
+        points: &[(usize, Mode)],
+        window: Duration,
+    ) -> Option<(Vec<(usize, Mode)>, Duration)> {
+        let len = crate::tree::merged_len();
+        if len != self.classes_from || self.classes.is_empty() {
+            let (nodes, _) = crate::tree::merged();
+            let all: Vec<usize> = (0..self.points.len()).collect();
+            self.classes = isolation_classes(&all, &nodes);
+            self.classes_from = len;
+        }
+        for _ in 0..self.classes.len() {
+            let k = self.next_class % self.classes.len();
+            self.next_class = self.next_class.wrapping_add(1);
+            let set: Vec<(usize, Mode)> = points
+                .iter()
+                .filter(|(i, _)| self.classes[k].contains(i))
+                .copied()
+                .collect();
+            if !set.is_empty() {
+                return Some((set, window));
+            }
+        }
+        None
+    }
+
+    /// Pools what a burst's window added to each edge of the tree of points (`before`,
+    /// `after`: `tree::edges` around it).
+    pub(super) fn fold_edges(
+        &mut self,
+        before: &std::collections::HashMap<(u32, u32), [u64; 3]>,
+        after: &std::collections::HashMap<(u32, u32), [u64; 3]>,
+    ) {
+        for v in self.edges.values_mut() {
+            v.iter_mut().for_each(|x| *x *= KEEP);
+        }
+        for (k, a) in after {
+            let b = before.get(k).copied().unwrap_or_default();
+            if a[0] > b[0] {
+                let e = self.edges.entry(*k).or_default();
+                for j in 0..3 {
+                    e[j] += a[j].saturating_sub(b[j]) as f64;
+                }
+            }
+        }
+    }
+
+    /// Pools what an isolation window timed (`got`: each point's counters' gain in it).
+    pub(super) fn fold_isolated(&mut self, got: &[(usize, Scalars)]) {
+        self.isolations += 1;
+        for (i, d) in got {
+            let Some(st) = self.points.get_mut(*i) else {
+                continue;
+            };
+            if st.set == Some(Mode::Burst) {
+                self.isolation_timed += d.timed;
+            }
+            let (mut total, mut timed) = (d.total as f64, d.timed as f64);
+            if timed == 0.0 {
+                continue;
+            }
+            // A call preempted in the window is the thread's stall, not the point's work.
+            if let Some(max) = stalled_call(d) {
+                total -= max as f64;
+                timed -= 1.0;
+            }
+            st.isolated.add(total, timed);
+        }
     }
 
     /// Applies and records one change (nothing if `to` is `from`).
@@ -510,6 +659,58 @@ pub(super) fn delta(cur: &Scalars, last: &Scalars) -> Scalars {
         min: u64::MAX,
         max: if cur.max > last.max { cur.max } else { 0 },
     }
+}
+
+/// The isolation classes of `points` given the tree of points (`nodes`, as
+/// `tree::merged` gives it): sets none of whose points was ever found inside another of the
+/// same set, so that timing one set alone times each of its points with every other point
+/// of the windows off below it. Greedy: each point (in index order) joins the first class
+/// it conflicts with no member of. Only parents (points some other point of `points` was
+/// found inside) join: a leaf's time in the bursts has no nested call's cost to take out, so
+/// the report prices it there, and its isolated mean, lower than its bursts' by a different
+/// factor than its parent's, moved its share into the parent (base64's loop: 3-4 pairs out
+/// of perf's order in three runs with leaves isolated, 0-2 in five without; BENCHMARKS.md). A point
+/// the tree never saw joins none (nothing says what it may nest); a point found inside
+/// itself (recursion) may still join a class (its own nested calls are not outermost and do
+/// not add to its total).
+pub(super) fn isolation_classes(
+    points: &[usize],
+    nodes: &[(Option<usize>, crate::tree::RawNode)],
+) -> Vec<Vec<usize>> {
+    use std::collections::HashSet;
+    let wanted: HashSet<usize> = points.iter().copied().collect();
+    let point_of = |k: usize| (nodes[k].1.point as usize).checked_sub(1);
+    let mut seen: HashSet<usize> = HashSet::new();
+    let mut conflicts: HashSet<(usize, usize)> = HashSet::new();
+    let mut parents: HashSet<usize> = HashSet::new();
+    for k in 0..nodes.len() {
+        let Some(p) = point_of(k).filter(|p| wanted.contains(p)) else {
+            continue;
+        };
+        seen.insert(p);
+        let mut up = nodes[k].0;
+        while let Some(a) = up {
+            if let Some(q) = point_of(a).filter(|q| *q != p && wanted.contains(q)) {
+                conflicts.insert((p.min(q), p.max(q)));
+                parents.insert(q);
+            }
+            up = nodes[a].0;
+        }
+    }
+    let mut order: Vec<usize> = seen.into_iter().filter(|p| parents.contains(p)).collect();
+    order.sort_unstable();
+    let mut classes: Vec<Vec<usize>> = Vec::new();
+    for p in order {
+        let free = |c: &Vec<usize>| {
+            c.iter()
+                .all(|&q| !conflicts.contains(&(p.min(q), p.max(q))))
+        };
+        match classes.iter_mut().find(|c| free(c)) {
+            Some(c) => c.push(p),
+            None => classes.push(vec![p]),
+        }
+    }
+    classes
 }
 
 /// Where a point goes from `cur` when the allocation wants `want`: at once when `want` is more

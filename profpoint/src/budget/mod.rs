@@ -89,6 +89,36 @@
 //! and 0.84-0.89x. Its calls stay counted exactly; its timed calls in the windows make its
 //! strata (ratio estimates, as for a sampled point); their cost counts as the windows'.
 //!
+//! # Isolation windows: self times from totals
+//! A parent's self time in a burst is its time less its children's less what compensation
+//! takes out for their instrumentation, a fixed figure a call; on base64's loop the real
+//! figure differs by 2-6 ns a nested call from site to site (how the parent's code changes
+//! when its children's points are on), and parents with many annotated children ranked above
+//! their children against perf. So after each burst the controller runs a second window
+//! (`burst::isolate`, at least 1 ms) in which only one class of the windows' parents is on, a
+//! set none of which was ever found inside another in the tree of points
+//! (`controller::isolation_classes`; the classes take turns, a round each): each is timed
+//! with every throttled point below it off, its calls holding its children's work at the
+//! cost of their disabled guards, which is the annotated program's own. Leaves (no other
+//! point found inside them) are not isolated: their bursts' times have no nested call's cost
+//! in them. A point's isolated mean call is kept from its last 15 such windows (less those
+//! whose mean is over twice the median: a timer interrupt in a window of a few hundred calls,
+//! `Isolated::mean`). The report then gives such a point the self time its mean call times
+//! its calls less each child's calls under it at the child's mean call (isolated where it
+//! has one, else its bursts'), scaled by how much longer the child's calls from this parent
+//! took than its calls from all its callers in the bursts, whose windows also pool who calls
+//! whom (`Controller::edges`: the tree of points also holds the isolation windows' calls,
+//! attached to whatever was on above them), and at most its total. On base64's loop, six
+//! alternating runs each (BENCHMARKS.md, "Isolation windows, landed"): 1-2 pairs out of
+//! perf's order against 2-4 before, the top three in perf's order in 8 of 11 runs against
+//! 1 of 6. Its limits: a counted point's calls inside an isolated parent cost their counting
+//! (~2 ns) there; a child's mean call is from its own windows, a parent's from its own, so a
+//! thin wrapper reads the small difference of two means measured at different times (base64's
+//! `ChunkedEncoder::encode` reads 0 where perf has 0.5%); an isolated mean reads 10-25% over
+//! the same point timed alone for a whole run (about half of that goes with a 2 ms warm-up,
+//! which did not improve the ranking); the windows' timed calls cost as the bursts' do and
+//! are priced with them.
+//!
 //! The error bar of a point in bursts adds, per round, half the squared difference of its
 //! successive rounds' estimated rates (the first round: its whole estimate over its calls
 //! seen).
@@ -167,6 +197,9 @@ const BURST_SHARE: f64 = 0.2;
 const FIRST_WINDOW: Duration = Duration::from_micros(200);
 const MIN_WINDOW: Duration = Duration::from_micros(50);
 const MAX_WINDOW: Duration = Duration::from_millis(10);
+/// The shortest isolation window (`burst::isolate`): shorter, the means of two windows of
+/// one call tree, a parent's and its child's, differed by 15-30 ns on base64's loop.
+const MIN_ISOLATION_WINDOW: Duration = Duration::from_millis(1);
 /// The bounds of a burst's warm-up ([`burst::warm_up`]).
 const MIN_WARM_UP: Duration = Duration::from_micros(50);
 const MAX_WARM_UP: Duration = Duration::from_micros(250);
@@ -343,6 +376,13 @@ impl Controller {
         window_reads: 0,
         in_context: (0.0, 0.0),
         bursts: 0,
+        classes: Vec::new(),
+        classes_from: 0,
+        next_class: 0,
+        isolation_plan: None,
+        isolation_timed: 0,
+        isolations: 0,
+        edges: std::collections::BTreeMap::new(),
     };
 }
 
@@ -405,6 +445,38 @@ pub(crate) fn reset(abs: &[Scalars]) {
     }
 }
 
+/// The fewest timed calls, pooled over isolation windows, on which a point's isolated mean
+/// call stands.
+const MIN_ISOLATED: f64 = 32.0;
+
+/// What the isolation windows measured: each point's mean outermost call (ticks) timed in
+/// them, by point index (`None`: none timed it on [`MIN_ISOLATED`] calls yet), and the calls
+/// of each edge of the tree of points in the bursts' windows, pooled (see
+/// `Controller::edges`); `None` when no point has an isolated mean.
+pub(crate) fn isolation() -> Option<Isolation> {
+    let c = state();
+    let means: Vec<Option<f64>> = c
+        .points
+        .iter()
+        .map(|st| {
+            let (mean, timed) = st.isolated.mean()?;
+            (timed >= MIN_ISOLATED).then_some(mean)
+        })
+        .collect();
+    means.iter().any(Option::is_some).then(|| Isolation {
+        means,
+        edges: c.edges.iter().map(|(&k, &v)| (k, v)).collect(),
+    })
+}
+
+/// See [`isolation`].
+pub(crate) struct Isolation {
+    pub(crate) means: Vec<Option<f64>>,
+    /// ((caller's point index + 1, 0 at the root), point index + 1) -> [calls, timed calls,
+    /// their ticks] in the bursts' windows, pooled.
+    pub(crate) edges: Vec<((u32, u32), [f64; 3])>,
+}
+
 /// The budget's section of a report.
 pub(crate) fn report(clk: &clock::ClockInfo) -> BudgetReport {
     let c = state();
@@ -436,6 +508,11 @@ pub(crate) fn report(clk: &clock::ClockInfo) -> BudgetReport {
                     changes: st.changes,
                     first_at_s: st.first_ns.unwrap_or(0) as f64 / 1e9,
                     off_calls_per_s: st.off_rate,
+                    isolated_avg_ns: st
+                        .isolated
+                        .mean()
+                        .filter(|&(_, timed)| timed >= MIN_ISOLATED)
+                        .map(|(mean, _)| clk.to_ns_f(mean)),
                 },
             )
         })

@@ -599,3 +599,73 @@ fn a_stratum_far_above_the_recent_median_is_a_stall_and_a_lasting_change_is_not(
         e.total - before
     );
 }
+
+/// A merged tree node of `point` (index) under merged node `parent`.
+fn node(parent: Option<usize>, point: usize) -> (Option<usize>, crate::tree::RawNode) {
+    (
+        parent,
+        crate::tree::RawNode {
+            point: point as u32 + 1,
+            ..Default::default()
+        },
+    )
+}
+
+#[test]
+fn isolation_classes_never_hold_a_point_and_one_found_inside_it() {
+    // 0 -> 1 -> 2, 0 -> 3, 4 -> 2 (2 is called from two places), 5 -> 5 (recursion); 6 was
+    // never seen in the tree; 7 is seen but not a window's point.
+    let nodes = vec![
+        node(None, 0),
+        node(Some(0), 1),
+        node(Some(1), 2),
+        node(Some(0), 3),
+        node(None, 4),
+        node(Some(4), 2),
+        node(None, 5),
+        node(Some(6), 5),
+        node(None, 7),
+    ];
+    let classes = controller::isolation_classes(&[0, 1, 2, 3, 4, 5, 6], &nodes);
+    let all: Vec<usize> = {
+        let mut v: Vec<usize> = classes.iter().flatten().copied().collect();
+        v.sort_unstable();
+        v
+    };
+    // Only parents: 2 and 3 have no point inside them, 5 only itself, 6 was never seen.
+    assert_eq!(all, vec![0, 1, 4], "{classes:?}");
+    let nested = [(0, 1), (0, 2), (1, 2), (0, 3), (4, 2)];
+    for c in &classes {
+        for &(a, b) in &nested {
+            assert!(!(c.contains(&a) && c.contains(&b)), "{a} and {b} in {c:?}");
+        }
+    }
+    // Greedy in index order: 0 opens a class, 4 joins it (neither was found inside the
+    // other); 1 cannot (inside 0).
+    assert_eq!(classes, vec![vec![0, 4], vec![1]]);
+}
+
+#[test]
+fn an_isolation_window_hit_by_an_interrupt_does_not_raise_the_mean_call() {
+    let mut iso = controller::Isolated::default();
+    assert_eq!(iso.mean(), None);
+    for _ in 0..10 {
+        iso.add(160.0 * 80.0, 160.0);
+    }
+    // One window of 160 calls held a 30,000-tick interrupt.
+    iso.add(160.0 * 80.0 + 30_000.0, 160.0);
+    assert_eq!(iso.mean(), Some((80.0, 1600.0)));
+    // A window twice as slow as the median still counts (a phase of longer calls).
+    iso.add(160.0 * 150.0, 160.0);
+    let (mean, timed) = iso.mean().unwrap();
+    assert_eq!(timed, 1760.0);
+    assert!((mean - (1600.0 * 80.0 + 160.0 * 150.0) / 1760.0).abs() < 1e-9);
+    // Only the last ISOLATED_WINDOWS windows count.
+    for _ in 0..controller::ISOLATED_WINDOWS {
+        iso.add(160.0 * 40.0, 160.0);
+    }
+    assert_eq!(
+        iso.mean(),
+        Some((40.0, 160.0 * controller::ISOLATED_WINDOWS as f64))
+    );
+}

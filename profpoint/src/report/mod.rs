@@ -91,11 +91,26 @@ pub(crate) fn collect(opts: &ReportOptions) -> Report {
         _ => 0.0,
     };
     let counts = read_all();
+    let own = budget::isolation().map(|iso| self_from_isolated(&counts, &iso));
     let mut points: Vec<PointReport> = point::all()
         .iter()
         .zip(&counts)
-        .filter(|(p, _)| p.kind() != Kind::Hidden)
-        .map(|(p, (c, est))| point_report(p, c, est, &clock, wall_ns, sub_ticks))
+        .enumerate()
+        .filter(|(_, (p, _))| p.kind() != Kind::Hidden)
+        .map(|(i, (p, (c, est)))| {
+            let mut r = point_report(p, c, est, &clock, wall_ns, sub_ticks);
+            if let Some(ticks) = own.as_ref().and_then(|o| o[i])
+                && r.self_ns.is_some()
+            {
+                // At most its total: the two come from different windows (its total from the
+                // bursts, where compensation's figure a nested call may take out more than
+                // the children's instrumentation cost; its isolated mean from windows of its
+                // own), and base64's `Engine::encode::inner` read 375 ms of self in 361 of
+                // total; a self time over the total would read as nonsense in the table.
+                r.self_ns = Some((clock.to_ns_f(ticks).round() as u64).min(r.total_ns));
+            }
+            r
+        })
         .collect();
     points.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(a.name.cmp(&b.name)));
     // At exit both samplers stop before either is symbolised (that is the profiler's work).
@@ -236,6 +251,69 @@ impl CollectReport for Report {
     fn collect(opts: &ReportOptions) -> Report {
         collect(opts)
     }
+}
+
+/// Outermost calls of a point: timed, left untimed, and estimated between the budget's bursts.
+fn outer_calls(c: &Counts, est: &Est) -> f64 {
+    (c.timed + c.skipped) as f64 + est.unseen().0
+}
+
+/// Each point's self time (ticks) from mean calls timed in isolation (`iso.means`, ticks per
+/// outermost call, by point index: the overhead budget's isolation windows, `budget/burst.rs`
+/// `isolate`), for the points that have one: its mean call times its outermost calls, less,
+/// for each point called inside it (`iso.edges`: who called whom in the bursts' windows, when
+/// every point of the windows was on), that point's calls under it (its calls times the share
+/// of its windows' calls whose caller is this point) at its own mean call (isolated if it has
+/// one, else its estimated total over its calls) times how much longer its calls from this
+/// caller took than its calls from all of them, in the windows (a function called with long
+/// inputs from one place and short ones from another: the mean over both would leave the
+/// long ones' excess in the first caller's self time, gprof's error). A point called inside
+/// itself keeps its nested calls (its outermost calls' times hold them).
+///
+/// The same split as a self time measured inside each call, without its error: what the
+/// children's points cost the parent's code when they are on, which compensation's fixed
+/// figure per call leaves in the parent (2-6 ns a nested call at some of base64's sites).
+fn self_from_isolated(counts: &[(Counts, Est)], iso: &budget::Isolation) -> Vec<Option<f64>> {
+    let n = counts.len();
+    let outer: Vec<f64> = counts.iter().map(|(c, e)| outer_calls(c, e)).collect();
+    let isolated = |i: usize| iso.means.get(i).copied().flatten();
+    let mean = |i: usize| match isolated(i) {
+        Some(t) => t,
+        None => {
+            let (c, e) = &counts[i];
+            let (total, _, _) = e.resolve(c.timed, c.total, 0.0);
+            if outer[i] > 0.0 {
+                total / outer[i]
+            } else {
+                0.0
+            }
+        }
+    };
+    let index = |point1: u32| (point1 as usize).checked_sub(1).filter(|&i| i < n);
+    // Each point's calls, timed calls and their ticks in the windows, from every caller.
+    let mut all = vec![[0.0; 3]; n];
+    for &((_, c), e) in &iso.edges {
+        if let Some(c) = index(c) {
+            (0..3).for_each(|j| all[c][j] += e[j]);
+        }
+    }
+    let mut own: Vec<Option<f64>> = (0..n).map(|i| isolated(i).map(|t| t * outer[i])).collect();
+    for &((p, c), e) in &iso.edges {
+        if let (Some(p), Some(c)) = (index(p), index(c))
+            && p != c
+            && all[c][0] > 0.0
+            && let Some(o) = own[p].as_mut()
+        {
+            // From this caller against from all (1 where either timed none).
+            let longer = if e[1] > 0.0 && all[c][1] > 0.0 && all[c][2] > 0.0 {
+                (e[2] / e[1]) / (all[c][2] / all[c][1])
+            } else {
+                1.0
+            };
+            *o -= e[0] / all[c][0] * outer[c] * mean(c) * longer;
+        }
+    }
+    own.iter().map(|o| o.map(|v| v.max(0.0))).collect()
 }
 
 fn point_report(
@@ -395,6 +473,62 @@ fn run_info_fixed() -> RunInfo {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A point's counts with `outer` timed outermost calls of `each` ticks.
+    fn counts(outer: u64, each: u64) -> (Counts, Est) {
+        let c = Counts {
+            timed: outer,
+            total: outer * each,
+            ..Counts::default()
+        };
+        let mut e = Est::default();
+        e.fold(&c.scalars());
+        (c, e)
+    }
+
+    #[test]
+    fn self_from_isolated_means_is_a_point_s_calls_less_its_children_s() {
+        // 0 (10 calls of 100 ticks alone) calls 1 (20 calls of 30 alone); 1 is called as
+        // often from 2, which has no isolated mean; 0 also calls itself, and 3 (no isolated
+        // mean: priced at its own mean call, 5 ticks).
+        let all = vec![
+            counts(10, 100),
+            counts(40, 30),
+            counts(5, 50),
+            counts(10, 5),
+        ];
+        let iso = budget::Isolation {
+            means: vec![Some(100.0), Some(30.0), None, None],
+            edges: vec![
+                ((1, 2), [20.0, 20.0, 600.0]),
+                ((3, 2), [20.0, 20.0, 600.0]),
+                ((1, 1), [7.0, 7.0, 700.0]),
+                ((1, 4), [3.0, 0.0, 0.0]),
+                ((0, 1), [10.0, 10.0, 1000.0]),
+            ],
+        };
+        let own = self_from_isolated(&all, &iso);
+        // 0: 1,000 less half of 1's 40 calls at 30 (600) less all of 3's 10 calls at 5 (50).
+        assert_eq!(own[0], Some(1000.0 - 600.0 - 50.0));
+        assert_eq!(own[1], Some(1200.0));
+        assert_eq!(own[2], None);
+        assert_eq!(own[3], None);
+        // Never below zero: a parent whose children's means add up to more than its own.
+        let iso = budget::Isolation {
+            means: vec![Some(10.0), Some(30.0), None, None],
+            ..iso
+        };
+        assert_eq!(self_from_isolated(&all, &iso)[0], Some(0.0));
+        // 1's calls from 0 take three times as long as those from 2 in the windows: 0 is
+        // charged 1.5 times 1's mean call for them (its share of 1's ticks), 2 half.
+        let iso = budget::Isolation {
+            means: vec![Some(100.0), Some(30.0), Some(60.0), None],
+            edges: vec![((1, 2), [20.0, 20.0, 900.0]), ((3, 2), [20.0, 20.0, 300.0])],
+        };
+        let own = self_from_isolated(&all, &iso);
+        assert_eq!(own[0], Some(1000.0 - 0.5 * 40.0 * 30.0 * 1.5));
+        assert_eq!(own[2], Some(300.0 - 0.5 * 40.0 * 30.0 * 0.5));
+    }
 
     /// xorshift64*: reproducible values for the report's float fields.
     fn next(state: &mut u64) -> u64 {

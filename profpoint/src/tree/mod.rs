@@ -245,6 +245,36 @@ pub(crate) fn read(shard: &Shard) -> (Vec<RawNode>, u64) {
     (nodes, lost)
 }
 
+/// The nodes of every shard's tree, summed: grows when any thread meets a new path (the
+/// overhead budget makes its isolation classes again then).
+pub(crate) fn merged_len() -> usize {
+    crate::shard::all_shards()
+        .into_iter()
+        // Acquire: see `published`.
+        .map(|s| s.tree.len.load(Ordering::Acquire) as usize)
+        .sum()
+}
+
+/// What the tree of points holds by (caller's point index + 1, or 0 at the root; point index
+/// + 1), summed over every path and shard: calls, timed calls and their total ticks.
+pub(crate) fn edges() -> HashMap<(u32, u32), [u64; 3]> {
+    let mut out: HashMap<(u32, u32), [u64; 3]> = HashMap::new();
+    for s in crate::shard::all_shards() {
+        let (nodes, _) = read(s);
+        for n in &nodes {
+            let parent = match n.parent {
+                0 => 0,
+                p => nodes.get(p as usize - 1).map_or(0, |q| q.point),
+            };
+            let e = out.entry((parent, n.point)).or_default();
+            e[0] += n.timed + n.untimed;
+            e[1] += n.timed;
+            e[2] += n.total;
+        }
+    }
+    out
+}
+
 /// The trees of every shard merged by path: nodes in the order first met, parents before
 /// children, `parent` an index into the result (`None`: a root's child); and the lost calls.
 pub(crate) fn merged() -> (Vec<(Option<usize>, RawNode)>, u64) {
