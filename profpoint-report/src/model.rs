@@ -342,6 +342,10 @@ pub struct BudgetReport {
     pub bursts: u64,
     /// The last burst's planned length, microseconds (0 if none).
     pub burst_window_us: f64,
+    /// Isolation windows run (after each burst, one class of its parents timed alone: a
+    /// throttled parent's self time is made from them; see `ThrottledPoint::isolated_avg_ns`).
+    #[serde(default)]
+    pub isolations: u64,
     /// Points it throttled, hottest first.
     pub throttled: Vec<ThrottledPoint>,
     /// Its changes, in order (at most 1,000; the rest are counted in `events_dropped`).
@@ -366,6 +370,7 @@ impl BudgetReport {
             controller_ms: 0.0,
             bursts: 0,
             burst_window_us: 0.0,
+            isolations: 0,
             throttled: Vec::new(),
             events: Vec::new(),
             events_dropped: 0,

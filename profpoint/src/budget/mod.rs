@@ -535,6 +535,7 @@ pub(crate) fn report(clk: &clock::ClockInfo) -> BudgetReport {
         controller_ms: c.controller_ns as f64 / 1e6,
         bursts: c.bursts,
         burst_window_us: c.window.as_secs_f64() * 1e6,
+        isolations: c.isolations,
         throttled: throttled.into_iter().map(|(_, t)| t).collect(),
         events: c.events.clone(),
         events_dropped: c.events_dropped,
