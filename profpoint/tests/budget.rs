@@ -39,6 +39,21 @@ fn tiny(x: u64) -> u64 {
     std::hint::black_box(x).wrapping_add(1)
 }
 
+/// Work of its own (~250 multiplications through memory, a few hundred ns) and four calls of
+/// `tiny`: a parent too hot to count under a tiny budget, whose self time is most of its
+/// time, far beyond what compensation's figure a call may be off by (a body of ~27 ns timed
+/// alone read 8.5 ns a call in one such test's windows).
+#[profpoint::profile_point]
+fn parent_of_tiny(mut x: u64) -> u64 {
+    for _ in 0..4 {
+        x = tiny(x);
+        for _ in 0..64 {
+            x = std::hint::black_box(x).wrapping_mul(3);
+        }
+    }
+    x
+}
+
 /// ~50 us of CPU a call: cheap to time on every call under any budget here. CPU time, not wall
 /// time: the budget is a share of the process's CPU time, and beside two busy loops and the
 /// rest of the suite a wall-clock spin got so little CPU that the controller's first round
@@ -355,6 +370,63 @@ fn a_point_too_hot_even_to_count_is_timed_in_bursts_with_estimated_calls() {
             .all(|e| e.point != "budget::cold" || (e.to != "off" && e.to != "burst")),
         "{:?}",
         r.budget
+    );
+}
+
+#[test]
+fn a_throttled_parent_s_self_time_comes_from_its_calls_timed_alone() {
+    if !in_own_process("a_throttled_parent_s_self_time_comes_from_its_calls_timed_alone") {
+        return;
+    }
+    profpoint::set_budget(Some(0.1));
+    let mut x = 0;
+    let has_isolated_mean = |r: &Report, name: &str| {
+        r.budget
+            .throttled
+            .iter()
+            .any(|t| t.point == name && t.isolated_avg_ns.is_some())
+    };
+    let r = until(
+        "budget::parent_of_tiny to have an isolated mean",
+        Duration::from_secs(60),
+        || {
+            for _ in 0..1000 {
+                x = parent_of_tiny(x);
+            }
+            cold();
+            cold();
+        },
+        |r| has_isolated_mean(r, "budget::parent_of_tiny"),
+    );
+    std::hint::black_box(x);
+    assert!(r.budget.isolations > 0, "{:?}", r.budget);
+    // The leaf is priced from its bursts, never timed alone (its bursts have no nested call's
+    // cost to take out).
+    assert!(!has_isolated_mean(&r, "budget::tiny"), "{:?}", r.budget);
+    // The parent's self time is made from its isolated mean: its mean call timed alone
+    // times its calls, less its four calls of `tiny` a call (a few ns against its own few
+    // hundred), and never more than its total (which comes from the bursts, where its timed
+    // children's instrumentation leaves a residue in it).
+    let p = point(&r, "budget::parent_of_tiny");
+    let own = p.self_ns.expect("a self time") as f64;
+    let iso = r
+        .budget
+        .throttled
+        .iter()
+        .find(|t| t.point == "budget::parent_of_tiny")
+        .and_then(|t| t.isolated_avg_ns)
+        .expect("an isolated mean");
+    let alone = iso * p.nr as f64;
+    eprintln!(
+        "budget::parent_of_tiny: self {own:.0} ns, its isolated mean {iso:.1} ns x {} calls = \
+         {alone:.0}, total {} ns, {} isolation windows",
+        p.nr, p.total_ns, r.budget.isolations
+    );
+    assert!(
+        own > 0.5 * alone && own <= p.total_ns as f64,
+        "{p:?}\n{:?}\n{:?}",
+        point(&r, "budget::tiny"),
+        r.budget.throttled
     );
 }
 
