@@ -404,9 +404,11 @@ fn a_throttled_parent_s_self_time_comes_from_its_calls_timed_alone() {
     // cost to take out).
     assert!(!has_isolated_mean(&r, "budget::tiny"), "{:?}", r.budget);
     // The parent's self time is made from its isolated mean: its mean call timed alone
-    // times its calls, less its four calls of `tiny` a call (a few ns against its own few
-    // hundred), and never more than its total (which comes from the bursts, where its timed
-    // children's instrumentation leaves a residue in it).
+    // times its calls, less its four calls of `tiny` a call at `tiny`'s mean in the bursts,
+    // and never more than its total (which comes from the bursts, where its timed children's
+    // instrumentation leaves a residue in it). Its share of the isolated figure read 0.82-1.0
+    // here, 0.67 under qemu-aarch64 (where `tiny`'s compensated mean is dearer); the bound
+    // tells a self time made so from none (a clamped 0, or no isolation at all).
     let p = point(&r, "budget::parent_of_tiny");
     let own = p.self_ns.expect("a self time") as f64;
     let iso = r
@@ -423,7 +425,7 @@ fn a_throttled_parent_s_self_time_comes_from_its_calls_timed_alone() {
         p.nr, p.total_ns, r.budget.isolations
     );
     assert!(
-        own > 0.5 * alone && own <= p.total_ns as f64,
+        own > 0.25 * alone && own <= p.total_ns as f64,
         "{p:?}\n{:?}\n{:?}",
         point(&r, "budget::tiny"),
         r.budget.throttled
