@@ -39,6 +39,10 @@ pub(super) struct PointState {
 /// The isolation windows to keep a point's mean call from.
 pub(super) const ISOLATED_WINDOWS: usize = 15;
 
+/// The fewest timed calls, pooled over isolation windows, on which a point's isolated mean
+/// call stands.
+const MIN_ISOLATED: f64 = 32.0;
+
 /// A point's last [`ISOLATED_WINDOWS`] isolation windows: total ticks and timed calls of each.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub(super) struct Isolated {
@@ -75,6 +79,13 @@ impl Isolated {
             .filter(|(s, t)| *t > 0.0 && s / t <= 2.0 * median)
             .fold((0.0, 0.0), |(a, b), (s, t)| (a + s, b + t));
         (timed > 0.0).then(|| (total / timed, timed))
+    }
+
+    /// [`Isolated::mean`] where it rests on at least [`MIN_ISOLATED`] timed calls: the mean
+    /// the report makes self times from and shows (`None`: too few yet).
+    pub(super) fn usable_mean(&self) -> Option<f64> {
+        let (mean, timed) = self.mean()?;
+        (timed >= MIN_ISOLATED).then_some(mean)
     }
 }
 
@@ -680,14 +691,12 @@ pub(super) fn isolation_classes(
     use std::collections::HashSet;
     let wanted: HashSet<usize> = points.iter().copied().collect();
     let point_of = |k: usize| (nodes[k].1.point as usize).checked_sub(1);
-    let mut seen: HashSet<usize> = HashSet::new();
     let mut conflicts: HashSet<(usize, usize)> = HashSet::new();
     let mut parents: HashSet<usize> = HashSet::new();
     for k in 0..nodes.len() {
         let Some(p) = point_of(k).filter(|p| wanted.contains(p)) else {
             continue;
         };
-        seen.insert(p);
         let mut up = nodes[k].0;
         while let Some(a) = up {
             if let Some(q) = point_of(a).filter(|q| *q != p && wanted.contains(q)) {
@@ -697,7 +706,7 @@ pub(super) fn isolation_classes(
             up = nodes[a].0;
         }
     }
-    let mut order: Vec<usize> = seen.into_iter().filter(|p| parents.contains(p)).collect();
+    let mut order: Vec<usize> = parents.into_iter().collect();
     order.sort_unstable();
     let mut classes: Vec<Vec<usize>> = Vec::new();
     for p in order {

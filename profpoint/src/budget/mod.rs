@@ -445,12 +445,8 @@ pub(crate) fn reset(abs: &[Scalars]) {
     }
 }
 
-/// The fewest timed calls, pooled over isolation windows, on which a point's isolated mean
-/// call stands.
-const MIN_ISOLATED: f64 = 32.0;
-
 /// What the isolation windows measured: each point's mean outermost call (ticks) timed in
-/// them, by point index (`None`: none timed it on [`MIN_ISOLATED`] calls yet), and the calls
+/// them, by point index (`None`: too few timed calls yet, `Isolated::usable_mean`), and the calls
 /// of each edge of the tree of points in the bursts' windows, pooled (see
 /// `Controller::edges`); `None` when no point has an isolated mean.
 pub(crate) fn isolation() -> Option<Isolation> {
@@ -458,10 +454,7 @@ pub(crate) fn isolation() -> Option<Isolation> {
     let means: Vec<Option<f64>> = c
         .points
         .iter()
-        .map(|st| {
-            let (mean, timed) = st.isolated.mean()?;
-            (timed >= MIN_ISOLATED).then_some(mean)
-        })
+        .map(|st| st.isolated.usable_mean())
         .collect();
     means.iter().any(Option::is_some).then(|| Isolation {
         means,
@@ -508,11 +501,7 @@ pub(crate) fn report(clk: &clock::ClockInfo) -> BudgetReport {
                     changes: st.changes,
                     first_at_s: st.first_ns.unwrap_or(0) as f64 / 1e9,
                     off_calls_per_s: st.off_rate,
-                    isolated_avg_ns: st
-                        .isolated
-                        .mean()
-                        .filter(|&(_, timed)| timed >= MIN_ISOLATED)
-                        .map(|(mean, _)| clk.to_ns_f(mean)),
+                    isolated_avg_ns: st.isolated.usable_mean().map(|mean| clk.to_ns_f(mean)),
                 },
             )
         })
