@@ -43,6 +43,14 @@ pub(super) const ISOLATED_WINDOWS: usize = 15;
 /// call stands.
 const MIN_ISOLATED: f64 = 32.0;
 
+/// A point's mean outermost call timed in isolation windows, and the standard error of that
+/// mean (ticks; see [`Isolated::mean`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct IsolatedMean {
+    pub(crate) mean: f64,
+    pub(crate) stderr: f64,
+}
+
 /// A point's last [`ISOLATED_WINDOWS`] isolation windows: total ticks and timed calls of each.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub(super) struct Isolated {
@@ -57,11 +65,13 @@ impl Isolated {
     }
 
     /// The mean call over the kept windows whose own mean is at most twice the median of
-    /// theirs, and the timed calls it rests on. A window is a few hundred calls of a few
-    /// hundred microseconds: a timer interrupt of 30 us in one (this guest's) raised its mean
-    /// call by 100-200 ns and, pooled, a point's mean by 10-20 ns, under its parent's; the
-    /// stall rule of single calls (1,000 times the mean) does not see it.
-    pub(super) fn mean(&self) -> Option<(f64, f64)> {
+    /// theirs, the timed calls it rests on, and the standard error of that mean (the spread
+    /// of those windows' means over the square root of their number; the whole mean when
+    /// one window holds it, which has no spread to judge by). A window is a few hundred
+    /// calls of a few hundred microseconds: a timer interrupt of 30 us in one (this guest's)
+    /// raised its mean call by 100-200 ns and, pooled, a point's mean by 10-20 ns, under its
+    /// parent's; the stall rule of single calls (1,000 times the mean) does not see it.
+    pub(super) fn mean(&self) -> Option<(IsolatedMean, f64)> {
         let n = self.count.min(ISOLATED_WINDOWS);
         let kept = &self.windows[..n];
         let mut means: Vec<f64> = kept
@@ -74,16 +84,25 @@ impl Isolated {
         }
         means.sort_by(f64::total_cmp);
         let median = means[means.len() / 2];
+        means.retain(|&m| m <= 2.0 * median);
         let (total, timed) = kept
             .iter()
             .filter(|(s, t)| *t > 0.0 && s / t <= 2.0 * median)
             .fold((0.0, 0.0), |(a, b), (s, t)| (a + s, b + t));
-        (timed > 0.0).then(|| (total / timed, timed))
+        let mean = total / timed;
+        let k = means.len() as f64;
+        let stderr = if means.len() < 2 {
+            mean
+        } else {
+            let avg = means.iter().sum::<f64>() / k;
+            (means.iter().map(|m| (m - avg) * (m - avg)).sum::<f64>() / (k - 1.0) / k).sqrt()
+        };
+        (timed > 0.0).then_some((IsolatedMean { mean, stderr }, timed))
     }
 
     /// [`Isolated::mean`] where it rests on at least [`MIN_ISOLATED`] timed calls: the mean
-    /// the report makes self times from and shows (`None`: too few yet).
-    pub(super) fn usable_mean(&self) -> Option<f64> {
+    /// the report makes totals and self times from and shows (`None`: too few yet).
+    pub(super) fn usable_mean(&self) -> Option<IsolatedMean> {
         let (mean, timed) = self.mean()?;
         (timed >= MIN_ISOLATED).then_some(mean)
     }

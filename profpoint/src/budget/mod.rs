@@ -162,6 +162,7 @@ mod controller;
 mod estimate;
 
 use burst::BurstState;
+pub(crate) use controller::IsolatedMean;
 use controller::{Controller, PointState, delta, fold_round, run};
 pub(crate) use estimate::Est;
 
@@ -446,12 +447,12 @@ pub(crate) fn reset(abs: &[Scalars]) {
 }
 
 /// What the isolation windows measured: each point's mean outermost call (ticks) timed in
-/// them, by point index (`None`: too few timed calls yet, `Isolated::usable_mean`), and the calls
+/// them and its standard error, by point index (`None`: too few timed calls yet, `Isolated::usable_mean`), and the calls
 /// of each edge of the tree of points in the bursts' windows, pooled (see
 /// `Controller::edges`); `None` when no point has an isolated mean.
 pub(crate) fn isolation() -> Option<Isolation> {
     let c = state();
-    let means: Vec<Option<f64>> = c
+    let means: Vec<Option<IsolatedMean>> = c
         .points
         .iter()
         .map(|st| st.isolated.usable_mean())
@@ -464,14 +465,16 @@ pub(crate) fn isolation() -> Option<Isolation> {
 
 /// See [`isolation`].
 pub(crate) struct Isolation {
-    pub(crate) means: Vec<Option<f64>>,
+    pub(crate) means: Vec<Option<IsolatedMean>>,
     /// ((caller's point index + 1, 0 at the root), point index + 1) -> [calls, timed calls,
     /// their ticks] in the bursts' windows, pooled.
     pub(crate) edges: Vec<((u32, u32), [f64; 3])>,
 }
 
-/// The budget's section of a report.
-pub(crate) fn report(clk: &clock::ClockInfo) -> BudgetReport {
+/// The budget's section of a report; `iso`, the report's snapshot of the isolation windows
+/// ([`isolation`], read once: the totals and self times it made show the means they were made
+/// from, while windows go on landing).
+pub(crate) fn report(clk: &clock::ClockInfo, iso: Option<&Isolation>) -> BudgetReport {
     let c = state();
     let costs = c.costs.unwrap_or(ModeCosts {
         timed: 0.0,
@@ -501,7 +504,9 @@ pub(crate) fn report(clk: &clock::ClockInfo) -> BudgetReport {
                     changes: st.changes,
                     first_at_s: st.first_ns.unwrap_or(0) as f64 / 1e9,
                     off_calls_per_s: st.off_rate,
-                    isolated_avg_ns: st.isolated.usable_mean().map(|mean| clk.to_ns_f(mean)),
+                    isolated_avg_ns: iso
+                        .and_then(|iso| iso.means.get(i).copied().flatten())
+                        .map(|m| clk.to_ns_f(m.mean)),
                 },
             )
         })

@@ -654,18 +654,38 @@ fn an_isolation_window_hit_by_an_interrupt_does_not_raise_the_mean_call() {
     }
     // One window of 160 calls held a 30,000-tick interrupt.
     iso.add(160.0 * 80.0 + 30_000.0, 160.0);
-    assert_eq!(iso.mean(), Some((80.0, 1600.0)));
+    let same = |mean| IsolatedMean { mean, stderr: 0.0 };
+    assert_eq!(iso.mean(), Some((same(80.0), 1600.0)));
     // A window twice as slow as the median still counts (a phase of longer calls).
     iso.add(160.0 * 150.0, 160.0);
-    let (mean, timed) = iso.mean().unwrap();
+    let (m, timed) = iso.mean().unwrap();
     assert_eq!(timed, 1760.0);
-    assert!((mean - (1600.0 * 80.0 + 160.0 * 150.0) / 1760.0).abs() < 1e-9);
+    assert!((m.mean - (1600.0 * 80.0 + 160.0 * 150.0) / 1760.0).abs() < 1e-9);
     // Only the last ISOLATED_WINDOWS windows count.
     for _ in 0..controller::ISOLATED_WINDOWS {
         iso.add(160.0 * 40.0, 160.0);
     }
     assert_eq!(
         iso.mean(),
-        Some((40.0, 160.0 * controller::ISOLATED_WINDOWS as f64))
+        Some((same(40.0), 160.0 * controller::ISOLATED_WINDOWS as f64))
     );
+}
+
+#[test]
+fn an_isolated_mean_s_error_is_its_windows_spread_over_the_root_of_their_number() {
+    let mut iso = controller::Isolated::default();
+    // One window: no spread to judge by, the whole mean.
+    iso.add(100.0 * 50.0, 100.0);
+    assert_eq!(iso.mean().unwrap().0.stderr, 50.0);
+    // Four windows whose means are 50, 50, 60 and 40 (a sample standard deviation of
+    // sqrt(200 / 3)): the error of their mean is that over 2.
+    iso.add(100.0 * 50.0, 100.0);
+    iso.add(100.0 * 60.0, 100.0);
+    iso.add(100.0 * 40.0, 100.0);
+    let (m, _) = iso.mean().unwrap();
+    assert_eq!(m.mean, 50.0);
+    assert!((m.stderr - (200.0f64 / 3.0).sqrt() / 2.0).abs() < 1e-9);
+    // A window the interrupt rule leaves out is no part of the spread either.
+    iso.add(100.0 * 50.0 + 30_000.0, 100.0);
+    assert!((iso.mean().unwrap().0.stderr - (200.0f64 / 3.0).sqrt() / 2.0).abs() < 1e-9);
 }

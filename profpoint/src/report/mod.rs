@@ -91,7 +91,8 @@ pub(crate) fn collect(opts: &ReportOptions) -> Report {
         _ => 0.0,
     };
     let counts = read_all();
-    let own = budget::isolation().map(|iso| self_from_isolated(&counts, &iso));
+    let iso = budget::isolation();
+    let isolated = iso.as_ref().map(|iso| from_isolated(&counts, iso));
     let mut points: Vec<PointReport> = point::all()
         .iter()
         .zip(&counts)
@@ -99,15 +100,15 @@ pub(crate) fn collect(opts: &ReportOptions) -> Report {
         .filter(|(_, (p, _))| p.kind() != Kind::Hidden)
         .map(|(i, (p, (c, est)))| {
             let mut r = point_report(p, c, est, &clock, wall_ns, sub_ticks);
-            if let Some(ticks) = own.as_ref().and_then(|o| o[i])
+            if let Some(split) = isolated.as_ref().and_then(|o| o[i])
                 && r.self_ns.is_some()
             {
-                // At most its total: the two come from different windows (its total from the
-                // bursts, where compensation's figure a nested call may take out more than
-                // the children's instrumentation cost; its isolated mean from windows of its
-                // own), and base64's `Engine::encode::inner` read 375 ms of self in 361 of
-                // total; a self time over the total would read as nonsense in the table.
-                r.self_ns = Some((clock.to_ns_f(ticks).round() as u64).min(r.total_ns));
+                let ns = |ticks: f64| clock.to_ns_f(ticks).round() as u64;
+                r.total_ns = ns(split.total);
+                r.self_ns = Some(ns(split.own));
+                r.total_ci95_ns = ns(split.ci95);
+                r.avg_ns = ns(split.mean);
+                r.wall_percent = percent(r.total_ns, wall_ns);
             }
             r
         })
@@ -116,7 +117,7 @@ pub(crate) fn collect(opts: &ReportOptions) -> Report {
     // At exit both samplers stop before either is symbolised (that is the profiler's work).
     #[cfg(feature = "heatmap")]
     let (mut heatmap, pmu) = crate::sampling::reports(opts.final_report);
-    let budget = budget::report(&clock);
+    let budget = budget::report(&clock, iso.as_ref());
     #[cfg(feature = "heatmap")]
     if let Some(stacks) = heatmap.as_mut().and_then(|h| h.stacks.as_mut()) {
         through_active_points(stacks, &budget);
@@ -258,27 +259,48 @@ fn outer_calls(c: &Counts, est: &Est) -> f64 {
     (c.timed + c.skipped) as f64 + est.unseen().0
 }
 
-/// Each point's self time (ticks) from mean calls timed in isolation (`iso.means`, ticks per
-/// outermost call, by point index: the overhead budget's isolation windows, `budget/burst.rs`
-/// `isolate`), for the points that have one: its mean call times its outermost calls, less,
-/// for each point called inside it (`iso.edges`: who called whom in the bursts' windows, when
-/// every point of the windows was on), that point's calls under it (its calls times the share
-/// of its windows' calls whose caller is this point) at its own mean call (isolated if it has
-/// one, else its estimated total over its calls) times how much longer its calls from this
-/// caller took than its calls from all of them, in the windows (a function called with long
-/// inputs from one place and short ones from another: the mean over both would leave the
-/// long ones' excess in the first caller's self time, gprof's error). A point called inside
-/// itself keeps its nested calls (its outermost calls' times hold them).
+/// A throttled parent's figures from its isolation windows (ticks; see [`from_isolated`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Split {
+    /// Its mean outermost call timed alone, and that times its outermost calls.
+    mean: f64,
+    total: f64,
+    /// Its self time: the total less its children's.
+    own: f64,
+    /// The total's 95% error bar from the spread of its windows' means.
+    ci95: f64,
+}
+
+/// Each point's total and self time (ticks) from mean calls timed in isolation (`iso.means`,
+/// ticks per outermost call, by point index: the overhead budget's isolation windows,
+/// `budget/burst.rs` `isolate`), for the points that have one.
+///
+/// Its total is its mean call times its outermost calls. The bursts' estimate of the same
+/// total is made of calls with every nested point timed and compensation's fixed figure taken
+/// out for each: on base64's loop it read 10 ns a call of `internal_encode` (23 timed alone,
+/// 23 in perf's samples of the un-annotated build) and 17-45 of `Engine::encode::inner` in
+/// five runs (70-73 alone), so a self time made from the isolated means is measured against
+/// a total from them too (BENCHMARKS.md, "Totals from the isolation windows").
+///
+/// Its self time is that total less, for each point called inside it (`iso.edges`: who
+/// called whom in the bursts' windows, when every point of the windows was on), that
+/// point's calls under it (its calls times the share of its windows' calls whose caller is
+/// this point) at its own mean call (isolated if it has one, else its estimated total over
+/// its calls) times how much longer its calls from this caller took than its calls from all
+/// of them, in the windows (a function called with long inputs from one place and short ones
+/// from another: the mean over both would leave the long ones' excess in the first caller's
+/// self time, gprof's error). A point called inside itself keeps its nested calls (its
+/// outermost calls' times hold them). The self time lies within [0, total].
 ///
 /// The same split as a self time measured inside each call, without its error: what the
 /// children's points cost the parent's code when they are on, which compensation's fixed
 /// figure per call leaves in the parent (2-6 ns a nested call at some of base64's sites).
-fn self_from_isolated(counts: &[(Counts, Est)], iso: &budget::Isolation) -> Vec<Option<f64>> {
+fn from_isolated(counts: &[(Counts, Est)], iso: &budget::Isolation) -> Vec<Option<Split>> {
     let n = counts.len();
     let outer: Vec<f64> = counts.iter().map(|(c, e)| outer_calls(c, e)).collect();
     let isolated = |i: usize| iso.means.get(i).copied().flatten();
     let mean = |i: usize| match isolated(i) {
-        Some(t) => t,
+        Some(m) => m.mean,
         None => {
             let (c, e) = &counts[i];
             let (total, _, _) = e.resolve(c.timed, c.total, 0.0);
@@ -297,12 +319,21 @@ fn self_from_isolated(counts: &[(Counts, Est)], iso: &budget::Isolation) -> Vec<
             (0..3).for_each(|j| all[c][j] += e[j]);
         }
     }
-    let mut own: Vec<Option<f64>> = (0..n).map(|i| isolated(i).map(|t| t * outer[i])).collect();
+    let mut out: Vec<Option<Split>> = (0..n)
+        .map(|i| {
+            isolated(i).map(|m| Split {
+                mean: m.mean,
+                total: m.mean * outer[i],
+                own: m.mean * outer[i],
+                ci95: 1.96 * m.stderr * outer[i],
+            })
+        })
+        .collect();
     for &((p, c), e) in &iso.edges {
         if let (Some(p), Some(c)) = (index(p), index(c))
             && p != c
             && all[c][0] > 0.0
-            && let Some(o) = own[p].as_mut()
+            && let Some(s) = out[p].as_mut()
         {
             // From this caller against from all (1 where either timed none).
             let longer = if e[1] > 0.0 && all[c][1] > 0.0 && all[c][2] > 0.0 {
@@ -310,10 +341,13 @@ fn self_from_isolated(counts: &[(Counts, Est)], iso: &budget::Isolation) -> Vec<
             } else {
                 1.0
             };
-            *o -= e[0] / all[c][0] * outer[c] * mean(c) * longer;
+            s.own -= e[0] / all[c][0] * outer[c] * mean(c) * longer;
         }
     }
-    own.iter().map(|o| o.map(|v| v.max(0.0))).collect()
+    for s in out.iter_mut().flatten() {
+        s.own = s.own.clamp(0.0, s.total);
+    }
+    out
 }
 
 fn point_report(
@@ -383,11 +417,16 @@ fn point_report(
         hist: hist_ns(&c.hist, to_ns),
         // Filled from the sampler's stacks, when it ran with them (`collect`).
         sampled_self: None,
-        wall_percent: if wall_ns == 0 {
-            0.0
-        } else {
-            100.0 * total_ns as f64 / wall_ns as f64
-        },
+        wall_percent: percent(total_ns, wall_ns),
+    }
+}
+
+/// `part` in percent of `wall_ns` (0 for an empty wall).
+fn percent(part: u64, wall_ns: u64) -> f64 {
+    if wall_ns == 0 {
+        0.0
+    } else {
+        100.0 * part as f64 / wall_ns as f64
     }
 }
 
@@ -486,8 +525,15 @@ mod tests {
         (c, e)
     }
 
+    /// Isolated means without spread (the error bars are their own test).
+    fn means(m: &[Option<f64>]) -> Vec<Option<budget::IsolatedMean>> {
+        m.iter()
+            .map(|m| m.map(|mean| budget::IsolatedMean { mean, stderr: 0.0 }))
+            .collect()
+    }
+
     #[test]
-    fn self_from_isolated_means_is_a_point_s_calls_less_its_children_s() {
+    fn an_isolated_point_s_self_time_is_its_calls_less_its_children_s() {
         // 0 (10 calls of 100 ticks alone) calls 1 (20 calls of 30 alone); 1 is called as
         // often from 2, which has no isolated mean; 0 also calls itself, and 3 (no isolated
         // mean: priced at its own mean call, 5 ticks).
@@ -498,7 +544,7 @@ mod tests {
             counts(10, 5),
         ];
         let iso = budget::Isolation {
-            means: vec![Some(100.0), Some(30.0), None, None],
+            means: means(&[Some(100.0), Some(30.0), None, None]),
             edges: vec![
                 ((1, 2), [20.0, 20.0, 600.0]),
                 ((3, 2), [20.0, 20.0, 600.0]),
@@ -507,27 +553,51 @@ mod tests {
                 ((0, 1), [10.0, 10.0, 1000.0]),
             ],
         };
-        let own = self_from_isolated(&all, &iso);
+        let own = |iso: &budget::Isolation| -> Vec<Option<f64>> {
+            from_isolated(&all, iso)
+                .iter()
+                .map(|s| s.map(|s| s.own))
+                .collect()
+        };
         // 0: 1,000 less half of 1's 40 calls at 30 (600) less all of 3's 10 calls at 5 (50).
-        assert_eq!(own[0], Some(1000.0 - 600.0 - 50.0));
-        assert_eq!(own[1], Some(1200.0));
-        assert_eq!(own[2], None);
-        assert_eq!(own[3], None);
+        assert_eq!(
+            own(&iso),
+            [Some(1000.0 - 600.0 - 50.0), Some(1200.0), None, None]
+        );
+        // Its total is its isolated mean call times its calls, whatever its counters say.
+        let split = from_isolated(&all, &iso);
+        assert_eq!(split[0].map(|s| (s.mean, s.total)), Some((100.0, 1000.0)));
+        assert_eq!(split[1].map(|s| s.total), Some(40.0 * 30.0));
         // Never below zero: a parent whose children's means add up to more than its own.
         let iso = budget::Isolation {
-            means: vec![Some(10.0), Some(30.0), None, None],
+            means: means(&[Some(10.0), Some(30.0), None, None]),
             ..iso
         };
-        assert_eq!(self_from_isolated(&all, &iso)[0], Some(0.0));
+        assert_eq!(own(&iso)[0], Some(0.0));
         // 1's calls from 0 take three times as long as those from 2 in the windows: 0 is
         // charged 1.5 times 1's mean call for them (its share of 1's ticks), 2 half.
         let iso = budget::Isolation {
-            means: vec![Some(100.0), Some(30.0), Some(60.0), None],
+            means: means(&[Some(100.0), Some(30.0), Some(60.0), None]),
             edges: vec![((1, 2), [20.0, 20.0, 900.0]), ((3, 2), [20.0, 20.0, 300.0])],
         };
-        let own = self_from_isolated(&all, &iso);
+        let own = own(&iso);
         assert_eq!(own[0], Some(1000.0 - 0.5 * 40.0 * 30.0 * 1.5));
         assert_eq!(own[2], Some(300.0 - 0.5 * 40.0 * 30.0 * 0.5));
+    }
+
+    #[test]
+    fn an_isolated_total_s_error_bar_is_its_mean_s_times_its_calls() {
+        let all = vec![counts(10, 100)];
+        let iso = budget::Isolation {
+            means: vec![Some(budget::IsolatedMean {
+                mean: 90.0,
+                stderr: 5.0,
+            })],
+            edges: vec![],
+        };
+        let s = from_isolated(&all, &iso)[0].unwrap();
+        assert_eq!((s.total, s.own), (900.0, 900.0));
+        assert!((s.ci95 - 1.96 * 5.0 * 10.0).abs() < 1e-9);
     }
 
     /// xorshift64*: reproducible values for the report's float fields.
