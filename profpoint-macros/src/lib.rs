@@ -6,6 +6,7 @@
 use proc_macro::TokenStream;
 
 mod attr;
+mod leaf;
 mod profile_point;
 mod tracepoint;
 
@@ -16,6 +17,10 @@ mod tracepoint;
 ///
 /// Options: `name = "..."` (default: the function's path, e.g. `my_crate::db::Pool::get`),
 /// `crate = path` (where profpoint is, for crates that re-export it).
+///
+/// A small leaf function that rustc would have inlined across crates by itself (no call,
+/// index, division or macro in its body, no `#[inline]` of its own) gets `#[inline]`: its
+/// guard's calls would otherwise make it an out-of-line call at every site.
 ///
 /// On an `impl` block (inherent or of a trait), every method with a body is annotated, except
 /// `const fn`s; `#[profile_point(skip)]` on a method leaves it out, and a method's own

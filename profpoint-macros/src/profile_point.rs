@@ -205,6 +205,9 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenS
         static __PROFPOINT_POINT: #private::Point =
             #private::Point::new(#name, #kind, #private::core::file!(), #private::core::line!());
     };
+    // A small leaf rustc would have inlined across codegen units by itself stays inlinable
+    // (the guard's calls make it no leaf: see `leaf`).
+    let inline = crate::leaf::rustc_would_inline(&f).then(|| quote!(#[inline]));
     let ItemFn {
         attrs,
         vis,
@@ -239,6 +242,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenS
     };
     Ok(quote! {
         #(#outer)*
+        #inline
         #vis #sig {
             #(#inner)*
             #(#items)*

@@ -138,6 +138,26 @@ impl Iterator for Counter {
     }
 }
 
+// 7. Small leaves get `#[inline]` (rustc would have inlined them across crates, unannotated),
+//    but not beside the user's own inline attribute, before or after the macro (the macro's
+//    unit tests check the choice; here, that each shape compiles and runs).
+#[inline(never)]
+#[profpoint::profile_point]
+fn leaf_never_before(x: u64) -> u64 {
+    x + 1
+}
+
+#[profpoint::profile_point]
+#[inline(always)]
+fn leaf_always_after(x: u64) -> u64 {
+    x + 2
+}
+
+#[profpoint::profile_point]
+fn leaf_plain(x: &u64) -> u64 {
+    *x ^ 3
+}
+
 fn main() {
     assert!(inference_stays());
     assert_eq!(inner_attribute() + inner_attribute_tracked(), 4);
@@ -157,4 +177,5 @@ fn main() {
     assert_eq!(Counter(3).count(), 3);
     let _ = never_returns;
     let _ = async_patterns((1, 2), vec![], 0);
+    assert_eq!(leaf_never_before(1) + leaf_always_after(1) + leaf_plain(&1), 7);
 }
