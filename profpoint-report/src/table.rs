@@ -260,7 +260,7 @@ fn write_budget(report: &Report, w: &mut dyn Write) -> io::Result<()> {
     };
     writeln!(
         w,
-        "Self times of these points and of their callers are estimates: a throttled parent's is its mean call timed alone (the isolation windows) times its calls less its children's, a thin wrapper's the small difference of two such means; the others' carry compensation's residue (a few to tens of ns per nested annotated call){order}"
+        "Self times of these points and of their callers are estimates: a throttled parent's is its total (its mean call timed alone in the isolation windows, times its calls) less its children's, a thin wrapper's the small difference of two such means; the others' carry compensation's residue (a few to tens of ns per nested annotated call){order}"
     )?;
     let name_w = b
         .throttled

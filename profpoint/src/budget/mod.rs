@@ -103,15 +103,18 @@
 //! point found inside them) are not isolated: their bursts' times have no nested call's cost
 //! in them. A point's isolated mean call is kept from its last 15 such windows (less those
 //! whose mean is over twice the median: a timer interrupt in a window of a few hundred calls,
-//! `Isolated::mean`). The report then gives such a point the self time its mean call times
-//! its calls less each child's calls under it at the child's mean call (isolated where it
-//! has one, else its bursts'), scaled by how much longer the child's calls from this parent
-//! took than its calls from all its callers in the bursts, whose windows also pool who calls
-//! whom (`Controller::edges`: the tree of points also holds the isolation windows' calls,
-//! attached to whatever was on above them), and at most its total. On base64's loop, six
-//! alternating runs each (BENCHMARKS.md, "Isolation windows, landed"): 1-2 pairs out of
-//! perf's order against 2-4 before, the top three in perf's order in 8 of 11 runs against
-//! 1 of 6. Its limits: a counted point's calls inside an isolated parent cost their counting
+//! `Isolated::mean`). The report then gives such a point the total its mean call times its
+//! calls (error bar: the windows' spread), and the self time that less each child's calls
+//! under it at the child's mean call (isolated where it has one, else its bursts'), scaled by
+//! how much longer the child's calls from this parent took than its calls from all its
+//! callers in the bursts, whose windows also pool who calls whom (`Controller::edges`: the
+//! tree of points also holds the isolation windows' calls, attached to whatever was on above
+//! them). The bursts' total of such a parent is not used: with every nested point timed and
+//! compensated, base64's `internal_encode` read 10 ns a call there against 23 alone (and in
+//! perf). On base64's loop (BENCHMARKS.md, "Isolation windows, landed" and session 17's
+//! section): 0-3 pairs out of perf's order, mean 0.9 over 16 runs, against 1.5 over 12 for
+//! self times capped at the bursts' totals and 2-4 before isolation; the top three in perf's
+//! order in 11 of 16 runs. Its limits: a counted point's calls inside an isolated parent cost their counting
 //! (~2 ns) there; a child's mean call is from its own windows, a parent's from its own, so a
 //! thin wrapper reads the small difference of two means measured at different times (base64's
 //! `ChunkedEncoder::encode` reads 0 where perf has 0.5%); an isolated mean reads 10-25% over
