@@ -114,13 +114,13 @@
 //! perf). On base64's loop (BENCHMARKS.md, "Isolation windows, landed" and session 17's
 //! section): 0-3 pairs out of perf's order, mean 0.9 over 16 runs, against 1.5 over 12 for
 //! self times capped at the bursts' totals and 2-4 before isolation; the top three in perf's
-//! order in 11 of 16 runs. Its limits: a counted point's calls inside an isolated parent cost their counting
-//! (~2 ns) there; a child's mean call is from its own windows, a parent's from its own, so a
-//! thin wrapper reads the small difference of two means measured at different times (base64's
-//! `ChunkedEncoder::encode` reads 0 where perf has 0.5%); an isolated mean reads 10-25% over
-//! the same point timed alone for a whole run (about half of that goes with a 2 ms warm-up,
-//! which did not improve the ranking); the windows' timed calls cost as the bursts' do and
-//! are priced with them.
+//! order in 11 of 16 runs. Its limits: a counted point's calls inside an isolated parent cost
+//! their counting (~2 ns) there; a child's mean call is from its own windows, a parent's from
+//! its own, so a thin wrapper reads the small difference of two means measured at different
+//! times (base64's `ChunkedEncoder::encode` reads 0 where perf has 0.5%); an isolated mean
+//! reads 10-25% over the same point timed alone for a whole run (about half of that goes with
+//! a 2 ms warm-up, which did not improve the ranking); the windows' timed calls cost as the
+//! bursts' do and are priced with them.
 //!
 //! The error bar of a point in bursts adds, per round, half the squared difference of its
 //! successive rounds' estimated rates (the first round: its whole estimate over its calls
@@ -450,9 +450,9 @@ pub(crate) fn reset(abs: &[Scalars]) {
 }
 
 /// What the isolation windows measured: each point's mean outermost call (ticks) timed in
-/// them and its standard error, by point index (`None`: too few timed calls yet, `Isolated::usable_mean`), and the calls
-/// of each edge of the tree of points in the bursts' windows, pooled (see
-/// `Controller::edges`); `None` when no point has an isolated mean.
+/// them and its standard error, by point index (`None`: too few timed calls yet,
+/// `Isolated::usable_mean`), and the calls of each edge of the tree of points in the bursts'
+/// windows, pooled (see `Controller::edges`); `None` when no point has an isolated mean.
 pub(crate) fn isolation() -> Option<Isolation> {
     let c = state();
     let means: Vec<Option<IsolatedMean>> = c
