@@ -111,7 +111,7 @@ pub(super) fn burst(points: &[(usize, Mode)], window: Duration) {
 /// Timed alone, a point's mean call holds its children as the program makes them with their
 /// points off, and its self time is that less its children's mean calls: a child that is a
 /// parent too timed alone in its turn, a leaf as its bursts timed it
-/// (`report::self_from_isolated`).
+/// (`report::from_isolated`).
 pub(super) fn isolate(set: &[(usize, Mode)], window: Duration) -> Option<Vec<(usize, Scalars)>> {
     let all = point::all();
     let began = cpu_ns(Cpu::Thread);

@@ -73,21 +73,21 @@ impl Isolated {
     /// parent's; the stall rule of single calls (1,000 times the mean) does not see it.
     pub(super) fn mean(&self) -> Option<(IsolatedMean, f64)> {
         let n = self.count.min(ISOLATED_WINDOWS);
-        let kept = &self.windows[..n];
-        let mut means: Vec<f64> = kept
+        let mut windows: Vec<(f64, f64)> = self.windows[..n]
             .iter()
-            .filter(|(_, t)| *t > 0.0)
-            .map(|(s, t)| s / t)
+            .copied()
+            .filter(|&(_, t)| t > 0.0)
             .collect();
-        if means.is_empty() {
+        if windows.is_empty() {
             return None;
         }
-        means.sort_by(f64::total_cmp);
-        let median = means[means.len() / 2];
-        means.retain(|&m| m <= 2.0 * median);
-        let (total, timed) = kept
+        windows.sort_by(|a, b| (a.0 / a.1).total_cmp(&(b.0 / b.1)));
+        let (s, t) = windows[windows.len() / 2];
+        let median = s / t;
+        windows.retain(|&(s, t)| s / t <= 2.0 * median);
+        let means: Vec<f64> = windows.iter().map(|(s, t)| s / t).collect();
+        let (total, timed) = windows
             .iter()
-            .filter(|(s, t)| *t > 0.0 && s / t <= 2.0 * median)
             .fold((0.0, 0.0), |(a, b), (s, t)| (a + s, b + t));
         let mean = total / timed;
         let k = means.len() as f64;
@@ -182,7 +182,7 @@ pub(super) struct Controller {
     /// What the bursts' windows added to each edge of the tree of points, by (caller's point
     /// index + 1, 0 at the root; point index + 1): calls, timed calls and their ticks, pooled
     /// by [`KEEP`] a burst. Who calls whom, and how long a call takes from each caller, while
-    /// every point of the windows is on (`self_from_isolated` in the report splits a point's
+    /// every point of the windows is on (`from_isolated` in the report splits a point's
     /// calls among its callers by it).
     pub(super) edges: std::collections::BTreeMap<(u32, u32), [f64; 3]>,
 }
