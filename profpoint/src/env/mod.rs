@@ -225,12 +225,17 @@ pub fn parse_report(value: &str) -> Result<Vec<Destination>, EnvError> {
     Ok(out)
 }
 
+/// What a glob list with a bracket left open was expected to be (see [`split_names`]).
+const UNCLOSED: &str = "comma-separated globs whose every `<`, `(` and `[` is closed (a comma \
+    inside them belongs to a name, so an open one would take the rest of the list)";
+
 /// The items of a comma-separated list of point-name globs: a comma inside `<...>`, `(...)`
 /// or `[...]` is part of a name, not a separator (Rust names carry them:
 /// `<Display<'_, '_, _> as core::fmt::Display>::fmt`, which split at every comma read as three
 /// globs matching nothing, so such a point could not be named exactly). The `>` of `->`
-/// closes nothing.
-pub fn split_names(value: &str) -> Vec<&str> {
+/// closes nothing. `None` when a bracket is still open at the end: its comma-separated rest
+/// would otherwise be one glob matching nothing, and the globs after it would be lost.
+pub fn split_names(value: &str) -> Option<Vec<&str>> {
     let mut out = Vec::new();
     let (mut depth, mut from, mut prev) = (0usize, 0, '\0');
     for (i, ch) in value.char_indices() {
@@ -247,13 +252,20 @@ pub fn split_names(value: &str) -> Vec<&str> {
         prev = ch;
     }
     out.push(&value[from..]);
-    out
+    (depth == 0).then_some(out)
 }
 
 /// Parses a comma-separated glob list (`PROFPOINT_ENABLE`, `PROFPOINT_DISABLE`): see
 /// [`split_names`].
 pub fn parse_globs(var: &'static str, value: &str) -> Result<Vec<String>, EnvError> {
-    let globs: Vec<String> = split_names(value)
+    let Some(items) = split_names(value) else {
+        return Err(EnvError {
+            var,
+            value: value.to_string(),
+            expected: UNCLOSED,
+        });
+    };
+    let globs: Vec<String> = items
         .into_iter()
         .map(str::trim)
         .filter(|s| !s.is_empty())
@@ -286,7 +298,13 @@ pub fn parse_sample(value: &str) -> Result<Vec<(String, u32)>, EnvError> {
     if !value.contains('=') {
         return Ok(vec![("*".to_string(), num(value)?)]);
     }
-    split_names(value)
+    let Some(items) = split_names(value) else {
+        return Err(EnvError {
+            expected: UNCLOSED,
+            ..err()
+        });
+    };
+    items
         .into_iter()
         .map(|item| match item.rsplit_once('=') {
             Some((g, n)) if !g.trim().is_empty() => Ok((g.trim().to_string(), num(n)?)),

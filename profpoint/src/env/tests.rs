@@ -119,6 +119,15 @@ fn globs_and_flags() {
             "i".into()
         ])
     );
+    // An open `<`, `(` or `[` would take the rest of the list as one glob: refused, naming
+    // what was expected, rather than losing the globs after it.
+    for bad in ["f::<u8, g", "a, h(, i", "x::[u8, y"] {
+        let e = parse_globs("PROFPOINT_DISABLE", bad).unwrap_err();
+        assert_eq!((e.var, e.value.as_str()), ("PROFPOINT_DISABLE", bad));
+        assert!(e.to_string().contains("is closed"), "{e}");
+        let e = parse_sample(&format!("{bad}=4")).unwrap_err();
+        assert!(e.to_string().contains("is closed"), "{e}");
+    }
     assert_eq!(parse_bool("X", "1"), Ok(true));
     assert!(parse_bool("X", "maybe").is_err());
     assert_eq!(parse_clock("monotonic"), Ok(true));
