@@ -145,6 +145,7 @@ pub(crate) mod tests {
             timed,
             total_ns: self_ns.max(0) as u64,
             self_ns: Some(self_ns),
+            estimated: false,
         }
     }
 

@@ -522,7 +522,8 @@ impl Report {
 /// `COUNT`, e.g. throttled by the overhead budget; the points they call attach to the
 /// enclosing point), and the points an async body calls (an async point is a leaf under the
 /// point active at its first poll; its body's points attach to what is active on the thread
-/// that polls it).
+/// that polls it). A point the budget timed in bursts has its nodes scaled to its row
+/// ([`TreeNode::estimated`]).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct PointsTree {
     /// Every node, parents before their children.
@@ -554,6 +555,12 @@ pub struct TreeNode {
     /// Their self time: duration minus the points called inside them (`None` for an async
     /// point, which has none of its own: its total is its time).
     pub self_ns: Option<i64>,
+    /// The calls and times are scaled to the point's row (`calls` to its `nr`, the estimated
+    /// total and self time to its `total_ns` and `self_ns`), each path keeping the share the
+    /// tree saw: the overhead budget put the point in bursts, and the tree sees a point's
+    /// calls only while it is on. `false` in older reports.
+    #[serde(default)]
+    pub estimated: bool,
 }
 
 impl TreeNode {

@@ -362,6 +362,33 @@ fn a_point_too_hot_even_to_count_is_timed_in_bursts_with_estimated_calls() {
         r.budget
     );
     assert!(p.total_ci95_ns > 0, "{p:?}");
+    // The tree saw `tiny` only in its bursts; its nodes are scaled to its row, so a flame
+    // graph drawn from them gives it its row's calls and time (unscaled: ~0.3-1% of them).
+    let tree = r.tree.as_ref().expect("the report has a tree");
+    let nodes: Vec<_> = tree
+        .nodes
+        .iter()
+        .filter(|n| n.name == "budget::tiny")
+        .collect();
+    assert!(!nodes.is_empty() && nodes.iter().all(|n| n.estimated), "{nodes:?}");
+    let calls: u64 = nodes.iter().map(|n| n.calls).sum();
+    let own: u64 = nodes.iter().map(|n| n.est_self_ns()).sum();
+    let row_self = p.self_ns.expect("a synchronous point");
+    assert!(
+        calls.abs_diff(p.nr) <= nodes.len() as u64,
+        "tree {calls} calls, row {}",
+        p.nr
+    );
+    // Within the rounding of a node's stored ns per timed call (half a ns times its calls per
+    // timed call), far under the 100x of the unscaled nodes.
+    let rounding: f64 = nodes
+        .iter()
+        .map(|n| 0.5 * n.calls as f64 / n.timed.max(1) as f64 + 1.0)
+        .sum();
+    assert!(
+        own.abs_diff(row_self) as f64 <= rounding,
+        "tree {own} ns of self time, row {row_self} (rounding {rounding:.0})"
+    );
     // The cheap point, the estimate's reference, was never off nor in bursts.
     assert!(
         r.budget
