@@ -307,14 +307,17 @@ fn scale_to_rows(nodes: &mut [TreeNode], of: &[usize], rows: &[Option<Row>]) {
             0 => 0.0,
             t => target * t as f64 / new_calls as f64,
         };
-        let total_share = if total > 0.0 { est_total(n) / total } else { 0.0 };
+        // A path's share of the row: of the time the windows saw, or of the calls where they
+        // saw none.
+        let by_calls = n.calls as f64 / calls as f64;
+        let total_share = if total > 0.0 { est_total(n) / total } else { by_calls };
         let new_total = per_timed(row.total_ns as f64 * total_share).round() as u64;
         n.self_ns = match (n.self_ns, row.self_ns) {
-            (Some(_), Some(row_self)) if own > 0.0 => {
-                let share = n.est_self_ns() as f64 / own;
+            (Some(_), Some(row_self)) => {
+                let share = if own > 0.0 { n.est_self_ns() as f64 / own } else { by_calls };
                 Some(per_timed(row_self as f64 * share).round() as i64)
             }
-            (Some(_), _) => Some(0),
+            (Some(_), None) => Some(0),
             (None, _) => None,
         };
         n.total_ns = new_total;
