@@ -370,7 +370,10 @@ fn a_point_too_hot_even_to_count_is_timed_in_bursts_with_estimated_calls() {
         .iter()
         .filter(|n| n.name == "budget::tiny")
         .collect();
-    assert!(!nodes.is_empty() && nodes.iter().all(|n| n.estimated), "{nodes:?}");
+    assert!(
+        !nodes.is_empty() && nodes.iter().all(|n| n.estimated),
+        "{nodes:?}"
+    );
     let calls: u64 = nodes.iter().map(|n| n.calls).sum();
     let own: u64 = nodes.iter().map(|n| n.est_self_ns()).sum();
     let row_self = p.self_ns.expect("a synchronous point");

@@ -300,8 +300,8 @@ fn scale_to_rows(nodes: &mut [TreeNode], of: &[usize], rows: &[Option<Row>]) {
             // Every call already in the tree (a sampled point): nothing to scale.
             continue;
         }
-        let new_calls = ((n.calls as f64 * row.calls as f64 / calls as f64).round() as u64)
-            .max(n.calls);
+        let new_calls =
+            ((n.calls as f64 * row.calls as f64 / calls as f64).round() as u64).max(n.calls);
         // The value to store so that `value * new_calls / timed` is `target`.
         let per_timed = |target: f64| match n.timed {
             0 => 0.0,
@@ -310,11 +310,19 @@ fn scale_to_rows(nodes: &mut [TreeNode], of: &[usize], rows: &[Option<Row>]) {
         // A path's share of the row: of the time the windows saw, or of the calls where they
         // saw none.
         let by_calls = n.calls as f64 / calls as f64;
-        let total_share = if total > 0.0 { est_total(n) / total } else { by_calls };
+        let total_share = if total > 0.0 {
+            est_total(n) / total
+        } else {
+            by_calls
+        };
         let new_total = per_timed(row.total_ns as f64 * total_share).round() as u64;
         n.self_ns = match (n.self_ns, row.self_ns) {
             (Some(_), Some(row_self)) => {
-                let share = if own > 0.0 { n.est_self_ns() as f64 / own } else { by_calls };
+                let share = if own > 0.0 {
+                    n.est_self_ns() as f64 / own
+                } else {
+                    by_calls
+                };
                 Some(per_timed(row_self as f64 * share).round() as i64)
             }
             (Some(_), None) => Some(0),
@@ -665,7 +673,10 @@ mod tests {
         // its paths' 6:1, within the rounding of a stored ns per timed call (0.5 ns times 100
         // calls a timed one).
         assert_eq!((nodes[0].calls, nodes[1].calls), (3000, 1000));
-        assert_eq!((nodes[0].est_self_ns(), nodes[1].est_self_ns()), (30_000, 10_000));
+        assert_eq!(
+            (nodes[0].est_self_ns(), nodes[1].est_self_ns()),
+            (30_000, 10_000)
+        );
         let total = |n: &TreeNode| n.total_ns * n.calls / n.timed;
         assert!((total(&nodes[0]) + total(&nodes[1])).abs_diff(80_000) <= 100);
         assert!(total(&nodes[0]).abs_diff(6 * total(&nodes[1])) <= 6 * 100);
