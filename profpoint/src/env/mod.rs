@@ -225,25 +225,32 @@ pub fn parse_report(value: &str) -> Result<Vec<Destination>, EnvError> {
     Ok(out)
 }
 
-/// What a glob list with a bracket left open was expected to be (see [`split_names`]).
-const UNCLOSED: &str = "comma-separated globs whose every `<`, `(` and `[` is closed (a comma \
-    inside them belongs to a name, so an open one would take the rest of the list)";
+/// What a glob list with a bracket left open before a comma was expected to be (see
+/// [`split_names`]).
+const UNCLOSED: &str = "comma-separated globs whose every `<`, `(` and `[` is closed before the \
+    next comma (a comma inside them belongs to a name, so an open one would take the rest of \
+    the list)";
 
 /// The items of a comma-separated list of point-name globs: a comma inside `<...>`, `(...)`
 /// or `[...]` is part of a name, not a separator (Rust names carry them:
 /// `<Display<'_, '_, _> as core::fmt::Display>::fmt`, which split at every comma read as three
 /// globs matching nothing, so such a point could not be named exactly). The `>` of `->`
-/// closes nothing. `None` when a bracket is still open at the end: its comma-separated rest
-/// would otherwise be one glob matching nothing, and the globs after it would be lost.
+/// closes nothing. `None` when a bracket left open has a comma after it: the rest of the list
+/// would be one glob matching nothing, and the globs after it lost (an open bracket with no
+/// comma after it, `f[`, is a glob of its own, told later that `[` matches itself).
 pub fn split_names(value: &str) -> Option<Vec<&str>> {
     let mut out = Vec::new();
-    let (mut depth, mut from, mut prev) = (0usize, 0, '\0');
+    // Where each bracket still open began.
+    let mut open = Vec::new();
+    let (mut from, mut prev) = (0, '\0');
     for (i, ch) in value.char_indices() {
         match ch {
-            '<' | '(' | '[' => depth += 1,
+            '<' | '(' | '[' => open.push(i),
             '>' if prev == '-' => {}
-            '>' | ')' | ']' => depth = depth.saturating_sub(1),
-            ',' if depth == 0 => {
+            '>' | ')' | ']' => {
+                open.pop();
+            }
+            ',' if open.is_empty() => {
                 out.push(&value[from..i]);
                 from = i + 1;
             }
@@ -252,7 +259,10 @@ pub fn split_names(value: &str) -> Option<Vec<&str>> {
         prev = ch;
     }
     out.push(&value[from..]);
-    (depth == 0).then_some(out)
+    match open.first() {
+        Some(&at) if value[at..].contains(',') => None,
+        _ => Some(out),
+    }
 }
 
 /// Parses a comma-separated glob list (`PROFPOINT_ENABLE`, `PROFPOINT_DISABLE`): see

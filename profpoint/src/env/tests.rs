@@ -120,8 +120,13 @@ fn globs_and_flags() {
         ])
     );
     // An open `<`, `(` or `[` would take the rest of the list as one glob: refused, naming
-    // what was expected, rather than losing the globs after it.
-    for bad in ["f::<u8, g", "a, h(, i", "x::[u8, y"] {
+    // what was expected, rather than losing the globs after it. With no comma after it, it
+    // takes nothing: a glob of its own.
+    assert_eq!(
+        parse_globs("PROFPOINT_DISABLE", "a::<u8, u16>::f, g["),
+        Ok(vec!["a::<u8, u16>::f".into(), "g[".into()])
+    );
+    for bad in ["f::<u8, g", "a, h(, i", "x::[u8, y", "a::<u8, u16>::f[, g"] {
         let e = parse_globs("PROFPOINT_DISABLE", bad).unwrap_err();
         assert_eq!((e.var, e.value.as_str()), ("PROFPOINT_DISABLE", bad));
         assert!(e.to_string().contains("is closed"), "{e}");
