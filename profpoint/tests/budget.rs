@@ -363,7 +363,8 @@ fn a_point_too_hot_even_to_count_is_timed_in_bursts_with_estimated_calls() {
     );
     assert!(p.total_ci95_ns > 0, "{p:?}");
     // The tree saw `tiny` only in its bursts; its nodes are scaled to its row, so a flame
-    // graph drawn from them gives it its row's calls and time (unscaled: ~0.3-1% of them).
+    // graph drawn from them gives it its row's calls and time (unscaled: its bursts' calls
+    // alone, ~0.3% of them).
     let tree = r.tree.as_ref().expect("the report has a tree");
     let nodes: Vec<_> = tree
         .nodes
