@@ -238,15 +238,18 @@ fn tree_report(clock: &ClockInfo, rows: &[Option<Row>]) -> PointsTree {
     // Each node's point index.
     let mut of = Vec::new();
     for (parent, n) in &raw {
-        let p = (n.point as usize).checked_sub(1).and_then(|i| all.get(i));
+        // The node's point and its index (a tag is the index plus one).
+        let p = (n.point as usize)
+            .checked_sub(1)
+            .and_then(|i| Some((i, all.get(i)?)));
         let parent_at = match parent {
             None => Some(None),
             Some(q) => at.get(*q).copied().flatten().map(Some),
         };
         match (p, parent_at) {
-            (Some(p), Some(parent)) if p.kind() != Kind::Hidden => {
+            (Some((i, p)), Some(parent)) if p.kind() != Kind::Hidden => {
                 at.push(Some(nodes.len()));
-                of.push(n.point as usize - 1);
+                of.push(i);
                 let async_point = p.kind() == Kind::Async;
                 nodes.push(TreeNode {
                     parent,
