@@ -19,6 +19,7 @@
 //! renderer; bump [`VERSION`] only for changes that break readers (new fields do not), and
 //! keep reading every older version.
 
+mod check;
 mod csv;
 #[cfg(feature = "flame")]
 mod flame;

@@ -352,6 +352,38 @@ pub struct BudgetReport {
     pub events: Vec<BudgetEvent>,
     /// Changes not kept in `events`.
     pub events_dropped: u64,
+    /// Whether the user opted in to bursts (`PROFPOINT_BUDGET=2%,bursts`): without them the
+    /// budget's last resort is to count a point's calls and time none, and every count is
+    /// exact.
+    #[serde(default)]
+    pub bursts_allowed: bool,
+    /// Counting alone cost more than the budget (`None`: it did not): the points stayed
+    /// counted, every call, and this says what that cost and who made it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counting_over: Option<CountingOver>,
+}
+
+/// Counting alone, every call of every point the budget manages, cost more than the budget.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CountingOver {
+    /// What counting alone cost, percent of the process's CPU time (estimated from the cost
+    /// model's counted call).
+    pub percent: f64,
+    /// Rounds in which it was over the budget.
+    pub rounds: u64,
+    /// The points that made most of it, hottest first.
+    pub points: Vec<CountingShare>,
+}
+
+/// One point's part of the counting cost.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CountingShare {
+    /// The point.
+    pub point: String,
+    /// Its share of the counted calls, 0 to 1.
+    pub share: f64,
 }
 
 impl BudgetReport {
@@ -374,6 +406,8 @@ impl BudgetReport {
             throttled: Vec::new(),
             events: Vec::new(),
             events_dropped: 0,
+            bursts_allowed: false,
+            counting_over: None,
         }
     }
 }

@@ -84,7 +84,7 @@ pub fn write_table(report: &Report, w: &mut dyn Write) -> io::Result<()> {
         writeln!(
             w,
             "{:>7}  {:<name_w$}  {:>15}  {:>15}  {:>12}  {:>10}  {:>10}  {:>10}  {:>12}  {:>6.2}",
-            status(p),
+            status(p, &report.budget),
             format!("{name}{mark}"),
             secs(p.total_ns, p.estimated),
             p.self_ns
@@ -172,8 +172,17 @@ fn write_sampled_self(report: &Report, w: &mut dyn Write) -> io::Result<()> {
     Ok(())
 }
 
-/// A point's status column: `on`, `off`, `count`, or `1/N` when one call in N is timed.
-fn status(p: &PointReport) -> String {
+/// A point's status column: `on`, `off`, `count`, `1/N` when one call in N is timed, or
+/// `burst` for a point the budget times in bursts (off between them, as its own status says:
+/// the budget's section and this column say the same).
+fn status(p: &PointReport, budget: &crate::BudgetReport) -> String {
+    if budget
+        .throttled
+        .iter()
+        .any(|t| t.now == "burst" && t.point == p.name)
+    {
+        return "burst".into();
+    }
     match (p.enabled, p.sampling) {
         (false, _) => "off".into(),
         (true, Some(0)) => "count".into(),
@@ -227,6 +236,9 @@ fn write_budget(report: &Report, w: &mut dyn Write) -> io::Result<()> {
     let b = &report.budget;
     if let Some(note) = &b.note {
         writeln!(w, "overhead budget: {note}")?;
+    }
+    if let Some(over) = &b.counting_over {
+        write_counting_over(b, over, w)?;
     }
     if b.throttled.is_empty() {
         return Ok(());
@@ -304,12 +316,44 @@ fn write_budget(report: &Report, w: &mut dyn Write) -> io::Result<()> {
             escape(&t.point)
         )?;
     }
+    let counts = if b.throttled.iter().any(|t| t.worst == "burst") {
+        "counts stay exact but for points in bursts (estimated between them)"
+    } else {
+        "every count is exact"
+    };
     writeln!(
         w,
-        "{} points throttled to keep profpoint's cost under the budget (PROFPOINT_BUDGET); counts stay exact but for points in bursts (estimated between them); every change is in the JSON report",
+        "{} points throttled to keep profpoint's cost under the budget (PROFPOINT_BUDGET); {counts}; every change is in the JSON report",
         b.throttled.len()
     )?;
     Ok(())
+}
+
+/// One line: counting alone cost more than the budget, who made it, and the knobs.
+fn write_counting_over(
+    b: &crate::BudgetReport,
+    over: &crate::CountingOver,
+    w: &mut dyn Write,
+) -> io::Result<()> {
+    let names: Vec<String> = over
+        .points
+        .iter()
+        .map(|s| format!("{} ({:.0}%)", escape(&s.point), 100.0 * s.share))
+        .collect();
+    let knob = if b.bursts_allowed {
+        "PROFPOINT_DISABLE for them would help"
+    } else {
+        "PROFPOINT_DISABLE for them, or PROFPOINT_BUDGET=<percent>,bursts (their calls then estimated), would help"
+    };
+    writeln!(w)?;
+    writeln!(
+        w,
+        "Counting alone cost {:.1}% of the CPU time, over the budget of {}; every call is still counted. Most of it: {}; {knob}",
+        over.percent,
+        b.percent
+            .map_or_else(|| "off".to_string(), |p| format!("{p}%")),
+        names.join(", ")
+    )
 }
 
 /// The tracepoints section: every tracepoint that is enabled, was hit or could not be switched

@@ -112,7 +112,10 @@ fn init_inner() {
     }
     if let Some(v) = env::var("PROFPOINT_BUDGET") {
         match env::parse_budget(&v) {
-            Ok(b) => crate::budget::set(b),
+            Ok(b) => {
+                crate::budget::set_bursts(b.bursts);
+                crate::budget::set(b.percent);
+            }
             Err(e) => env::warn(&e, "2%"),
         }
     }

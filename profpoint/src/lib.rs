@@ -89,7 +89,9 @@ pub use point::{AsyncGuard, Guard, Point, Token};
 pub use profpoint_macros::{main, profile_point, trace, tracepoint};
 pub use profpoint_report::Overhead;
 pub use profpoint_report::ReadError;
-pub use profpoint_report::{BudgetEvent, BudgetReport, ThrottledPoint};
+pub use profpoint_report::{
+    BudgetEvent, BudgetReport, CountingOver, CountingShare, ThrottledPoint,
+};
 pub use report::{
     ClockReport, CollectReport, Interval, IntervalPoint, PointReport, PointsTree, Report,
     ReportOptions, RunInfo, SCHEMA, SlotMemory, TreeEdge, TreeNode, VERSION, write_table,
@@ -160,17 +162,42 @@ pub fn compensate(on: bool) {
 
 /// Sets the overhead budget: `Some(percent)` of the process's CPU time that the points'
 /// instrumentation may cost (2% by default, `PROFPOINT_BUDGET`), or `None` for no budget.
-/// Under it, a point too hot to time on every call is timed on one call in N, counted only,
-/// or (last resort) timed in bursts (off but for one short burst a round, its calls between
-/// them estimated), and timed fully again when it cools down; every change and
-/// an error bar for every estimated total are in the report. Points you set to sampled,
-/// counted or off yourself stay as you set them. `None` times throttled points fully again.
+/// Under it, a point too hot to time on every call is timed on one call in N, or counted
+/// only, and timed fully again when it cools down; every call of every point is still counted
+/// (the budget never turns a point off), every change and an error bar for every estimated
+/// total are in the report. Where counting alone costs more than the budget, the points stay
+/// counted and the report says what that cost and which points made it.
+/// [`set_budget_bursts`] lets the budget go further. Points you set to sampled, counted or off
+/// yourself stay as you set them. `None` times throttled points fully again.
 #[cfg_attr(feature = "off", inline(always))]
 pub fn set_budget(percent: Option<f64>) {
     if OFF_BUILD {
         return;
     }
     budget::set(percent);
+}
+
+/// Lets the overhead budget time its hottest points in bursts (`true`; `PROFPOINT_BUDGET=2%,bursts`)
+/// when counting alone costs more than it: such a point is off but for one short burst a
+/// round, fully timed there, and its calls between bursts are **estimated** from the points
+/// beside it (marked estimated, with a 95% interval). Off by default: then counting is the
+/// budget's floor and every count is exact. Withdrawn (`false`), points in bursts are counted
+/// again at the controller's next round.
+#[cfg_attr(feature = "off", inline(always))]
+pub fn set_budget_bursts(allowed: bool) {
+    if OFF_BUILD {
+        return;
+    }
+    budget::set_bursts(allowed);
+}
+
+/// Whether the overhead budget may time points in bursts; see [`set_budget_bursts`].
+#[cfg_attr(feature = "off", inline(always))]
+pub fn budget_bursts() -> bool {
+    if OFF_BUILD {
+        return false;
+    }
+    budget::bursts_allowed()
 }
 
 /// The overhead budget in percent of CPU time (`None`: no budget); see [`set_budget`].

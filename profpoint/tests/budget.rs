@@ -1,7 +1,7 @@
 //! The overhead budget: points that cost less than it are timed on every call; a hot point is
-//! timed on one call in N, counted only or (last resort) timed in bursts, its count exact
-//! unless in bursts (then estimated), its estimated total inside its error bar; a point that cools down is timed fully
-//! again; the user's own choices stand. Each test runs in its own process (nextest's, or a child
+//! timed on one call in N, counted only or (where the user opted in) timed in bursts, its count
+//! exact unless in bursts (then estimated), its estimated total inside its error bar; a point
+//! that cools down is timed fully again; the user's own choices stand. Each test runs in its own process (nextest's, or a child
 //! of its own under a plain `cargo test`: `in_own_process`), so each has the process's budget
 //! to itself.
 
@@ -308,8 +308,9 @@ fn a_point_too_hot_even_to_count_is_timed_in_bursts_with_estimated_calls() {
         return;
     }
     // 0.1% of the CPU time: `tiny` at ~10 M calls a second cannot even be counted (~2.5 ns a
-    // call: 2.5%).
+    // call: 2.5%), and the user opted in to bursts (without them, counting is the floor).
     profpoint::set_budget(Some(0.1));
+    profpoint::set_budget_bursts(true);
     // `tiny`'s calls, counted here: the truth its estimate is held to.
     let mut x = 0;
     let r = until(
@@ -410,6 +411,7 @@ fn a_throttled_parent_s_self_time_comes_from_its_calls_timed_alone() {
         return;
     }
     profpoint::set_budget(Some(0.1));
+    profpoint::set_budget_bursts(true);
     let mut x = 0;
     let has_isolated_mean = |r: &Report, name: &str| {
         r.budget

@@ -468,7 +468,7 @@ fn bad_environment_values_get_one_clear_line_and_the_default() {
     );
     assert!(
         e.lines().any(|l| l
-            == "profpoint: PROFPOINT_BUDGET=\"lots\": expected a percentage of CPU time above 0 and at most 100 (e.g. 2%), or off; using 2%"),
+            == "profpoint: PROFPOINT_BUDGET=\"lots\": expected a percentage of CPU time above 0 and at most 100 (e.g. 2%), or off, optionally followed by `,bursts` (e.g. 2%,bursts); using 2%"),
         "{e}"
     );
     assert!(

@@ -185,6 +185,8 @@ pub(super) struct Controller {
     /// every point of the windows is on (`from_isolated` in the report splits a point's
     /// calls among its callers by it).
     pub(super) edges: std::collections::BTreeMap<(u32, u32), [f64; 3]>,
+    /// What counting alone cost against the budget (see `floor`).
+    pub(super) counting: super::floor::CountingFloor,
 }
 
 /// Which CPU time [`cpu_ns`] reads.
@@ -423,10 +425,23 @@ impl Controller {
         let throttled = managed
             .iter()
             .any(|&(i, _)| self.points[i].set.is_some_and(|m| m != Mode::On));
+        let bursts = super::bursts_allowed();
+        // A point left in bursts after the user withdrew them is counted again at once.
+        let stale_bursts = !bursts
+            && managed
+                .iter()
+                .any(|&(i, _)| self.points[i].set == Some(Mode::Burst));
+        // What counting alone would cost, every managed point counted on every call (the
+        // floor under the default budget: see `CountingFloor`).
+        let counting: f64 = managed.iter().map(|&(_, n)| n as f64).sum::<f64>() * costs.counted;
+        self.counting.fold(counting, budget, &managed);
         // The steady states get what the bursts leave.
-        if cost > (1.0 - BURST_SHARE) * budget || (throttled && cost < RELAX_BELOW * budget) {
+        if cost > (1.0 - BURST_SHARE) * budget
+            || (throttled && cost < RELAX_BELOW * budget)
+            || stale_bursts
+        {
             let n: Vec<u64> = managed.iter().map(|&(_, n)| n).collect();
-            let want = allocate(&n, costs, TARGET * budget);
+            let want = allocate(&n, costs, TARGET * budget, bursts);
             for (&(i, n), want) in managed.iter().zip(want) {
                 let cur = Mode::managed(&points[i], &self.points[i]);
                 let next = relax_limited(cur, want);
@@ -776,7 +791,7 @@ pub(super) fn sampled(n: u32) -> Mode {
 /// most `target` ticks (see the module docs): every point gets the same number `k` of timed
 /// calls (all of its calls if fewer); the hottest count only if `k = 1` is too dear, and the
 /// hottest counting points go to bursts if counting is too dear.
-pub(super) fn allocate(n: &[u64], c: &ModeCosts, target: f64) -> Vec<Mode> {
+pub(super) fn allocate(n: &[u64], c: &ModeCosts, target: f64, bursts: bool) -> Vec<Mode> {
     let mut order: Vec<usize> = (0..n.len()).collect();
     order.sort_by(|&a, &b| n[b].cmp(&n[a]));
     let nf = |i: usize| n[i] as f64;
@@ -804,11 +819,15 @@ pub(super) fn allocate(n: &[u64], c: &ModeCosts, target: f64) -> Vec<Mode> {
         lo
     };
     let mut modes = vec![Mode::On; n.len()];
-    // Last resort: the fewest hottest points in bursts (off between them) so that the rest can
-    // at least count.
+    // Last resort: the fewest hottest points whose counting alone does not fit, so that the
+    // rest can at least count. Where the user opted in to bursts, they go to bursts (off
+    // between them, their calls there estimated). Without bursts, counting is the floor: they
+    // count every call, whatever that costs, and the rest share the budget as if they were
+    // not there (their counting is a cost no state short of off avoids; charging it to the
+    // others would leave the coldest untimed for nothing).
     let off = least(order.len(), &|o| count_cost(&order[o..]) <= target);
     for &i in &order[..off] {
-        modes[i] = Mode::Burst;
+        modes[i] = if bursts { Mode::Burst } else { Mode::Count };
     }
     let order = &order[off..];
     // Then the fewest hottest counting only so that the rest fit with one timed call each.

@@ -6,11 +6,15 @@
 //! The budget bounds that cost: the instrumentation of the whole process may take at most a
 //! set share of its CPU time (`PROFPOINT_BUDGET`, [`crate::set_budget`]; 2% by default).
 //! A point too hot to time fully is timed on one call in N (N chosen per point), counted only
-//! if even that costs too much, and, as a last resort, timed in bursts: off but for one short
-//! burst a round in which it is timed on every call; points that cool down are timed fully
-//! again. Counts stay exact for every point not in bursts (a point in bursts has its calls
-//! between them estimated), and every estimated total carries an error bar. A program whose points cost less than the budget
-//! runs exactly as without it: nothing is throttled, every call is timed.
+//! if even that costs too much; points that cool down are timed fully again. Counting is the
+//! floor: the budget never turns a point off, so every count is exact. Where counting alone
+//! costs more than the budget, the hottest points stay counted, the others share the budget
+//! as if they were not there, and the report says what counting cost and who made it
+//! (`floor`). Only where the user opted in to bursts ([`set_bursts`],
+//! `PROFPOINT_BUDGET=2%,bursts`) do those hottest points go, instead, to bursts: off but for
+//! one short burst a round in which they are timed on every call, their calls between bursts
+//! estimated. Every estimated total carries an error bar. A program whose points cost less
+//! than the budget runs exactly as without it: nothing is throttled, every call is timed.
 //!
 //! # Why 2% by default
 //! It is below the run-to-run noise of a wall-time measurement on a shared machine (2-5% on
@@ -31,8 +35,8 @@
 //!   fewer times are timed on every call), the largest `k` whose predicted cost is 70% of the
 //!   budget; a point called `n` times is then timed on one call in `N = n / k` (rounded up to a
 //!   power of two). If even `k = 1` costs too much, the hottest points count only, and if all
-//!   of them counting still costs too much, the hottest go to bursts (below), with the rate
-//!   they were called at. N falls by at most 4x a round (it rises at once): a bursty point does
+//!   of them counting still costs too much, the hottest stay counted (the floor) or, with
+//!   bursts allowed, go to bursts (below), with the rate they were called at. N falls by at most 4x a round (it rises at once): a bursty point does
 //!   not flap between timed and sampled; a point in bursts counts first when it comes back;
 //! - every change is an event in the report;
 //! - then it runs the round's burst, if any point is in bursts or counted only.
@@ -163,6 +167,7 @@ use std::time::Duration;
 mod burst;
 mod controller;
 mod estimate;
+mod floor;
 
 use burst::BurstState;
 pub(crate) use controller::IsolatedMean;
@@ -175,6 +180,8 @@ pub(crate) const DEFAULT_PPM: u32 = 20_000;
 
 /// The budget in parts per million of CPU time; 0 when off.
 static PPM: AtomicU32 = AtomicU32::new(DEFAULT_PPM);
+/// Whether the user opted in to bursts (off by default: counting is the budget's floor).
+static BURSTS: AtomicBool = AtomicBool::new(false);
 /// Whether the controller thread was started in this process.
 static STARTED: AtomicBool = AtomicBool::new(false);
 /// Set in a forked child: the controller restarts there only with the child's first new
@@ -234,6 +241,19 @@ pub(crate) fn set(percent: Option<f64>) {
     if ppm != 0 && shard::shard_count() > 0 {
         ensure_started(true);
     }
+}
+
+/// Allows bursts (the budget's last resort beyond counting, which estimates the calls of the
+/// points in them) or withdraws them (points in bursts are counted again at the next round).
+pub(crate) fn set_bursts(allowed: bool) {
+    // Relaxed: the controller reads it at its next round; nothing else depends on it.
+    BURSTS.store(allowed, Ordering::Relaxed);
+}
+
+/// Whether bursts are allowed (see [`set_bursts`]).
+pub(crate) fn bursts_allowed() -> bool {
+    // Relaxed: see `set_bursts`.
+    BURSTS.load(Ordering::Relaxed)
 }
 
 /// The budget in percent of CPU time, `None` when off.
@@ -387,6 +407,7 @@ impl Controller {
         isolation_timed: 0,
         isolations: 0,
         edges: std::collections::BTreeMap::new(),
+        counting: floor::CountingFloor::EMPTY,
     };
 }
 
@@ -523,7 +544,12 @@ pub(crate) fn report(clk: &clock::ClockInfo, iso: Option<&Isolation>) -> BudgetR
         cost_timed_ns: clk.to_ns_f(costs.timed),
         cost_skipped_ns: clk.to_ns_f(costs.skipped),
         cost_counted_ns: clk.to_ns_f(costs.counted),
-        cost_timed_in_context_ns: c.in_context_timed().map(|t| clk.to_ns_f(t)),
+        // A pooled figure at or under zero is noise above the cost (the program ran as fast
+        // in the bursts as around them): not a measurement of it, so none is given.
+        cost_timed_in_context_ns: c
+            .in_context_timed()
+            .filter(|t| *t > 0.0)
+            .map(|t| clk.to_ns_f(t)),
         cost_percent: if c.cpu_ns == 0 {
             0.0
         } else {
@@ -536,6 +562,23 @@ pub(crate) fn report(clk: &clock::ClockInfo, iso: Option<&Isolation>) -> BudgetR
         throttled: throttled.into_iter().map(|(_, t)| t).collect(),
         events: c.events.clone(),
         events_dropped: c.events_dropped,
+        bursts_allowed: bursts_allowed(),
+        // With bursts allowed, the hottest are not counted between them: counting alone is
+        // not what the points cost.
+        counting_over: (!bursts_allowed())
+            .then(|| c.counting.report(|i| point::all()[i].name().to_string()))
+            .flatten()
+            .map(|o| profpoint_report::CountingOver {
+                // The budget's ticks are its share of the CPU's: counting's share is the
+                // budget's times how far over it counting went.
+                percent: get().unwrap_or(0.0) * o.ratio_to_budget,
+                rounds: o.rounds,
+                points: o
+                    .points
+                    .into_iter()
+                    .map(|(point, share)| profpoint_report::CountingShare { point, share })
+                    .collect(),
+            }),
     }
 }
 

@@ -28,7 +28,7 @@ fn cost(n: &[u64], modes: &[Mode]) -> f64 {
 #[test]
 fn cheap_points_stay_on() {
     let n = [10, 1000, 5];
-    let modes = allocate(&n, &COSTS, 1e9);
+    let modes = allocate(&n, &COSTS, 1e9, false);
     assert_eq!(modes, vec![Mode::On; 3]);
 }
 
@@ -37,7 +37,7 @@ fn the_hottest_point_is_sampled_and_the_cost_fits() {
     // 1M calls of one point, 100 of another; room for ~2.5M ticks.
     let n = [100, 1_000_000];
     let target = 6e6;
-    let modes = allocate(&n, &COSTS, target);
+    let modes = allocate(&n, &COSTS, target, false);
     assert_eq!(modes[0], Mode::On, "{modes:?}");
     assert!(matches!(modes[1], Mode::Sampled(e) if e >= 2), "{modes:?}");
     assert!(
@@ -51,15 +51,45 @@ fn the_hottest_point_is_sampled_and_the_cost_fits() {
 fn counting_then_bursts_as_last_resorts() {
     let n = [1_000_000, 10_000, 10];
     // Sampling the hottest is too dear (5 ticks a call), counting it fits.
-    let modes = allocate(&n, &COSTS, 2.5e6);
+    let modes = allocate(&n, &COSTS, 2.5e6, false);
     assert_eq!(modes[0], Mode::Count, "{modes:?}");
     assert!(cost(&n, &modes) <= 2.5e6);
-    // Not even counting fits: the hottest goes to bursts (off between them), the others
-    // share what is left (the coldest is still timed on every call).
-    let modes = allocate(&n, &COSTS, 1e5);
+    // Not even counting fits, bursts allowed: the hottest goes to bursts (off between them),
+    // the others share what is left (the coldest is still timed on every call).
+    let modes = allocate(&n, &COSTS, 1e5, true);
     assert_eq!(modes[0], Mode::Burst, "{modes:?}");
     assert_eq!(modes[2], Mode::On, "{modes:?}");
     assert!(cost(&n, &modes) <= 1e5);
+}
+
+#[test]
+fn without_bursts_counting_is_the_floor() {
+    let n = [1_000_000, 10_000, 10];
+    // Not even counting fits, and bursts are not allowed (the default): every point still
+    // counts, none is off or in bursts, whatever the cost.
+    let modes = allocate(&n, &COSTS, 1e5, false);
+    assert!(
+        modes.iter().all(|m| !matches!(m, Mode::Burst | Mode::Off)),
+        "{modes:?}"
+    );
+    assert_eq!(modes[0], Mode::Count, "{modes:?}");
+    // The coldest is still timed on every call: the hottest's counting is a floor no state
+    // avoids, and it is not charged to the others.
+    assert_eq!(modes[2], Mode::On, "{modes:?}");
+    // The same for any target, however small.
+    for target in [0.0, 1.0, 1e3, 1e6] {
+        let modes = allocate(&n, &COSTS, target, false);
+        assert!(
+            modes.iter().all(|m| !matches!(m, Mode::Burst | Mode::Off)),
+            "{target}: {modes:?}"
+        );
+    }
+}
+
+#[test]
+fn points_in_bursts_are_counted_again_when_bursts_are_withdrawn() {
+    assert_eq!(relax_limited(Mode::Burst, Mode::Count), Mode::Count);
+    assert_eq!(relax_limited(Mode::Burst, Mode::On), Mode::Count);
 }
 
 #[test]

@@ -336,21 +336,53 @@ pub fn parse_bool(var: &'static str, value: &str) -> Result<bool, EnvError> {
     }
 }
 
+/// The overhead budget a user asked for (`PROFPOINT_BUDGET`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BudgetSetting {
+    /// Percent of CPU time, `None` for no budget.
+    pub percent: Option<f64>,
+    /// Whether bursts are allowed (the `bursts` mode): without them counting is the floor.
+    pub bursts: bool,
+}
+
 /// Parses `PROFPOINT_BUDGET`: a percentage of CPU time (`2%`, `0.5`, `10%`), or `off` (also
-/// `0`, `none`) for no budget (`None`).
-pub fn parse_budget(value: &str) -> Result<Option<f64>, EnvError> {
-    let v = value.trim();
-    if matches!(v, "off" | "none" | "0" | "0%") {
-        return Ok(None);
+/// `0`, `none`) for no budget; then, after a comma, the mode `bursts` (`2%,bursts`; `bursts`
+/// alone keeps the default 2%). `bursts` with no budget is refused.
+pub fn parse_budget(value: &str) -> Result<BudgetSetting, EnvError> {
+    let bad = || EnvError {
+        var: "PROFPOINT_BUDGET",
+        value: value.to_string(),
+        expected: expected("PROFPOINT_BUDGET"),
+    };
+    let mut percent = None;
+    let mut bursts = false;
+    for (i, part) in value.split(',').map(str::trim).enumerate() {
+        if part == "bursts" && !bursts {
+            bursts = true;
+            continue;
+        }
+        if i > 0 || part == "bursts" {
+            return Err(bad());
+        }
+        percent = Some(if matches!(part, "off" | "none" | "0" | "0%") {
+            None
+        } else {
+            match part.strip_suffix('%').unwrap_or(part).trim().parse::<f64>() {
+                Ok(p) if p > 0.0 && p <= 100.0 => Some(p),
+                _ => return Err(bad()),
+            }
+        });
     }
-    match v.strip_suffix('%').unwrap_or(v).trim().parse::<f64>() {
-        Ok(p) if p > 0.0 && p <= 100.0 => Ok(Some(p)),
-        _ => Err(EnvError {
+    let percent = percent.unwrap_or(Some(f64::from(crate::budget::DEFAULT_PPM) / 10_000.0));
+    if bursts && percent.is_none() {
+        return Err(EnvError {
             var: "PROFPOINT_BUDGET",
             value: value.to_string(),
-            expected: expected("PROFPOINT_BUDGET"),
-        }),
+            expected: "bursts only with a budget to keep (e.g. 2%,bursts): with the budget off \
+                       every call is timed",
+        });
     }
+    Ok(BudgetSetting { percent, bursts })
 }
 
 /// Parses `PROFPOINT_REPORT_EVERY`: a duration with its unit, `500ms`, `10s`, `5m` or `1h`

@@ -60,10 +60,12 @@ pub const VARS: &[Var] = &[
     Var {
         name: "PROFPOINT_BUDGET",
         values: "the share of CPU time the points' instrumentation may cost: 2% (a percentage), \
-                 or off; hot points are then timed on one call in N, counted only, or timed in \
-                 bursts (see profpoint::set_budget)",
+                 or off; hot points are then timed on one call in N or counted only, every \
+                 call still counted; `2%,bursts` also lets the budget time the hottest in \
+                 bursts, their calls between bursts estimated (see profpoint::set_budget)",
         default: "2%",
-        expected: "a percentage of CPU time above 0 and at most 100 (e.g. 2%), or off",
+        expected: "a percentage of CPU time above 0 and at most 100 (e.g. 2%), or off, \
+                   optionally followed by `,bursts` (e.g. 2%,bursts)",
     },
     Var {
         name: "PROFPOINT_COMPENSATE",

@@ -62,12 +62,30 @@ fn sample_values() {
 
 #[test]
 fn budget_values() {
-    assert_eq!(parse_budget("2%").unwrap(), Some(2.0));
-    assert_eq!(parse_budget(" 0.5 ").unwrap(), Some(0.5));
-    assert_eq!(parse_budget("100%").unwrap(), Some(100.0));
-    assert_eq!(parse_budget("off").unwrap(), None);
-    assert_eq!(parse_budget("0").unwrap(), None);
-    for bad in ["", "-1%", "101", "two", "2%%", "nan"] {
+    let b = |percent, bursts| BudgetSetting { percent, bursts };
+    assert_eq!(parse_budget("2%").unwrap(), b(Some(2.0), false));
+    assert_eq!(parse_budget(" 0.5 ").unwrap(), b(Some(0.5), false));
+    assert_eq!(parse_budget("100%").unwrap(), b(Some(100.0), false));
+    assert_eq!(parse_budget("off").unwrap(), b(None, false));
+    assert_eq!(parse_budget("0").unwrap(), b(None, false));
+    assert_eq!(parse_budget("2%,bursts").unwrap(), b(Some(2.0), true));
+    assert_eq!(parse_budget(" 0.5 , bursts ").unwrap(), b(Some(0.5), true));
+    assert_eq!(parse_budget("bursts").unwrap(), b(Some(2.0), true));
+    let e = parse_budget("off,bursts").unwrap_err();
+    assert!(e.expected.contains("bursts only with a budget"), "{e:?}");
+    for bad in [
+        "",
+        "-1%",
+        "101",
+        "two",
+        "2%%",
+        "nan",
+        "2%,burst",
+        "2%,bursts,bursts",
+        "2%,3%",
+        "bursts,2%",
+        "2%,",
+    ] {
         let e = parse_budget(bad).unwrap_err();
         assert_eq!(e.var, "PROFPOINT_BUDGET");
         assert_eq!(e.value, bad);

@@ -110,6 +110,7 @@ pub(crate) fn collect(opts: &ReportOptions) -> Report {
                 r.avg_ns = ns(split.mean);
                 r.wall_percent = percent(r.total_ns, wall_ns);
             }
+            within_the_run(&mut r, wall_ns, shard::shard_count());
             (i, r)
         })
         .collect();
@@ -446,6 +447,24 @@ fn from_isolated(counts: &[(Counts, Est)], iso: &budget::Isolation) -> Vec<Optio
     out
 }
 
+/// An estimated total above what the run could hold (a synchronous point's calls on one
+/// thread never overlap: at most the wall time times the threads that ran points) is cut to
+/// that bound, its self time and mean with it, and its interval widened to the bound: the
+/// estimate is known to be off (a mean call priced from a few timed calls that a preemption
+/// or the timing's own cost inflated), and the truth lies between 0 and the bound.
+fn within_the_run(r: &mut PointReport, wall_ns: u64, threads: usize) {
+    let bound = wall_ns.saturating_mul(threads.max(1) as u64);
+    if !r.estimated || r.self_ns.is_none() || r.total_ns <= bound || wall_ns == 0 {
+        return;
+    }
+    let scale = bound as f64 / r.total_ns as f64;
+    r.total_ns = bound;
+    r.self_ns = r.self_ns.map(|own| own.min(bound));
+    r.avg_ns = (r.avg_ns as f64 * scale).round() as u64;
+    r.total_ci95_ns = r.total_ci95_ns.max(bound);
+    r.wall_percent = percent(bound, wall_ns);
+}
+
 fn point_report(
     p: &point::Point,
     c: &Counts,
@@ -505,10 +524,15 @@ fn point_report(
         p99_ns: clamp(q(0.99)),
         p999_ns: clamp(q(0.999)),
         stddev_ns: clock.to_ns_f(stddev).round() as u64,
-        total_ci95_ns: if estimated {
+        // An estimate whose spread could not be computed (a point in bursts seen in one
+        // round) gets the widest interval the run allows, never 0: its truth lies between 0
+        // and its thread's wall time, which the figure plus its own size and the wall covers.
+        total_ci95_ns: if !estimated {
+            0
+        } else if ci95 > 0.0 {
             clock.to_ns_f(ci95).round() as u64
         } else {
-            0
+            total_ns.max(wall_ns)
         },
         hist: hist_ns(&c.hist, to_ns),
         // Filled from the sampler's stacks, when it ran with them (`collect`).
@@ -608,6 +632,35 @@ fn run_info_fixed() -> RunInfo {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An estimated total above the wall time times the threads is cut to it, its interval
+    /// widened to cover the truth; an exact one, or one within the run, is left alone.
+    #[test]
+    fn an_estimate_above_the_run_is_cut_to_it() {
+        let (c, e) = counts(10, 100);
+        let p = &point::all()[0];
+        let clk = clock::info();
+        let mut r = point_report(p, &c, &e, &clk, 1_000, 0.0);
+        r.kind = "sync".into();
+        r.self_ns = Some(9_000);
+        r.total_ns = 10_000;
+        r.avg_ns = 1_000;
+        r.total_ci95_ns = 50;
+        r.estimated = false;
+        let exact = r.clone();
+        within_the_run(&mut r, 1_000, 2);
+        assert_eq!(r, exact, "an exact figure is never changed");
+        r.estimated = true;
+        let within = r.clone();
+        within_the_run(&mut r, 10_000, 1);
+        assert_eq!(r, within, "within the run: unchanged");
+        within_the_run(&mut r, 1_000, 2);
+        assert_eq!(r.total_ns, 2_000);
+        assert_eq!(r.self_ns, Some(2_000));
+        assert_eq!(r.avg_ns, 200);
+        assert_eq!(r.total_ci95_ns, 2_000);
+        assert!((r.wall_percent - 200.0).abs() < 1e-9);
+    }
 
     /// A point's counts with `outer` timed outermost calls of `each` ticks.
     fn counts(outer: u64, each: u64) -> (Counts, Est) {

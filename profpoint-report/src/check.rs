@@ -1,0 +1,112 @@
+//! What every report must hold, whatever a budget, a sampler or a mode did to its timing: no
+//! figure a run cannot have produced. [`Report::impossible`] lists the figures that break
+//! them; the suite checks the reports its budget tests take.
+
+use crate::Report;
+
+/// Clock reads of one interval on two threads, or a report taken while calls run, may disagree
+/// by a little: a total may pass its bound by this much before it is impossible.
+const SLACK_NS: u64 = 1_000_000;
+
+impl Report {
+    /// Every impossible figure in the report, one line each (empty: none):
+    /// - a synchronous point's total above the wall time times the threads that ran points
+    ///   (its calls on one thread never overlap);
+    /// - a self time above its total;
+    /// - percentiles out of order (min <= p50 <= p90 <= p99 <= p99.9 <= max);
+    /// - a path of the points tree measured whole (its calls and its children's all timed,
+    ///   none estimated) whose children's totals add up to more than its own (a child runs
+    ///   inside its parent's interval), or whose self time is negative;
+    /// - a negative or non-finite cost in the budget's section.
+    pub fn impossible(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let threads = self.run.shards.max(1) as u64;
+        let bound = self
+            .wall_ns
+            .saturating_mul(threads)
+            .saturating_add(SLACK_NS);
+        for p in &self.points {
+            if p.kind == "sync" && self.wall_ns > 0 && p.total_ns > bound {
+                out.push(format!(
+                    "{}: total {} ns above the wall time {} ns x {threads} threads",
+                    p.name, p.total_ns, self.wall_ns
+                ));
+            }
+            if let Some(own) = p.self_ns
+                && own > p.total_ns
+            {
+                out.push(format!(
+                    "{}: self time {own} ns above its total {} ns",
+                    p.name, p.total_ns
+                ));
+            }
+            if p.timed > 0 {
+                let q = [p.min_ns, p.p50_ns, p.p90_ns, p.p99_ns, p.p999_ns, p.max_ns];
+                if q.windows(2).any(|w| w[0] > w[1]) {
+                    out.push(format!(
+                        "{}: percentiles out of order (min, p50, p90, p99, p99.9, max: {q:?})",
+                        p.name
+                    ));
+                }
+            }
+        }
+        if let Some(tree) = &self.tree {
+            let exact = |i: usize| {
+                let n = &tree.nodes[i];
+                !n.estimated && n.timed == n.calls && n.self_ns.is_some()
+            };
+            let mut children = vec![0u64; tree.nodes.len()];
+            let mut all_exact = vec![true; tree.nodes.len()];
+            for (i, n) in tree.nodes.iter().enumerate() {
+                if let Some(p) = n.parent.filter(|&p| p < i) {
+                    children[p] = children[p].saturating_add(n.total_ns);
+                    all_exact[p] &= exact(i);
+                }
+            }
+            for (i, n) in tree.nodes.iter().enumerate() {
+                if !exact(i) {
+                    continue;
+                }
+                // A path with an untimed call below it has its self time estimated (each
+                // untimed nested call taken out at its point's mean, a signed sum kept
+                // unbiased across paths, `TreeNode::est_self_ns` never below zero): only a
+                // path measured whole must hold it.
+                if all_exact[i] && n.self_ns.is_some_and(|own| own < -(SLACK_NS as i64)) {
+                    out.push(format!(
+                        "tree path {}: negative self time {:?} ns",
+                        tree.path(i).join(";"),
+                        n.self_ns
+                    ));
+                }
+                if all_exact[i] && children[i] > n.total_ns.saturating_add(SLACK_NS) {
+                    out.push(format!(
+                        "tree path {}: children's totals {} ns above its own {} ns",
+                        tree.path(i).join(";"),
+                        children[i],
+                        n.total_ns
+                    ));
+                }
+            }
+        }
+        let b = &self.budget;
+        let costs = [
+            ("cost_percent", Some(b.cost_percent)),
+            ("cost_timed_ns", Some(b.cost_timed_ns)),
+            ("cost_skipped_ns", Some(b.cost_skipped_ns)),
+            ("cost_counted_ns", Some(b.cost_counted_ns)),
+            ("cost_timed_in_context_ns", b.cost_timed_in_context_ns),
+            (
+                "counting_over.percent",
+                b.counting_over.as_ref().map(|o| o.percent),
+            ),
+        ];
+        for (name, v) in costs {
+            if let Some(v) = v
+                && !(v.is_finite() && v >= 0.0)
+            {
+                out.push(format!("budget: {name} is {v}"));
+            }
+        }
+        out
+    }
+}
