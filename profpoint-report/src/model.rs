@@ -271,6 +271,15 @@ pub struct PointReport {
     pub sampled_self: Option<u64>,
 }
 
+impl PointReport {
+    /// Whether its total is an estimate whose 95% interval is wider than the total itself:
+    /// the figure does not tell its order among the others (reports and tables rank such
+    /// points after the rest, and the table marks them `?`).
+    pub fn uncertain(&self) -> bool {
+        self.estimated && self.total_ci95_ns > self.total_ns
+    }
+}
+
 /// One change the controller made.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BudgetEvent {

@@ -123,6 +123,12 @@ pub fn write_table(report: &Report, w: &mut dyn Write) -> io::Result<()> {
             " ~ sampled timing: every call counted, one outermost call in N timed; times are estimates\n   (in the self time of the points around it, an untimed call counts as its point's mean timed\n   call so far)"
         )?;
     }
+    if marks.uncertain {
+        writeln!(
+            w,
+            " ? an estimate whose 95% interval is wider than itself: listed after the others, its order unknown"
+        )?;
+    }
     write_budget(report, w)?;
     write_sampled_self(report, w)?;
     write_interval(report, w)?;
@@ -455,6 +461,7 @@ struct Marks {
     recursive: bool,
     asynchronous: bool,
     sampled: bool,
+    uncertain: bool,
 }
 
 impl Marks {
@@ -471,6 +478,10 @@ impl Marks {
         if p.estimated {
             self.sampled = true;
             m.push_str(" ~");
+        }
+        if p.uncertain() {
+            self.uncertain = true;
+            m.push_str(" ?");
         }
         m
     }
@@ -491,6 +502,58 @@ mod tests {
     use super::*;
 
     use crate::test_point as point;
+
+    /// A point whose estimate's interval is wider than itself is marked `?` and explained;
+    /// a point in bursts reads `burst` in the status column, as in the budget's section; a
+    /// counting floor over the budget is one line naming the points and the knobs.
+    #[test]
+    fn uncertain_figures_bursts_and_the_counting_floor_are_said() {
+        let mut r = Report::empty();
+        r.points = vec![point("db::sure", 1), point("db::unsure", 2)];
+        r.points[1].estimated = true;
+        r.points[1].total_ns = 10;
+        r.points[1].total_ci95_ns = 11;
+        r.points[1].enabled = false;
+        r.budget.percent = Some(2.0);
+        r.budget.throttled = vec![crate::ThrottledPoint {
+            point: "db::unsure".into(),
+            now: "burst".into(),
+            worst: "burst".into(),
+            changes: 1,
+            first_at_s: 0.1,
+            off_calls_per_s: 1e8,
+            isolated_avg_ns: None,
+        }];
+        r.budget.counting_over = Some(crate::CountingOver {
+            percent: 7.5,
+            rounds: 3,
+            points: vec![crate::CountingShare {
+                point: "db::sure".into(),
+                share: 0.9,
+            }],
+        });
+        let t = text(&r);
+        let row = t
+            .lines()
+            .find(|l| l.contains("db::unsure ~ ?"))
+            .unwrap_or_else(|| panic!("{t}"));
+        assert!(row.trim_start().starts_with("burst"), "{row}");
+        assert!(
+            t.contains(" ? an estimate whose 95% interval is wider than itself"),
+            "{t}"
+        );
+        let line = t
+            .lines()
+            .find(|l| {
+                l.starts_with("Counting alone cost 7.5% of the CPU time, over the budget of 2%")
+            })
+            .unwrap_or_else(|| panic!("{t}"));
+        assert!(
+            line.contains("db::sure (90%)") && line.contains(",bursts"),
+            "{line}"
+        );
+        assert!(!text(&Report::empty()).contains(" ? an estimate"));
+    }
 
     /// A budget section that throttled one point says how far its self times rank, and where
     /// the sampler's self times are (or how to get them).

@@ -127,7 +127,14 @@ pub(crate) fn collect(opts: &ReportOptions) -> Report {
         }
     }
     let mut points: Vec<PointReport> = indexed.into_iter().map(|(_, r)| r).collect();
-    points.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(a.name.cmp(&b.name)));
+    // By total time; a figure whose 95% interval is wider than itself is not ranked as if it
+    // were known: such points follow the others (`PointReport::uncertain`).
+    points.sort_by(|a, b| {
+        a.uncertain()
+            .cmp(&b.uncertain())
+            .then(b.total_ns.cmp(&a.total_ns))
+            .then(a.name.cmp(&b.name))
+    });
     // At exit both samplers stop before either is symbolised (that is the profiler's work).
     #[cfg(feature = "heatmap")]
     let (mut heatmap, pmu) = crate::sampling::reports(opts.final_report);
