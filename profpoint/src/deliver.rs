@@ -184,9 +184,11 @@ pub(crate) fn write_to(report: &Report, d: &Destination) -> std::io::Result<()> 
                 crate::report::write_table(report, &mut table)?;
                 return write_raw_fd(2, &table);
             }
-            let mut e = std::io::stderr().lock();
-            crate::report::write_table(report, &mut e)?;
-            e.flush()
+            let mut table = Vec::new();
+            crate::report::write_table(report, &mut table)?;
+            // Held: the table is not interleaved with the program's own lines.
+            let _lock = std::io::stderr().lock();
+            crate::diag::write_fd(2, &table)
         }
         Destination::Stdout => {
             // Relaxed: see STDOUT_CLOSED_AT_START.
@@ -248,16 +250,11 @@ pub(crate) fn write_to(report: &Report, d: &Destination) -> std::io::Result<()> 
     }
 }
 
-/// Writes `bytes` to descriptor `fd` (1 or 2), borrowed, without std's locks.
+/// Writes `bytes` to descriptor `fd` (1 or 2), borrowed, without std's locks; SIGPIPE held
+/// off (`crate::diag`).
 #[cfg(unix)]
 fn write_raw_fd(fd: std::os::fd::RawFd, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    // SAFETY: `fd` is only borrowed (ManuallyDrop: never closed here); a closed fd makes the
-    // write fail with EBADF, which is what we want to know.
-    let mut f = std::mem::ManuallyDrop::new(unsafe {
-        <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(fd)
-    });
-    f.write_all(bytes)
+    crate::diag::write_fd(fd, bytes)
 }
 
 /// How [`write_file`] writes a path.

@@ -175,7 +175,7 @@ fn init_inner() {
     crate::serve::start_from_env();
     #[cfg(not(feature = "serve"))]
     if env::var("PROFPOINT_SERVE").is_some() {
-        eprintln!(
+        crate::diag::warn_line!(
             "profpoint: PROFPOINT_SERVE is set, but this program was built without profpoint's \
              `serve` feature; no server"
         );
@@ -189,7 +189,9 @@ fn init_inner() {
     }
     // SAFETY: `at_exit` is an `extern "C" fn()` that lives for the whole program.
     if unsafe { libc::atexit(at_exit) } != 0 {
-        eprintln!("profpoint: atexit registration failed; no report will be written at exit");
+        crate::diag::warn_line!(
+            "profpoint: atexit registration failed; no report will be written at exit"
+        );
     }
 }
 
@@ -238,7 +240,7 @@ fn warn_unmatched(var: &str, glob: &str, matched: usize, names: Names) {
     if let Some(c) = crate::glob::foreign_syntax(glob) {
         line.push_str(&format!("; only * and ? are wildcards, {c} matches itself"));
     }
-    eprintln!("{line}");
+    crate::diag::warn_line!("{line}");
 }
 
 /// One warning line at start-up for a file destination of `PROFPOINT_REPORT` that cannot be
@@ -250,7 +252,7 @@ fn warn_unwritable(given: &Destination, at: &Destination) {
     let Some(why) = at.path().and_then(cannot_write) else {
         return;
     };
-    eprintln!(
+    crate::diag::warn_line!(
         "profpoint: PROFPOINT_REPORT={given}: {why}; the points table will go to stderr at \
          exit instead, unless that changes by then"
     );
