@@ -46,8 +46,11 @@ mod unix {
                 mkfifo(Path::new(&dest));
             }
             // Any panic aborts, as in a host built with `panic = "abort"`.
+            // Its report goes to a stdout it closed: the exit says so on stderr.
             "panics_abort" => {
                 std::panic::set_hook(Box::new(|_| std::process::abort()));
+                // SAFETY: nothing in this process uses fd 1 afterwards but the report.
+                unsafe { libc::close(1) };
             }
             other => panic!("unknown child scenario {other:?}"),
         }
@@ -285,11 +288,9 @@ mod unix {
         std::fs::remove_dir_all(&d).ok();
     }
 
-    /// A start-up warning (a glob matching nothing) printed on a failing stderr: `/dev/full`,
-    /// and a pipe whose reader has gone (SIGPIPE at its default, as before `main`). Start-up
-    /// finishes (the JSON report is written) and the exit status is the program's own, not
-    /// SIGPIPE's.
-    pub(crate) fn a_failing_stderr_fails_nothing() {
+    /// A start-up warning (a glob matching nothing) printed on stderr `/dev/full`: start-up
+    /// finishes (the JSON report is written), the exit status is the program's own.
+    pub(crate) fn a_full_stderr_fails_nothing() {
         let d = folder("stderr", false);
         let dest = d.join("r.json");
         let spec = format!("json:{}", dest.display());
@@ -304,7 +305,20 @@ mod unix {
         let o = run("exit3", &env, Some(full.into()));
         assert_eq!(o.status.code(), Some(3), "/dev/full: {:?}", o.status);
         assert_eq!(calls(&dest), 1, "/dev/full");
-        std::fs::remove_file(&dest).unwrap();
+        std::fs::remove_dir_all(&d).ok();
+    }
+
+    /// A start-up warning printed on a pipe whose reader has gone, SIGPIPE at its default (as
+    /// before `main`): the exit status is the program's own (as without the variables), not
+    /// SIGPIPE's; the report is written.
+    pub(crate) fn a_closed_pipe_as_stderr_kills_nothing() {
+        let d = folder("pipe", false);
+        let dest = d.join("r.json");
+        let spec = format!("json:{}", dest.display());
+        let env = [
+            ("PROFPOINT_REPORT", spec.as_str()),
+            ("PROFPOINT_DISABLE", "no_such_point*"),
+        ];
         for vars in [&env[..], &[]] {
             let mut fds = [0; 2];
             // SAFETY: a valid array of two descriptors for pipe to fill.
@@ -327,9 +341,10 @@ mod unix {
         std::fs::remove_dir_all(&d).ok();
     }
 
-    /// A host whose panics abort (as with `panic = "abort"`), stderr `/dev/full`, a report
-    /// that cannot be written (its line and the table go to the failing stderr): the program
-    /// ends with its own status, no SIGABRT.
+    /// A host whose panics abort (as with `panic = "abort"`: a panic hook that aborts stands
+    /// in for it), stderr `/dev/full`, a report that cannot be written (to a stdout the
+    /// program closed: its line and the table go to the failing stderr): the program ends with
+    /// its own status, no SIGABRT.
     pub(crate) fn a_host_whose_panics_abort_survives_a_failing_stderr() {
         let full = std::fs::OpenOptions::new()
             .write(true)
@@ -337,7 +352,7 @@ mod unix {
             .unwrap();
         let o = run(
             "panics_abort",
-            &[("PROFPOINT_REPORT", "json:/no/such/folder/r.json")],
+            &[("PROFPOINT_REPORT", "stdout")],
             Some(full.into()),
         );
         assert_eq!(
@@ -385,8 +400,12 @@ fn main() {
                 unix::a_250_character_file_name_is_written,
             ),
             t(
-                "a_failing_stderr_fails_nothing",
-                unix::a_failing_stderr_fails_nothing,
+                "a_full_stderr_fails_nothing",
+                unix::a_full_stderr_fails_nothing,
+            ),
+            t(
+                "a_closed_pipe_as_stderr_kills_nothing",
+                unix::a_closed_pipe_as_stderr_kills_nothing,
             ),
             t(
                 "a_host_whose_panics_abort_survives_a_failing_stderr",
