@@ -253,6 +253,86 @@ fn compare_reads_reports_without_histograms() {
 
 /// Every kind of bad input: one line naming the file and what is wrong (the field where there
 /// is one), exit status 2, no panic; bad arguments get clap's message in one line.
+/// Input that is not a regular file, or larger than the limit, is one line and exit 2 at once,
+/// whatever it would give if read (`/dev/zero` never ends, a FIFO without a writer waits
+/// forever, a sparse file reads as a gigabyte of zeros): refused before reading.
+#[cfg(unix)]
+#[test]
+fn endless_waiting_or_oversized_input_is_refused_at_once() {
+    let d = dir();
+    let fifo = d.join("dump.fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let fifo = fifo.to_str().unwrap().to_string();
+    let sparse = d.join("sparse.json");
+    std::fs::File::create(&sparse)
+        .unwrap()
+        .set_len(1 << 30)
+        .unwrap();
+    let sparse = sparse.to_str().unwrap().to_string();
+    let small = common::write("small.json", &"x".repeat(2_000));
+    let limit = 256u64 << 20;
+    let cases: Vec<(Vec<&str>, String)> = vec![
+        (
+            vec!["report", "/dev/zero"],
+            "/dev/zero: is a character device, not a regular file: expected a profpoint JSON \
+             report file"
+                .into(),
+        ),
+        (
+            vec!["heatmap", "/dev/zero"],
+            "/dev/zero: is a character device, not a regular file: expected a heatmap dump file"
+                .into(),
+        ),
+        (
+            vec!["report", &fifo],
+            format!("{fifo}: is a FIFO, not a regular file: expected a profpoint JSON report file"),
+        ),
+        (
+            vec!["heatmap", &fifo],
+            format!("{fifo}: is a FIFO, not a regular file: expected a heatmap dump file"),
+        ),
+        (
+            vec!["compare", &fifo, &sparse],
+            format!("{fifo}: is a FIFO"),
+        ),
+        (
+            vec!["report", &sparse],
+            format!(
+                "{sparse}: 1073741824 bytes or more, over the {limit}-byte input limit: expected \
+                 a profpoint JSON report file (--max-input-size BYTES raises the limit)"
+            ),
+        ),
+        (
+            vec!["heatmap", &sparse],
+            format!("{sparse}: 1073741824 bytes or more, over the {limit}-byte input limit"),
+        ),
+        (
+            vec!["report", &small, "--max-input-size", "1000"],
+            format!("{small}: 2000 bytes or more, over the 1000-byte input limit"),
+        ),
+    ];
+    for (args, expected) in cases {
+        let t = std::time::Instant::now();
+        let (code, out, err) = profpoint(&args);
+        assert_eq!(code, 2, "{args:?}: {out}{err}");
+        assert_eq!(err.lines().count(), 1, "one line: {err}");
+        assert!(err.starts_with("profpoint: "), "{err}");
+        assert!(err.contains(&expected), "{args:?}: {err}");
+        // Generous: it reads nothing, so it takes milliseconds; reading would take seconds
+        // (the sparse gigabyte) or forever (the FIFO, /dev/zero).
+        assert!(t.elapsed() < std::time::Duration::from_secs(10), "{args:?}");
+    }
+    // Raised, the same small file is read (and is not JSON).
+    let (code, _, err) = profpoint(&["report", &small, "--max-input-size", "5000"]);
+    assert_eq!(code, 2);
+    assert!(err.contains(&format!("{small}: not JSON")), "{err}");
+    common::clean();
+}
+
 #[test]
 fn bad_input_gets_a_clear_error() {
     for i in 0..10 {

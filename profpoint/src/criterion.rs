@@ -51,7 +51,7 @@ impl criterion::profiler::Profiler for Profiler {
         if let Some(config) = &self.heatmap {
             match heatmap::start(config.clone()) {
                 Ok(s) => self.sampler = Some(s),
-                Err(e) => eprintln!("profpoint: heatmap for {benchmark_id}: {e}"),
+                Err(e) => crate::diag::warn_line!("profpoint: heatmap for {benchmark_id}: {e}"),
             }
         }
         let _ = benchmark_id;
@@ -64,7 +64,7 @@ impl criterion::profiler::Profiler for Profiler {
             if let Err(e) =
                 std::fs::create_dir_all(benchmark_dir).and_then(|()| std::fs::write(&path, bytes))
             {
-                eprintln!(
+                crate::diag::warn_line!(
                     "profpoint: {benchmark_id}: cannot write {}: {e}",
                     path.display()
                 );

@@ -19,7 +19,7 @@
 //!   the one the exit report will use), and a glob of `PROFPOINT_DISABLE`, `PROFPOINT_ENABLE`,
 //!   `PROFPOINT_SAMPLE` or `PROFPOINT_TRACE` that matches no point (tracepoint) of this copy.
 
-use crate::deliver::{INIT_PID, absolute, cannot_write, destination_for, plan};
+use crate::deliver::{INIT_PID, absolute, cannot_write, destination_for, plan, refused};
 use crate::env::{self, Destination};
 use crate::exit_report::write_exit_report;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -155,9 +155,17 @@ fn init_inner() {
             // Relative paths name files in the folder the program started in, not the one it
             // happens to be in at exit.
             Ok(d) => {
-                let resolved: Vec<Destination> = d.iter().map(|d| d.map_path(absolute)).collect();
-                for (given, at) in d.iter().zip(&resolved) {
-                    warn_unwritable(given, at);
+                let mut resolved: Vec<Destination> = Vec::new();
+                let mut dropped = false;
+                for (given, at) in d.iter().zip(d.iter().map(|d| d.map_path(absolute))) {
+                    if warn_unwritable(given, &at) {
+                        resolved.push(at);
+                    } else {
+                        dropped = true;
+                    }
+                }
+                if dropped && !resolved.contains(&Destination::Stderr) {
+                    resolved.push(Destination::Stderr);
                 }
                 p.from_env = Some(resolved);
             }
@@ -178,7 +186,7 @@ fn init_inner() {
     crate::serve::start_from_env();
     #[cfg(not(feature = "serve"))]
     if env::var("PROFPOINT_SERVE").is_some() {
-        eprintln!(
+        crate::diag::warn_line!(
             "profpoint: PROFPOINT_SERVE is set, but this program was built without profpoint's \
              `serve` feature; no server"
         );
@@ -192,7 +200,9 @@ fn init_inner() {
     }
     // SAFETY: `at_exit` is an `extern "C" fn()` that lives for the whole program.
     if unsafe { libc::atexit(at_exit) } != 0 {
-        eprintln!("profpoint: atexit registration failed; no report will be written at exit");
+        crate::diag::warn_line!(
+            "profpoint: atexit registration failed; no report will be written at exit"
+        );
     }
 }
 
@@ -241,22 +251,32 @@ fn warn_unmatched(var: &str, glob: &str, matched: usize, names: Names) {
     if let Some(c) = crate::glob::foreign_syntax(glob) {
         line.push_str(&format!("; only * and ? are wildcards, {c} matches itself"));
     }
-    eprintln!("{line}");
+    crate::diag::warn_line!("{line}");
 }
 
-/// One warning line at start-up for a file destination of `PROFPOINT_REPORT` that cannot be
-/// written as things stand: `given` as the variable spells it, `at` made absolute. The path
-/// is the one the exit report will use ([`destination_for`]); nothing is created or written.
-fn warn_unwritable(given: &Destination, at: &Destination) {
+/// One warning line at start-up for a file destination of `PROFPOINT_REPORT` that is refused
+/// (`deliver::refused`: false, the destination is dropped) or cannot be written as things
+/// stand (true: kept, the exit may find it writable): `given` as the variable spells it, `at`
+/// made absolute. The path is the one the exit report will use ([`destination_for`]); nothing
+/// is opened, created or written.
+fn warn_unwritable(given: &Destination, at: &Destination) -> bool {
     // Report 1: a `{seq}` in the path is checked as the first of a series.
     let at = destination_for(at, 1);
+    if let Some(why) = at.path().and_then(refused) {
+        crate::diag::warn_line!(
+            "profpoint: PROFPOINT_REPORT={given}: {why}; the points table goes to stderr at \
+             exit instead"
+        );
+        return false;
+    }
     let Some(why) = at.path().and_then(cannot_write) else {
-        return;
+        return true;
     };
-    eprintln!(
+    crate::diag::warn_line!(
         "profpoint: PROFPOINT_REPORT={given}: {why}; the points table will go to stderr at \
          exit instead, unless that changes by then"
     );
+    true
 }
 
 /// Arms the report at exit (idempotent).

@@ -90,7 +90,7 @@ fn write_claimed() {
         && dests.contains(&Destination::Stderr)
     {
         // Two tables on stderr: say whose this one is.
-        eprintln!(
+        crate::diag::warn_line!(
             "profpoint: the report of the profpoint copy in {name} (another copy in this \
              process reports separately; its files get the suffix .{name})"
         );
@@ -105,7 +105,7 @@ fn write_claimed() {
             Err(_) if *d == Destination::Stderr => {}
             Err(e) => {
                 // A report that cannot be written goes somewhere else: stderr, once.
-                eprintln!(
+                crate::diag::warn_line!(
                     "profpoint: could not write the report to {d}: {}; {}",
                     reason(&e),
                     if table_on_stderr {

@@ -36,7 +36,7 @@ pub(crate) fn init() {
     // records them.
     let r = unsafe { libc::pthread_atfork(Some(prepare), Some(parent), Some(child)) };
     if r != 0 {
-        eprintln!(
+        crate::diag::warn_line!(
             "profpoint: pthread_atfork failed ({}): a forked child may hang changing tracepoint probes",
             std::io::Error::from_raw_os_error(r)
         );

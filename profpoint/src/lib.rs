@@ -57,6 +57,7 @@ mod copies;
 #[cfg(feature = "criterion")]
 pub mod criterion;
 mod deliver;
+mod diag;
 pub mod env;
 mod exit;
 mod exit_report;

@@ -83,7 +83,7 @@ pub(crate) fn start() {
         match spawned {
             // Relaxed: read by the exit report of this process, after.
             Ok(_) => RUNNING_IN.store(std::process::id(), std::sync::atomic::Ordering::Relaxed),
-            Err(e) => eprintln!(
+            Err(e) => crate::diag::warn_line!(
                 "profpoint: PROFPOINT_REPORT_EVERY: could not start the report thread ({e}); \
                  the report is written at exit only"
             ),
@@ -113,10 +113,12 @@ fn write_next() -> bool {
         match (result, was_failing) {
             (Ok(()), true) => {
                 s.failing.retain(|f| *f != d);
-                eprintln!("profpoint: the periodic report is written to {d} again (report {seq})");
+                crate::diag::warn_line!(
+                    "profpoint: the periodic report is written to {d} again (report {seq})"
+                );
             }
             (Err(e), false) if d != Destination::Stderr => {
-                eprintln!(
+                crate::diag::warn_line!(
                     "profpoint: could not write periodic report {seq} to {d}: {}; trying again every interval",
                     crate::deliver::reason(&e)
                 );

@@ -22,7 +22,7 @@ pub(crate) fn start_pmu_from_env() -> bool {
         Ok(Some(c)) => c,
         Ok(None) => return false,
         Err(e) => {
-            eprintln!("profpoint: {e}; no per-function metrics (PROFPOINT_PMU)");
+            crate::diag::warn_line!("profpoint: {e}; no per-function metrics (PROFPOINT_PMU)");
             return false;
         }
     };
@@ -33,7 +33,7 @@ pub(crate) fn start_pmu_from_env() -> bool {
             true
         }
         Err(heatmap::pmu::PmuError::SignalInUse(sig)) if let Some(other) = copy_handling(sig) => {
-            eprintln!(
+            crate::diag::warn_line!(
                 "profpoint ({}): PROFPOINT_PMU: the per-function metrics are already sampled by \
                  the profpoint copy in {other}, whose report has them; this copy's report has \
                  no such section",
@@ -43,11 +43,11 @@ pub(crate) fn start_pmu_from_env() -> bool {
         }
         // No PMU at all: the software mode runs the same windows on the CPU clock instead.
         Err(e @ heatmap::pmu::PmuError::NoPmu(_)) if hardware => {
-            eprintln!("profpoint: PROFPOINT_PMU: {e}{NO_PMU_HINT}");
+            crate::diag::warn_line!("profpoint: PROFPOINT_PMU: {e}{NO_PMU_HINT}");
             true
         }
         Err(e) => {
-            eprintln!("profpoint: PROFPOINT_PMU: {e}");
+            crate::diag::warn_line!("profpoint: PROFPOINT_PMU: {e}");
             true
         }
     }
@@ -110,7 +110,7 @@ pub(crate) fn start_from_env() -> bool {
         Ok(Some(c)) => c,
         Ok(None) => return false,
         Err(e) => {
-            eprintln!("profpoint: {e}; no heatmap");
+            crate::diag::warn_line!("profpoint: {e}; no heatmap");
             return false;
         }
     };
@@ -122,7 +122,7 @@ pub(crate) fn start_from_env() -> bool {
             if let Some(other) = crate::copies::other_copy_at(handler) =>
         {
             // Not "another profiler": the host's (or another library's) own profpoint.
-            eprintln!(
+            crate::diag::warn_line!(
                 "profpoint ({}): PROFPOINT_HEATMAP: the process is already sampled by the \
                  profpoint copy in {other}, whose report has the heatmap; this copy's report \
                  has no heatmap section",
@@ -131,7 +131,9 @@ pub(crate) fn start_from_env() -> bool {
             true
         }
         Err(e) => {
-            eprintln!("profpoint: PROFPOINT_HEATMAP: the sampler could not start: {e}");
+            crate::diag::warn_line!(
+                "profpoint: PROFPOINT_HEATMAP: the sampler could not start: {e}"
+            );
             true
         }
     }

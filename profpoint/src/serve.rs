@@ -205,11 +205,11 @@ pub(crate) fn start_from_env() {
         .public(public)
         .token(crate::env::var("PROFPOINT_SERVE_TOKEN"));
     match serve_with(addr.trim(), opts) {
-        Ok(s) => eprintln!(
+        Ok(s) => crate::diag::warn_line!(
             "profpoint: serving live reports on http://{} (PROFPOINT_SERVE)",
             s.local_addr()
         ),
-        Err(e) => eprintln!("profpoint: PROFPOINT_SERVE={addr:?}: {e}; no server"),
+        Err(e) => crate::diag::warn_line!("profpoint: PROFPOINT_SERVE={addr:?}: {e}; no server"),
     }
 }
 

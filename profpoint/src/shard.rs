@@ -600,7 +600,7 @@ fn reserve_slot_bytes() -> bool {
     }
     SLOT_BYTES.fetch_sub(size, Ordering::Relaxed);
     if !CAP_HIT.swap(true, Ordering::Relaxed) {
-        eprintln!(
+        crate::diag::warn_line!(
             "profpoint: per-thread point slots reached the {} MiB cap (PROFPOINT_MAX_SLOT_MB; \
              {} slots of {size} bytes): calls of points first used on a thread from now on are \
              counted but not recorded per point (the report says how many)",

@@ -85,7 +85,7 @@ pub(crate) fn arm() {
             return;
         }
         if let Err(e) = arm_inner() {
-            eprintln!(
+            crate::diag::warn_line!(
                 "profpoint: {e}; a process ended by SIGINT, SIGTERM or SIGHUP will not write its report"
             );
         }
@@ -248,8 +248,8 @@ fn pipe_intact(fd: libc::c_int) -> bool {
 /// One line on stderr from a signal handler (a static buffer, one `write`).
 #[cfg(unix)]
 fn say(msg: &'static [u8]) {
-    // SAFETY: write of a static buffer to fd 2; its result does not matter.
-    unsafe { libc::write(2, msg.as_ptr().cast(), msg.len()) };
+    // Its result does not matter; SIGPIPE is held off (async-signal-safe: system calls only).
+    let _ = crate::diag::write_fd(2, msg);
 }
 
 /// The signal handler (async-signal-safe: see the module's documentation).

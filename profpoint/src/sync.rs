@@ -131,7 +131,7 @@ pub(crate) fn model(name: &str, f: impl Fn() + Sync + Send + 'static) {
         counted.fetch_add(1, Ordering::Relaxed);
         f();
     });
-    eprintln!(
+    crate::diag::warn_line!(
         "loom model {name}: {} executions explored, preemption bound {}, {:.1?}",
         runs.load(Ordering::Relaxed),
         bound.map_or("none".to_string(), |b| b.to_string()),

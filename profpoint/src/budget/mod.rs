@@ -294,7 +294,7 @@ pub(crate) fn ensure_started(new_thread: bool) {
         run,
     );
     if let Err(e) = spawned {
-        eprintln!(
+        crate::diag::warn_line!(
             "profpoint: the overhead budget's thread could not start ({e}): points are timed on every call"
         );
         state().note = Some(format!("its thread could not start: {e}"));

@@ -441,7 +441,7 @@ pub fn parse_clock(value: &str) -> Result<bool, EnvError> {
 
 /// Prints one warning line for a rejected variable.
 pub(crate) fn warn(e: &EnvError, fallback: &str) {
-    eprintln!("profpoint: {e}; using {fallback}");
+    crate::diag::warn_line!("profpoint: {e}; using {fallback}");
 }
 
 /// Reads a variable as UTF-8, warning (and ignoring it) when it is not.
@@ -454,7 +454,7 @@ pub(crate) fn var(name: &str) -> Option<String> {
         Ok(v) => Some(v),
         Err(std::env::VarError::NotPresent) => None,
         Err(std::env::VarError::NotUnicode(v)) => {
-            eprintln!("profpoint: {name}={v:?}: expected UTF-8 text; ignoring it");
+            crate::diag::warn_line!("profpoint: {name}={v:?}: expected UTF-8 text; ignoring it");
             None
         }
     }

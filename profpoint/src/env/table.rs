@@ -33,7 +33,8 @@ pub const VARS: &[Var] = &[
                  points-folded:PATH, points-flame:PATH, points-pprof:PATH (the points tree) \
                  ({pid} in a PATH becomes the process id; a forked child \
                  that exits normally writes PATH.PID; a relative PATH is resolved at start-up; \
-                 files are replaced whole, by rename)",
+                 files are replaced whole, by rename; a PATH that exists and is not a regular \
+                 file is refused, except /dev/stdout, /dev/stderr, /dev/null and /dev/full)",
         default: "no report unless the program opted in (then stderr)",
         expected: "",
     },

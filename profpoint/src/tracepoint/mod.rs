@@ -444,7 +444,7 @@ impl Tracepoint {
                     )
                 };
                 if err.as_deref() != Some(what.as_str()) {
-                    eprintln!("profpoint: tracepoint {} {what}", self.name);
+                    crate::diag::warn_line!("profpoint: tracepoint {} {what}", self.name);
                 }
                 *err = Some(what.clone());
                 Err(what)

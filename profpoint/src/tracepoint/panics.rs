@@ -36,9 +36,11 @@ pub fn probe_panicked(name: &'static str) {
     // Relaxed: read by the filter, which only compares it with a constant.
     let all = PANICS_ALL.load(Ordering::Relaxed);
     if n == 1 {
-        eprintln!("profpoint: a probe of tracepoint {name} panicked; the program goes on");
+        crate::diag::warn_line!(
+            "profpoint: a probe of tracepoint {name} panicked; the program goes on"
+        );
     } else if all > FULL_PANICS {
-        eprintln!(
+        crate::diag::warn_line!(
             "profpoint: a probe of tracepoint {name} panicked again ({n} times so far; the \
              first {FULL_PANICS} panics of probes were printed in full)"
         );

@@ -166,6 +166,10 @@ fn child(scenario: &str) {
                 x = step(x);
                 if i == 10_000 {
                     println!("ready");
+                    if std::env::var_os("PROFPOINT_TEST_FILL_STDOUT").is_some() {
+                        fill_pipe(1);
+                        eprintln!("stdout filled");
+                    }
                 }
             }
         }
@@ -199,6 +203,9 @@ fn child(scenario: &str) {
         // `raise` returns; the allocations counted around it.
         "no_alloc" => {
             let _ = step(1);
+            // The report (to /dev/stderr) waits until the test drains stderr, after it read
+            // the count: the report cannot end the child first.
+            fill_pipe(2);
             let before = counting::now();
             // SAFETY: raise on the calling thread.
             unsafe { libc::raise(libc::SIGTERM) };
@@ -209,13 +216,14 @@ fn child(scenario: &str) {
                 std::thread::sleep(Duration::from_secs(1));
             }
         }
-        // Exits normally; its exit report blocks on a FIFO until the test reads it.
-        "exit_into_fifo" => {
+        // Exits normally; its exit report (to /dev/stdout) waits until the test drains stdout.
+        "exit_into_full_stdout" => {
             let mut x = 0;
             for _ in 0..1_000 {
                 x = step(x);
             }
             println!("exiting");
+            fill_pipe(1);
             std::process::exit(0);
         }
         // A forked child of a process with the handlers: no signals thread there, so a
@@ -399,21 +407,18 @@ fn an_ignored_signal_stays_ignored() {
     std::fs::remove_file(&path).ok();
 }
 
-/// The handler allocates nothing (counted on the thread it ran on). The report goes to a FIFO
-/// read only once the child has printed its count, so the report cannot end the child first.
+/// The handler allocates nothing (counted on the thread it ran on). The report goes to the
+/// child's stderr, a pipe it filled first and the test drains only once the child has printed
+/// its count, so the report cannot end the child first.
 fn the_handler_allocates_nothing() {
-    let path = temp("alloc.fifo");
-    fifo(&path);
-    let mut c = spawn("no_alloc", &format!("json:{}", path.display()), &[], false);
+    let mut c = spawn("no_alloc", "json:/dev/stderr", &[], false);
     let mut out = BufReader::new(c.stdout.take().unwrap());
     let line = wait_line(&mut out, "allocations in the handler: ");
     assert_eq!(line.trim_end(), "allocations in the handler: 0");
-    let text = std::fs::read_to_string(&path).unwrap();
     let (status, _, err) = finish(c);
     assert_eq!(status.signal(), Some(libc::SIGTERM), "{err}");
-    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let v: serde_json::Value = serde_json::from_str(err.trim()).unwrap();
     assert_eq!(calls_of(&v, "::step"), 1);
-    std::fs::remove_file(&path).ok();
 }
 
 /// A handler installed over profpoint's that calls it (signal-hook style): profpoint does
@@ -465,30 +470,49 @@ fn a_duplicate_signal_is_not_a_second_request() {
     std::fs::remove_file(&path).ok();
 }
 
-/// Makes a FIFO at `path`.
-fn fifo(path: &std::path::Path) {
-    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
-    // SAFETY: a valid C string; mkfifo only reads it.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+/// Fills the pipe on descriptor `fd` (newlines), so that the next write to it waits until
+/// the reader drains it: how the tests hold a report mid-way (a destination is never opened
+/// where it could block, so a FIFO no longer can). First waits (60 s at most) until the
+/// reader took what was written before: a read after the filling would make room.
+fn fill_pipe(fd: libc::c_int) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let mut queued: libc::c_int = 0;
+        // SAFETY: FIONREAD writes one int, live here.
+        let ok = unsafe { libc::ioctl(fd, libc::FIONREAD, &mut queued) } == 0;
+        if !ok || queued == 0 || Instant::now() > deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    // SAFETY: fcntl and write on a descriptor of this process; the buffers are live.
+    unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
+        let pad = [b'\n'; 4096];
+        while libc::write(fd, pad.as_ptr().cast(), pad.len()) > 0 {}
+        while libc::write(fd, pad.as_ptr().cast(), 1) > 0 {}
+        libc::fcntl(fd, libc::F_SETFL, flags);
+    }
 }
 
-/// A second signal while the first one's report is being written (here: blocked opening a
-/// FIFO nobody reads) ends the process at once, by the second signal, with one line.
+/// A second signal while the first one's report is being written (here: blocked writing to
+/// a full stdout nobody reads) ends the process at once, by the second signal, with one line.
 fn a_second_signal_during_the_report_ends_the_process_at_once() {
-    let path = temp("second.fifo");
-    fifo(&path);
     let mut c = spawn(
         "loop",
-        &format!("stderr,table:{}", path.display()),
-        &[],
+        "stderr,stdout",
+        &[("PROFPOINT_TEST_FILL_STDOUT", "1")],
         false,
     );
-    let mut out = BufReader::new(c.stdout.take().unwrap());
+    // Unbuffered: the test reads no byte of stdout past "ready" (it would make room).
+    let mut out = BufReader::with_capacity(1, c.stdout.take().unwrap());
     wait_line(&mut out, "ready");
+    let mut err = BufReader::new(c.stderr.take().unwrap());
+    wait_line(&mut err, "stdout filled");
     kill(&c, libc::SIGTERM);
     // The table on stderr is written first: once it is there, the report is under way (and
-    // stuck at the FIFO).
-    let mut err = BufReader::new(c.stderr.take().unwrap());
+    // stuck at the full stdout).
     wait_line(&mut err, "Profile Points");
     kill(&c, libc::SIGINT);
     let mut rest = String::new();
@@ -503,10 +527,10 @@ fn a_second_signal_during_the_report_ends_the_process_at_once() {
         1,
         "{rest}"
     );
-    std::fs::remove_file(&path).ok();
 }
 
-/// A signal while the program's own exit writes the report (blocked on a FIFO): the report is
+/// A signal while the program's own exit writes the report (blocked on a full stdout): the
+/// report is
 /// finished, whole, then the process ends by the signal.
 fn a_signal_during_the_exit_report_lets_it_finish() {
     if !cfg!(target_os = "linux") {
@@ -515,20 +539,14 @@ fn a_signal_during_the_exit_report_lets_it_finish() {
         );
         return;
     }
-    let path = temp("exit.fifo");
-    fifo(&path);
-    let mut c = spawn(
-        "exit_into_fifo",
-        &format!("json:{}", path.display()),
-        &[],
-        false,
-    );
-    let mut out = BufReader::new(c.stdout.take().unwrap());
+    let mut c = spawn("exit_into_full_stdout", "json:/dev/stdout", &[], false);
+    // Unbuffered: the test reads no byte of stdout past "exiting" (it would make room).
+    let mut out = BufReader::with_capacity(1, c.stdout.take().unwrap());
     wait_line(&mut out, "exiting");
     kill(&c, libc::SIGTERM);
     // The signal was handled once its report thread (`profpoint-sigreport`) exists: the
     // `profpoint-signals` thread starts it after the handler recorded the signal. Whichever of
-    // the exit and that thread claimed the report first, the report waits for the FIFO's
+    // the exit and that thread claimed the report first, the report waits for stdout's
     // reader, and the process ends by the signal once it is written (the exit raises the
     // recorded signal after its report; the thread raises it after its own).
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -539,13 +557,13 @@ fn a_signal_during_the_exit_report_lets_it_finish() {
         );
         std::thread::sleep(Duration::from_millis(5));
     }
-    // Now read the report: the writer gets on.
-    let text = std::fs::read_to_string(&path).unwrap();
+    // Now read the report (after the filling newlines): the writer gets on.
+    let mut text = String::new();
+    out.read_to_string(&mut text).unwrap();
     let (status, _, err) = finish(c);
-    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let v: serde_json::Value = serde_json::from_str(text.trim()).unwrap();
     assert_eq!(calls_of(&v, "::step"), 1_000);
     assert_eq!(status.signal(), Some(libc::SIGTERM), "{status:?}\n{err}");
-    std::fs::remove_file(&path).ok();
 }
 
 /// Voluntary context switches of the thread of process `pid` whose name (15 bytes at most,
