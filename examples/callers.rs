@@ -2,7 +2,7 @@
 //! with perf (`scripts/stacks-vs-perf`): every round calls `caller_a`, which calls `hot` 9
 //! times, and `caller_b`, which calls it once, so a sampler's stacks should put 90% of `hot`'s
 //! samples under `caller_a` and 10% under `caller_b`. `hot` does real work in std code (a sort,
-//! a hash map, formatting), as the prototype's workload did (docs/stacks-prototype/).
+//! a hash map, formatting), as the stacks prototype's workload did (docs/stacks.md, section 12).
 //!
 //! ```text
 //! cargo run --release -p profpoint-examples --example callers -- [--rounds N] [--threads N]
