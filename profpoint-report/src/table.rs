@@ -35,7 +35,7 @@ pub fn write_table(report: &Report, w: &mut dyn Write) -> io::Result<()> {
     // profpoint's own first-use work (shards, slots), which no interval includes.
     let setup = if report.setup.calls > 0 {
         format!(
-            ", set-up {:.3} ms in {} first calls (outside every interval)",
+            ", set-up {:.3} ms in {} first-use calls (a thread's first call of a point or of a call path; outside every interval)",
             report.setup.ns / 1e6,
             report.setup.calls
         )
