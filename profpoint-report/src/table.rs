@@ -105,6 +105,12 @@ pub fn write_table(report: &Report, w: &mut dyn Write) -> io::Result<()> {
         report.points.len(),
         never
     )?;
+    if report.points.iter().any(|p| p.wall_percent > 100.0) {
+        writeln!(
+            w,
+            " %wall = total / the run's wall time: above 100 where several threads ran the point at once (their times add up)"
+        )?;
+    }
     if marks.recursive {
         writeln!(
             w,
@@ -553,6 +559,12 @@ mod tests {
             "{line}"
         );
         assert!(!text(&Report::empty()).contains(" ? an estimate"));
+        assert!(!t.contains(" %wall = total"), "{t}");
+        r.points[0].wall_percent = 114.17;
+        assert!(
+            text(&r)
+                .contains(" %wall = total / the run's wall time: above 100 where several threads")
+        );
     }
 
     /// A budget section that throttled one point says how far its self times rank, and where
