@@ -16,8 +16,11 @@
 //!   2 s per read and 5 s for the whole request; past them `431`, `408` or a closed
 //!   connection. A slow client holds one connection thread for at most 5 s and nothing else.
 //! - Loopback only unless [`ServeOptions::public`] (or `PROFPOINT_SERVE_PUBLIC=1`) asks: the
-//!   endpoints show function names and timings. An optional bearer token
-//!   ([`ServeOptions::token`], `PROFPOINT_SERVE_TOKEN`) is compared in constant time.
+//!   endpoints show function names and timings. An optional bearer token is compared in
+//!   constant time. One rule for every server of the process: the token given in code
+//!   ([`ServeOptions::token`]) if any, else `PROFPOINT_SERVE_TOKEN` if set, whether the server
+//!   was started by `PROFPOINT_SERVE` or by [`serve`] in code. A server that listens beyond
+//!   loopback without a token says so in one line on stderr.
 //! - The server's own threads make no point calls: nothing of it appears in the user's table.
 //! - Reports are built on one long-lived thread, `profpoint-serve-report` (a fresh connection
 //!   thread paid 3x for it), one at a time; between requests it keeps a report every 10 s for
@@ -85,7 +88,9 @@ impl ServeOptions {
         self
     }
 
-    /// Requires `Authorization: Bearer TOKEN` on every request.
+    /// Requires `Authorization: Bearer TOKEN` on every request. Without one (`None`, or not
+    /// called), the server takes `PROFPOINT_SERVE_TOKEN` when it is set: that variable guards
+    /// every server of the process.
     pub fn token(mut self, token: Option<String>) -> ServeOptions {
         self.token = token.filter(|t| !t.is_empty());
         self
@@ -158,7 +163,7 @@ pub fn serve(addr: &str) -> Result<Server, ServeError> {
 }
 
 /// Starts a server on `addr` with `opts`.
-pub fn serve_with(addr: &str, opts: ServeOptions) -> Result<Server, ServeError> {
+pub fn serve_with(addr: &str, mut opts: ServeOptions) -> Result<Server, ServeError> {
     let sock = addr
         .to_socket_addrs()
         .map_err(|e| ServeError::Address(addr.to_string(), e.to_string()))?
@@ -171,6 +176,16 @@ pub fn serve_with(addr: &str, opts: ServeOptions) -> Result<Server, ServeError> 
     let local = listener
         .local_addr()
         .map_err(|e| ServeError::Bind(sock, e))?;
+    // The process's token guards every server that was given none in code.
+    if opts.token.is_none() {
+        opts = opts.token(crate::env::var("PROFPOINT_SERVE_TOKEN"));
+    }
+    if !sock.ip().is_loopback() && opts.token.is_none() {
+        eprintln!(
+            "profpoint: serving {local} beyond loopback without a token: whoever can connect \
+             reads function names and timings (set PROFPOINT_SERVE_TOKEN)"
+        );
+    }
     history_start();
     let shared = Arc::new(Shared {
         opts,
@@ -201,9 +216,8 @@ pub(crate) fn start_from_env() {
             }
         },
     };
-    let opts = ServeOptions::new()
-        .public(public)
-        .token(crate::env::var("PROFPOINT_SERVE_TOKEN"));
+    // The token: `serve_with` takes PROFPOINT_SERVE_TOKEN, as for a server started in code.
+    let opts = ServeOptions::new().public(public);
     match serve_with(addr.trim(), opts) {
         Ok(s) => eprintln!(
             "profpoint: serving live reports on http://{} (PROFPOINT_SERVE)",

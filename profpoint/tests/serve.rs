@@ -413,3 +413,156 @@ fn a_cpu_profile_is_gzip_pprof_with_the_hot_function_on_top() {
     assert!(top.contains("hot_spin"), "top {top} ({top_n}) of {by_fn:?}");
     assert!(hot * 2 > total, "{hot} of {total}: {by_fn:?}");
 }
+
+/// Runs this test binary again as a child for test `name`, with `env` (and without
+/// `PROFPOINT_SERVE_TOKEN` unless given): returns it once it has printed the addresses of
+/// its servers (a line `addrs: A B...`), with those addresses. The child waits for the file
+/// `done` before it exits.
+fn serving_child(
+    name: &str,
+    env: &[(&str, &str)],
+    done: &std::path::Path,
+) -> (std::process::Child, Vec<SocketAddr>) {
+    let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
+    cmd.args(["--exact", name, "--nocapture"])
+        .env("PROFPOINT_SERVE_CHILD", done)
+        .env_remove("PROFPOINT_SERVE_TOKEN")
+        .env_remove("PROFPOINT_SERVE")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    while !line.starts_with("addrs:") {
+        line.clear();
+        assert!(
+            std::io::BufRead::read_line(&mut out, &mut line).unwrap() > 0,
+            "no addresses from the child"
+        );
+    }
+    let addrs = line["addrs:".len()..]
+        .split_whitespace()
+        .map(|a| a.parse().unwrap())
+        .collect();
+    // The rest of its output (libtest's lines) is read, so it never writes into a closed pipe.
+    std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
+    (child, addrs)
+}
+
+/// In the child: prints its servers' addresses, then waits (60 s at most) for the parent's file.
+fn child_serves(addrs: &[SocketAddr]) {
+    let list: Vec<String> = addrs.iter().map(|a| a.to_string()).collect();
+    println!("addrs: {}", list.join(" "));
+    let done = std::env::var_os("PROFPOINT_SERVE_CHILD").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !std::path::Path::new(&done).exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn done_file(what: &str) -> std::path::PathBuf {
+    let p = std::env::temp_dir().join(format!("profpoint-{what}-{}", std::process::id()));
+    std::fs::remove_file(&p).ok();
+    p
+}
+
+/// One token rule for every server: `PROFPOINT_SERVE_TOKEN` guards a server started in code by
+/// `profpoint::serve()` (401 without it, 200 with it); a server given its own token in code
+/// takes that one instead.
+#[test]
+fn the_token_variable_guards_a_server_started_in_code() {
+    if std::env::var_os("PROFPOINT_SERVE_CHILD").is_some() {
+        let plain = profpoint::serve("127.0.0.1:0").unwrap().local_addr();
+        let own = profpoint::serve_with(
+            "127.0.0.1:0",
+            profpoint::ServeOptions::new().token(Some("own".into())),
+        )
+        .unwrap()
+        .local_addr();
+        child_serves(&[plain, own]);
+        return;
+    }
+    let done = done_file("token");
+    let (mut child, addrs) = serving_child(
+        "the_token_variable_guards_a_server_started_in_code",
+        &[("PROFPOINT_SERVE_TOKEN", "from-env")],
+        &done,
+    );
+    let with = |a, t: &str| {
+        exchange(
+            a,
+            format!("GET /metrics HTTP/1.1\r\nAuthorization: Bearer {t}\r\n\r\n").as_bytes(),
+        )
+    };
+    let bare = get(addrs[0], "/metrics");
+    let good = with(addrs[0], "from-env");
+    let own_bare = get(addrs[1], "/metrics");
+    let own_env = with(addrs[1], "from-env");
+    let own_good = with(addrs[1], "own");
+    std::fs::write(&done, b"").unwrap();
+    assert!(child.wait().unwrap().success());
+    std::fs::remove_file(&done).ok();
+    assert!(bare.starts_with("HTTP/1.1 401 "), "{bare}");
+    assert!(good.starts_with("HTTP/1.1 200 OK"), "{good}");
+    assert!(own_bare.starts_with("HTTP/1.1 401 "), "{own_bare}");
+    assert!(own_env.starts_with("HTTP/1.1 401 "), "{own_env}");
+    assert!(own_good.starts_with("HTTP/1.1 200 OK"), "{own_good}");
+}
+
+/// A server beyond loopback without a token says so, one line each: one started by
+/// `PROFPOINT_SERVE` with `PROFPOINT_SERVE_PUBLIC=1`, one started in code; a public server
+/// with a token says nothing.
+#[test]
+fn a_public_server_without_a_token_warns_once() {
+    if std::env::var_os("PROFPOINT_SERVE_CHILD").is_some() {
+        let public = profpoint::ServeOptions::new().public(true);
+        let bare = profpoint::serve_with("0.0.0.0:0", public.clone())
+            .unwrap()
+            .local_addr();
+        let guarded = profpoint::serve_with("0.0.0.0:0", public.token(Some("t".into())))
+            .unwrap()
+            .local_addr();
+        child_serves(&[bare, guarded]);
+        return;
+    }
+    let done = done_file("public");
+    let (mut child, addrs) = serving_child(
+        "a_public_server_without_a_token_warns_once",
+        &[
+            ("PROFPOINT_SERVE", "0.0.0.0:0"),
+            ("PROFPOINT_SERVE_PUBLIC", "1"),
+        ],
+        &done,
+    );
+    std::fs::write(&done, b"").unwrap();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(child.wait().unwrap().success(), "{err}");
+    std::fs::remove_file(&done).ok();
+    let warnings: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("beyond loopback without a token"))
+        .collect();
+    assert_eq!(warnings.len(), 2, "{err}");
+    assert!(
+        warnings
+            .iter()
+            .any(|l| l.contains(&format!(":{} ", addrs[0].port()))),
+        "{err}"
+    );
+    assert!(
+        !warnings
+            .iter()
+            .any(|l| l.contains(&format!(":{} ", addrs[1].port()))),
+        "{err}"
+    );
+    assert_eq!(err.matches("serving live reports on").count(), 1, "{err}");
+}
