@@ -566,3 +566,112 @@ fn a_public_server_without_a_token_warns_once() {
     );
     assert_eq!(err.matches("serving live reports on").count(), 1, "{err}");
 }
+
+/// Slowloris: 300 connections each sending a request head one byte every 1.5 s. Meanwhile a
+/// `/metrics` request is answered at once (printed; the target is 1 s, the bound here 5 s so a
+/// loaded machine does not fail it), the application's thread goes on, and no thread is added
+/// per slow connection. Three seconds of it.
+#[test]
+fn slow_clients_cannot_lock_out_a_scrape() {
+    let addr = profpoint::serve("127.0.0.1:0").unwrap().local_addr();
+    let head = b"GET /metrics HTTP/1.1\r\nHost: x\r\nUser-Agent: slow\r\n\r\n";
+    let threads = || -> usize {
+        let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+        s.lines()
+            .find_map(|l| l.strip_prefix("Threads:"))
+            .map_or(0, |n| n.trim().parse().unwrap())
+    };
+    let before_threads = threads();
+    let mut slow: Vec<TcpStream> = (0..300)
+        .map(|i| TcpStream::connect(addr).unwrap_or_else(|e| panic!("slow connection {i}: {e}")))
+        .collect();
+    let start = Instant::now();
+    let mut sent = 0;
+    let mut worst = Duration::ZERO;
+    let mut answered = 0;
+    while start.elapsed() < Duration::from_secs(3) {
+        // One byte on each slow connection every 1.5 s.
+        if start.elapsed() >= Duration::from_millis(1500) * sent as u32 {
+            for s in &mut slow {
+                let _ = s.write_all(&head[sent..sent + 1]);
+            }
+            sent += 1;
+        }
+        let t = Instant::now();
+        let r = get(addr, "/metrics");
+        let took = t.elapsed();
+        assert!(r.starts_with("HTTP/1.1 200 OK"), "{r}");
+        worst = worst.max(took);
+        answered += 1;
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let during = threads();
+    println!(
+        "/metrics beside 300 slow connections: {answered} answered, the slowest in {worst:?}; \
+         threads {before_threads} -> {during}"
+    );
+    assert!(worst < Duration::from_secs(5), "the slowest in {worst:?}");
+    assert!(
+        during <= before_threads + 8,
+        "{during} threads with 300 slow connections (before {before_threads})"
+    );
+    // Each slow connection is still held: not answered, not closed.
+    let s = &mut slow[0];
+    s.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+    let mut b = [0u8; 1];
+    assert!(
+        matches!(s.read(&mut b), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::TimedOut),
+        "a slow connection was not held"
+    );
+}
+
+/// Past the cap of connections whose request is still arriving: a connection that sends half
+/// a request is read and answered 503 within a moment (the whole answer reaches the client,
+/// no reset), and one that sends a whole request is answered as usual. A slow connection is
+/// answered 408 once its 5 s have passed.
+#[test]
+fn connections_past_the_cap_get_a_503_not_a_reset() {
+    let addr = profpoint::serve_with("127.0.0.1:0", profpoint::ServeOptions::new().max_pending(8))
+        .unwrap()
+        .local_addr();
+    let held: Vec<TcpStream> = (0..8)
+        .map(|_| {
+            let mut s = TcpStream::connect(addr).unwrap();
+            s.write_all(b"GET /metrics HT").unwrap();
+            s
+        })
+        .collect();
+    // Let the server accept them all before the next ones come.
+    std::thread::sleep(Duration::from_millis(200));
+    let t = Instant::now();
+    let over: Vec<std::thread::JoinHandle<std::io::Result<String>>> = (0..6)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let mut s = TcpStream::connect(addr)?;
+                s.set_read_timeout(Some(Duration::from_secs(10)))?;
+                s.write_all(b"GET /metrics HTTP/1.1\r\nX-Half: ")?;
+                let mut out = Vec::new();
+                s.read_to_end(&mut out)?;
+                Ok(String::from_utf8_lossy(&out).into_owned())
+            })
+        })
+        .collect();
+    for h in over {
+        let r = h.join().unwrap().expect("an answer, not a reset");
+        assert!(r.starts_with("HTTP/1.1 503 "), "{r}");
+        assert!(r.contains("Retry-After: 1"), "{r}");
+    }
+    let took = t.elapsed();
+    println!("six connections past the cap answered 503 in {took:?}");
+    assert!(took < Duration::from_secs(4), "{took:?}");
+    // A whole request past the cap is answered.
+    let m = get(addr, "/metrics");
+    assert!(m.starts_with("HTTP/1.1 200 OK"), "{m}");
+    // The held ones: 408 after their 5 s.
+    let mut s = held.into_iter().next().unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    let r = String::from_utf8_lossy(&out);
+    assert!(r.starts_with("HTTP/1.1 408 "), "{r}");
+}
