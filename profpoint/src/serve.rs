@@ -172,7 +172,9 @@ impl std::fmt::Display for ServeError {
             ServeError::Address(a, why) => {
                 write!(
                     f,
-                    "{a:?} is not an address to listen on (expected HOST:PORT, e.g. 127.0.0.1:9464): {why}"
+                    "\"{}\" is not an address to listen on (expected HOST:PORT, e.g. 127.0.0.1:9464): {}",
+                    crate::env::shown(a, crate::env::SHOWN_MAX),
+                    crate::env::shown(why, crate::env::SHOWN_MAX)
                 )
             }
             ServeError::NotLoopback(a) => write!(
@@ -267,7 +269,12 @@ pub(crate) fn start_from_env() {
             "profpoint: serving live reports on http://{} (PROFPOINT_SERVE)",
             s.local_addr()
         ),
-        Err(e) => eprintln!("profpoint: PROFPOINT_SERVE={addr:?}: {e}; no server"),
+        // The value once: an address that does not parse is in the error's own text.
+        Err(e @ ServeError::Address(..)) => eprintln!("profpoint: PROFPOINT_SERVE: {e}; no server"),
+        Err(e) => eprintln!(
+            "profpoint: PROFPOINT_SERVE=\"{}\": {e}; no server",
+            crate::env::shown(&addr, crate::env::SHOWN_MAX)
+        ),
     }
 }
 
