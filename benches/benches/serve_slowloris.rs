@@ -73,8 +73,8 @@ mod linux {
             lat.push(scrape(addr));
             std::thread::sleep(Duration::from_millis(100));
         }
-        let rate = (calls.load(Ordering::Relaxed) - calls_before) as f64
-            / start.elapsed().as_secs_f64();
+        let rate =
+            (calls.load(Ordering::Relaxed) - calls_before) as f64 / start.elapsed().as_secs_f64();
         lat.sort_unstable();
         Round {
             rate,

@@ -442,6 +442,9 @@ fn wait_ready(
 /// Reads what the connection has sent (without blocking) and says what its head is now.
 fn read_more(c: &mut Arriving) -> Head {
     let mut chunk = [0u8; 2048];
+    // The client closed its side: what it sent before may still be a whole request (a client
+    // may half-close after its request).
+    let mut eof = false;
     loop {
         let room = MAX_HEAD - c.head.len();
         if room == 0 {
@@ -449,7 +452,10 @@ fn read_more(c: &mut Arriving) -> Head {
         }
         let want = room.min(chunk.len());
         match c.stream.read(&mut chunk[..want]) {
-            Ok(0) => return Head::Gone,
+            Ok(0) => {
+                eof = true;
+                break;
+            }
             Ok(n) => c.head.extend_from_slice(&chunk[..n]),
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
@@ -464,6 +470,8 @@ fn read_more(c: &mut Arriving) -> Head {
             "431 Request Header Fields Too Large",
             format!("the request head is over {MAX_HEAD} bytes\n"),
         )),
+        // Half a request and nothing more to come.
+        Ok(httparse::Status::Partial) if eof => Head::Gone,
         Ok(httparse::Status::Partial) => Head::Partial,
         Err(httparse::Error::TooManyHeaders) => Head::Refused(Response::text(
             "431 Request Header Fields Too Large",

@@ -570,7 +570,7 @@ fn a_public_server_without_a_token_warns_once() {
 /// Slowloris: 300 connections each sending a request head one byte every 1.5 s. Meanwhile a
 /// `/metrics` request is answered at once (printed; the target is 1 s, the bound here 5 s so a
 /// loaded machine does not fail it), the application's thread goes on, and no thread is added
-/// per slow connection. Three seconds of it.
+/// per slow connection. Three seconds of it (a slow connection is held 5 s).
 #[test]
 fn slow_clients_cannot_lock_out_a_scrape() {
     let addr = profpoint::serve("127.0.0.1:0").unwrap().local_addr();
@@ -585,6 +585,7 @@ fn slow_clients_cannot_lock_out_a_scrape() {
     let mut slow: Vec<TcpStream> = (0..300)
         .map(|i| TcpStream::connect(addr).unwrap_or_else(|e| panic!("slow connection {i}: {e}")))
         .collect();
+    let opened = Instant::now();
     let start = Instant::now();
     let mut sent = 0;
     let mut worst = Duration::ZERO;
@@ -615,14 +616,18 @@ fn slow_clients_cannot_lock_out_a_scrape() {
         during <= before_threads + 8,
         "{during} threads with 300 slow connections (before {before_threads})"
     );
-    // Each slow connection is still held: not answered, not closed.
-    let s = &mut slow[0];
-    s.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
-    let mut b = [0u8; 1];
-    assert!(
-        matches!(s.read(&mut b), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::TimedOut),
-        "a slow connection was not held"
-    );
+    // The last slow connection is still held (within its 5 s): not answered, not closed.
+    let s = slow.last_mut().unwrap();
+    if opened.elapsed() < Duration::from_secs(4) {
+        s.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+        let mut b = [0u8; 1];
+        assert!(
+            matches!(s.read(&mut b), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::TimedOut),
+            "a slow connection was not held"
+        );
+    } else {
+        println!("not checked that a slow connection is held: the run took too long");
+    }
 }
 
 /// Past the cap of connections whose request is still arriving: a connection that sends half
@@ -674,4 +679,19 @@ fn connections_past_the_cap_get_a_503_not_a_reset() {
     let _ = s.read_to_end(&mut out);
     let r = String::from_utf8_lossy(&out);
     assert!(r.starts_with("HTTP/1.1 408 "), "{r}");
+}
+
+/// A client that closes its side once its request is sent (`shutdown(SHUT_WR)`) is answered.
+#[test]
+fn a_half_closed_client_is_answered() {
+    let addr = server();
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    s.shutdown(std::net::Shutdown::Write).unwrap();
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    let r = String::from_utf8_lossy(&out);
+    assert!(r.starts_with("HTTP/1.1 200 OK"), "{r}");
 }
