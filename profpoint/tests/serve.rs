@@ -212,7 +212,7 @@ fn hostile_clients_never_stall_the_application_or_other_requests() {
         r.starts_with("HTTP/1.1 200 OK") || r.starts_with("HTTP/1.1 503 "),
         "{r}"
     );
-    // Well under the 5 s a half request may hold a connection thread (a loaded machine may
+    // Well under the 5 s a half request may take to arrive (a loaded machine may
     // take a while to schedule the server's threads; a stall would be 5 s or more).
     assert!(took < Duration::from_secs(4), "answered in {took:?}");
     std::thread::sleep(Duration::from_millis(100));
