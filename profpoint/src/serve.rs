@@ -173,7 +173,7 @@ impl std::fmt::Display for ServeError {
                 write!(
                     f,
                     "\"{}\" is not an address to listen on (expected HOST:PORT, e.g. 127.0.0.1:9464): {}",
-                    crate::env::shown(a, crate::env::SHOWN_MAX),
+                    crate::env::shown(a, 40),
                     crate::env::shown(why, crate::env::SHOWN_MAX)
                 )
             }

@@ -695,3 +695,41 @@ fn a_half_closed_client_is_answered() {
     let r = String::from_utf8_lossy(&out);
     assert!(r.starts_with("HTTP/1.1 200 OK"), "{r}");
 }
+
+/// A `PROFPOINT_SERVE` that is no address, 100 KB long with an escape sequence: one line, the
+/// value in it once, escaped and cut (it was printed whole, twice).
+#[test]
+fn a_bad_serve_address_is_one_short_line() {
+    if std::env::var_os("PROFPOINT_SERVE_CHILD").is_some() {
+        child_serves(&[]);
+        return;
+    }
+    let done = done_file("bad-address");
+    let value = format!("\u{1b}[2J{}:1", "h".repeat(100_000));
+    let (mut child, _) = serving_child(
+        "a_bad_serve_address_is_one_short_line",
+        &[("PROFPOINT_SERVE", &value)],
+        &done,
+    );
+    std::fs::write(&done, b"").unwrap();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(child.wait().unwrap().success(), "{err}");
+    std::fs::remove_file(&done).ok();
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("PROFPOINT_SERVE"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    let l = lines[0];
+    println!("{} characters: {l}", l.chars().count());
+    assert!(l.chars().count() <= 250, "{l}");
+    assert!(!l.chars().any(char::is_control), "{l:?}");
+    assert!(l.contains("\"\\u{1b}[2Jhhh"), "{l}");
+    assert_eq!(l.matches("\\u{1b}").count(), 1, "{l}");
+}
