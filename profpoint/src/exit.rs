@@ -67,46 +67,63 @@ fn init_inner() {
     }
     crate::fork::init();
     crate::clock::init();
+    // The points by name, indexed once for every glob of every variable (10,000 globs against
+    // 10,000 points: milliseconds, where matching each glob against each name took seconds).
+    let points = PointIndex::new();
     if let Some(v) = env::var("PROFPOINT_DISABLE") {
         match env::parse_globs("PROFPOINT_DISABLE", &v) {
-            Ok(globs) => globs.iter().for_each(|g| {
-                let n = crate::disable(g);
-                warn_unmatched("PROFPOINT_DISABLE", g, n, Names::Points);
-            }),
+            Ok(globs) => {
+                let mut none = Unmatched::new("PROFPOINT_DISABLE", Names::Points);
+                for g in &globs {
+                    none.check(g, points.apply(g, |p| p.set_enabled(false)));
+                }
+                none.warn();
+            }
             Err(e) => env::warn(&e, "no point disabled"),
         }
     }
     if let Some(v) = env::var("PROFPOINT_ENABLE") {
         match env::parse_globs("PROFPOINT_ENABLE", &v) {
-            Ok(globs) => globs.iter().for_each(|g| {
-                let n = crate::enable(g);
-                warn_unmatched("PROFPOINT_ENABLE", g, n, Names::Points);
-            }),
+            Ok(globs) => {
+                let mut none = Unmatched::new("PROFPOINT_ENABLE", Names::Points);
+                for g in &globs {
+                    none.check(g, points.apply(g, |p| p.set_enabled(true)));
+                }
+                none.warn();
+            }
             Err(e) => env::warn(&e, "the default (all points on)"),
         }
     }
     if let Some(v) = env::var("PROFPOINT_SAMPLE") {
         match env::parse_sample(&v) {
-            Ok(rules) => rules.iter().for_each(|(g, n)| {
-                let matched = if *n == 0 {
-                    crate::count_only(g)
-                } else {
-                    crate::set_sampling(g, *n)
-                };
-                // A bare `N` has no glob of the user's to warn about.
-                if v.contains('=') {
-                    warn_unmatched("PROFPOINT_SAMPLE", g, matched, Names::Points);
+            Ok(rules) => {
+                let mut none = Unmatched::new("PROFPOINT_SAMPLE", Names::Points);
+                for (g, n) in &rules {
+                    let matched = if *n == 0 {
+                        points.apply(g, |p| p.set_counting())
+                    } else {
+                        points.apply(g, |p| p.set_sampling(*n))
+                    };
+                    // A bare `N` has no glob of the user's to warn about.
+                    if v.contains('=') {
+                        none.check(g, matched);
+                    }
                 }
-            }),
+                none.warn();
+            }
             Err(e) => env::warn(&e, "timing of every call"),
         }
     }
+    drop(points);
     if let Some(v) = env::var("PROFPOINT_TRACE") {
         match env::parse_globs("PROFPOINT_TRACE", &v) {
-            Ok(globs) => globs.iter().for_each(|g| {
-                let n = crate::trace_count(g);
-                warn_unmatched("PROFPOINT_TRACE", g, n, Names::Tracepoints);
-            }),
+            Ok(globs) => {
+                let mut none = Unmatched::new("PROFPOINT_TRACE", Names::Tracepoints);
+                for g in &globs {
+                    none.check(g, crate::trace_count(g));
+                }
+                none.warn();
+            }
             Err(e) => env::warn(&e, "no tracepoint counted"),
         }
     }
@@ -213,29 +230,114 @@ enum Names {
     Tracepoints,
 }
 
-/// One warning line for a glob of `var` that matched none of this copy's points (or
-/// tracepoints), `matched` being how many it did: how many there are, a name that looks like
-/// the glob, and a character the glob may have meant as another syntax's wildcard.
-///
-/// Another copy of profpoint seen in this process (a library's, see `crate::copies`) may hold
-/// the points this glob names, and this copy cannot read that copy's names: then no warning.
-/// A library loaded later (`dlopen`) is not seen at all; the line names this copy's object,
-/// so a glob meant for such a library's points reads as what it is.
-fn warn_unmatched(var: &str, glob: &str, matched: usize, names: Names) {
-    if matched > 0 || crate::copies::all().len() > 1 {
-        return;
+/// The points (as `crate::points` lists them) and their names' index, made once at start-up
+/// for the globs of the variables.
+struct PointIndex {
+    points: Vec<&'static crate::Point>,
+    index: profpoint_glob::NameIndex<'static>,
+}
+
+impl PointIndex {
+    fn new() -> PointIndex {
+        let points: Vec<&'static crate::Point> = crate::points().collect();
+        let index = profpoint_glob::NameIndex::new(points.iter().map(|p| p.name()));
+        PointIndex { points, index }
     }
-    let (all, what): (Vec<&str>, &str) = match names {
+
+    /// Applies `f` to every point `glob` matches (as `crate::disable` and its kin do); returns
+    /// how many.
+    fn apply(&self, glob: &str, f: impl Fn(&crate::Point)) -> usize {
+        self.index.for_each_match(glob, |i| f(self.points[i]))
+    }
+}
+
+/// The globs of one variable that matched nothing: up to [`UNMATCHED_EACH`] get a line each
+/// (with a name that looks like them); more get one line with their count and the first few.
+struct Unmatched {
+    var: &'static str,
+    names: Names,
+    globs: Vec<String>,
+    count: usize,
+}
+
+/// How many globs of one variable that match nothing get a line each.
+const UNMATCHED_EACH: usize = 3;
+
+impl Unmatched {
+    fn new(var: &'static str, names: Names) -> Unmatched {
+        Unmatched {
+            var,
+            names,
+            globs: Vec::new(),
+            count: 0,
+        }
+    }
+
+    /// Counts `glob` when it `matched` nothing.
+    fn check(&mut self, glob: &str, matched: usize) {
+        if matched > 0 {
+            return;
+        }
+        self.count += 1;
+        if self.globs.len() <= UNMATCHED_EACH {
+            self.globs.push(glob.to_string());
+        }
+    }
+
+    fn warn(self) {
+        // Another copy of profpoint seen in this process may hold the points: see
+        // `warn_unmatched`.
+        if self.count == 0 || crate::copies::all().len() > 1 {
+            return;
+        }
+        if self.count <= UNMATCHED_EACH {
+            for g in &self.globs {
+                warn_unmatched(self.var, g, self.names);
+            }
+            return;
+        }
+        let (all, what) = names_of(self.names);
+        let first: Vec<String> = self.globs[..UNMATCHED_EACH]
+            .iter()
+            .map(|g| env::shown(g, 32))
+            .collect();
+        crate::diag::warn_line!(
+            "profpoint: {}: {} globs match none of the {} {what} in {}, the first {}",
+            self.var,
+            self.count,
+            all.len(),
+            env::shown(&crate::copies::own_name(), 48),
+            first.join(", ")
+        );
+    }
+}
+
+/// The names of this copy's points or tracepoints, and what they are called.
+fn names_of(names: Names) -> (Vec<&'static str>, &'static str) {
+    match names {
         Names::Points => (crate::points().map(|p| p.name()).collect(), "points"),
         Names::Tracepoints => (
             crate::tracepoint::all().iter().map(|t| t.name()).collect(),
             "tracepoints",
         ),
-    };
-    let object = crate::copies::own_name();
+    }
+}
+
+/// One warning line for a glob of `var` that matched none of this copy's points (or
+/// tracepoints): how many there are, a name that looks like the glob, and a character the
+/// glob may have meant as another syntax's wildcard.
+///
+/// Another copy of profpoint seen in this process (a library's, see `crate::copies`) may hold
+/// the points this glob names, and this copy cannot read that copy's names: then no warning.
+/// A library loaded later (`dlopen`) is not seen at all; the line names this copy's object,
+/// so a glob meant for such a library's points reads as what it is.
+fn warn_unmatched(var: &str, glob: &str, names: Names) {
+    let (all, what) = names_of(names);
+    let object = env::shown(&crate::copies::own_name(), 48);
+    let shown = env::shown(glob, 48);
     let mut line = match all.len() {
-        0 => format!("profpoint: {var}={glob}: matches nothing: there are no {what} in {object}"),
-        n => format!("profpoint: {var}={glob}: matches none of the {n} {what} in {object}"),
+        0 => format!("profpoint: {var}={shown}: matches nothing: there are no {what} in {object}"),
+        n => format!("profpoint: {var}={shown}: matches none of the {n} {what} in {object}"),
     };
     // The name sharing the longest start with the glob's literal part (the first on a tie).
     let literal = &glob[..glob.find(['*', '?']).unwrap_or(glob.len())];
@@ -246,7 +348,7 @@ fn warn_unmatched(var: &str, glob: &str, matched: usize, names: Names) {
             .count()
     };
     if let Some(like) = all.iter().rev().max_by_key(|n| common(n)) {
-        line.push_str(&format!(" (names look like {like})"));
+        line.push_str(&format!(" (names look like {})", env::shown(like, 48)));
     }
     if let Some(c) = crate::glob::foreign_syntax(glob) {
         line.push_str(&format!("; only * and ? are wildcards, {c} matches itself"));
@@ -263,6 +365,8 @@ fn warn_unwritable(given: &Destination, at: &Destination) -> bool {
     // Report 1: a `{seq}` in the path is checked as the first of a series.
     let at = destination_for(at, 1);
     if let Some(why) = at.path().and_then(refused) {
+        let given = env::shown(&given.to_string(), env::SHOWN_MAX);
+        let why = env::shown(&why, 96);
         crate::diag::warn_line!(
             "profpoint: PROFPOINT_REPORT={given}: {why}; the points table goes to stderr at \
              exit instead"
@@ -272,10 +376,12 @@ fn warn_unwritable(given: &Destination, at: &Destination) -> bool {
     let Some(why) = at.path().and_then(cannot_write) else {
         return true;
     };
-    crate::diag::warn_line!(
-        "profpoint: PROFPOINT_REPORT={given}: {why}; the points table will go to stderr at \
-         exit instead, unless that changes by then"
-    );
+    const THEN: &str =
+        "the points table will go to stderr at exit instead, unless that changes by then";
+    // A path of usual length whole; a longer one cut (it is in the line twice).
+    let given = env::shown(&given.to_string(), env::SHOWN_MAX);
+    let why = env::shown(&why, 96);
+    crate::diag::warn_line!("profpoint: PROFPOINT_REPORT={given}: {why}; {THEN}");
     true
 }
 

@@ -106,7 +106,8 @@ fn write_claimed() {
             Err(e) => {
                 // A report that cannot be written goes somewhere else: stderr, once.
                 crate::diag::warn_line!(
-                    "profpoint: could not write the report to {d}: {}; {}",
+                    "profpoint: could not write the report to {}: {}; {}",
+                    crate::env::shown(&d.to_string(), 96),
                     reason(&e),
                     if table_on_stderr {
                         "the points table is on stderr"

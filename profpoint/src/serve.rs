@@ -5,19 +5,31 @@
 //!
 //! # Mechanism
 //! - [`serve`] (or `PROFPOINT_SERVE=127.0.0.1:PORT` at start-up) binds a listener and starts one
-//!   accept thread, `profpoint-serve`; each connection gets a thread of its own
-//!   (`profpoint-http`, 8 MiB of stack reserved: a report symbolises the heatmap when it
-//!   runs) up to [`ServeOptions::max_connections`] at once
-//!   (default 32); past it a connection is answered `503` at once and closed. No async
-//!   runtime: the application needs none. All these threads block the program's signals
+//!   accept thread, `profpoint-serve`. It reads every connection's request head itself, without
+//!   blocking (one `poll(2)` over the listener and the connections, non-blocking sockets), and
+//!   gives each whole request a thread of its own (`profpoint-http`, 8 MiB of stack reserved:
+//!   a report symbolises the heatmap when it runs), up to [`ServeOptions::max_connections`] at
+//!   once (default 32; past it a whole request is answered `503`). No async runtime: the
+//!   application needs none. All these threads block the program's signals
 //!   (`threads::spawn_quiet`).
+//! - Slow clients cannot lock out a scrape: a connection has 5 s from its accept to deliver its
+//!   whole request head, however the bytes trickle in (then `408`, closed), and holds one
+//!   descriptor and at most 8 KiB meanwhile, no thread. [`ServeOptions::max_pending`]
+//!   connections (a quarter of the descriptor limit, 64 to 1024) are held so; past it a
+//!   connection has 200 ms to send its whole head (a scraper sends it at once: it is
+//!   answered), else its bytes are read and it is answered `503` (not reset); past a quarter
+//!   more, new connections wait in the system's listen queue. 300 connections sending a byte
+//!   each 1.5 s leave a `/metrics` request answered in milliseconds (BENCHMARKS.md, "Slow
+//!   clients").
 //! - The request is parsed by `httparse` (hyper's parser), HTTP/1.x, `GET` and `HEAD` only, one
 //!   request per connection (`Connection: close`). Bounds: 8 KiB of request head, 32 headers,
-//!   2 s per read and 5 s for the whole request; past them `431`, `408` or a closed
-//!   connection. A slow client holds one connection thread for at most 5 s and nothing else.
+//!   5 s to arrive; past them `431` or `408`.
 //! - Loopback only unless [`ServeOptions::public`] (or `PROFPOINT_SERVE_PUBLIC=1`) asks: the
-//!   endpoints show function names and timings. An optional bearer token
-//!   ([`ServeOptions::token`], `PROFPOINT_SERVE_TOKEN`) is compared in constant time.
+//!   endpoints show function names and timings. An optional bearer token is compared in
+//!   constant time. One rule for every server of the process: the token given in code
+//!   ([`ServeOptions::token`]) if any, else `PROFPOINT_SERVE_TOKEN` if set, whether the server
+//!   was started by `PROFPOINT_SERVE` or by [`serve`] in code. A server that listens beyond
+//!   loopback without a token says so in one line on stderr.
 //! - The server's own threads make no point calls: nothing of it appears in the user's table.
 //! - Reports are built on one long-lived thread, `profpoint-serve-report` (a fresh connection
 //!   thread paid 3x for it), one at a time; between requests it keeps a report every 10 s for
@@ -44,9 +56,13 @@ use std::time::{Duration, Instant};
 const MAX_HEAD: usize = 8 * 1024;
 /// Most headers parsed.
 const MAX_HEADERS: usize = 32;
-/// Each read's timeout.
-const READ_TIMEOUT: Duration = Duration::from_secs(2);
-/// The whole request's deadline.
+/// How long a connection has to deliver its whole request head, from its accept: past it, 408
+/// and closed (however the bytes trickle in).
+const HEAD_DEADLINE: Duration = Duration::from_secs(5);
+/// How long a connection accepted past [`ServeOptions::max_pending`] has to deliver its whole
+/// request head (a scraper sends it at once); past it, 503.
+const OVERFLOW_READ: Duration = Duration::from_millis(200);
+/// How long writing an answer may take.
 const REQUEST_DEADLINE: Duration = Duration::from_secs(5);
 /// How often the history keeps a report, and how many it keeps.
 const HISTORY_EVERY: Duration = Duration::from_secs(10);
@@ -58,6 +74,7 @@ pub struct ServeOptions {
     public: bool,
     token: Option<String>,
     max_connections: usize,
+    max_pending: usize,
     max_profile_seconds: u64,
 }
 
@@ -67,6 +84,7 @@ impl Default for ServeOptions {
             public: false,
             token: None,
             max_connections: 32,
+            max_pending: default_max_pending(),
             max_profile_seconds: 60,
         }
     }
@@ -85,7 +103,9 @@ impl ServeOptions {
         self
     }
 
-    /// Requires `Authorization: Bearer TOKEN` on every request.
+    /// Requires `Authorization: Bearer TOKEN` on every request. Without one (`None`, or not
+    /// called), the server takes `PROFPOINT_SERVE_TOKEN` when it is set: that variable guards
+    /// every server of the process.
     pub fn token(mut self, token: Option<String>) -> ServeOptions {
         self.token = token.filter(|t| !t.is_empty());
         self
@@ -97,11 +117,40 @@ impl ServeOptions {
         self
     }
 
-    /// Connections served at once (at least 1); more are answered 503.
+    /// Requests answered at once, each on a thread of its own (at least 1; default 32); more
+    /// whole requests are answered 503.
     pub fn max_connections(mut self, n: usize) -> ServeOptions {
         self.max_connections = n.max(1);
         self
     }
+
+    /// Connections whose request is still arriving, held at once (at least 1; default a
+    /// quarter of the process's descriptor limit, from 64 to 1024). Past it a connection has
+    /// 200 ms to send its whole request (then answered as any other), else it is answered 503;
+    /// past a quarter more, new connections wait in the system's queue.
+    pub fn max_pending(mut self, n: usize) -> ServeOptions {
+        self.max_pending = n.max(1);
+        self
+    }
+}
+
+/// A quarter of the process's soft descriptor limit, from 64 to 1024: slow clients never hold
+/// more of the host's descriptors than that.
+fn default_max_pending() -> usize {
+    #[cfg(unix)]
+    {
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit writes the limit into a live, writable rlimit.
+        if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0 {
+            return usize::try_from(lim.rlim_cur / 4)
+                .unwrap_or(1024)
+                .clamp(64, 1024);
+        }
+    }
+    256
 }
 
 /// Why [`serve`] could not start.
@@ -123,7 +172,9 @@ impl std::fmt::Display for ServeError {
             ServeError::Address(a, why) => {
                 write!(
                     f,
-                    "{a:?} is not an address to listen on (expected HOST:PORT, e.g. 127.0.0.1:9464): {why}"
+                    "\"{}\" is not an address to listen on (expected HOST:PORT, e.g. 127.0.0.1:9464): {}",
+                    crate::env::shown(a, 40),
+                    crate::env::shown(why, crate::env::SHOWN_MAX)
                 )
             }
             ServeError::NotLoopback(a) => write!(
@@ -158,7 +209,7 @@ pub fn serve(addr: &str) -> Result<Server, ServeError> {
 }
 
 /// Starts a server on `addr` with `opts`.
-pub fn serve_with(addr: &str, opts: ServeOptions) -> Result<Server, ServeError> {
+pub fn serve_with(addr: &str, mut opts: ServeOptions) -> Result<Server, ServeError> {
     let sock = addr
         .to_socket_addrs()
         .map_err(|e| ServeError::Address(addr.to_string(), e.to_string()))?
@@ -171,6 +222,16 @@ pub fn serve_with(addr: &str, opts: ServeOptions) -> Result<Server, ServeError> 
     let local = listener
         .local_addr()
         .map_err(|e| ServeError::Bind(sock, e))?;
+    // The process's token guards every server that was given none in code.
+    if opts.token.is_none() {
+        opts = opts.token(crate::env::var("PROFPOINT_SERVE_TOKEN"));
+    }
+    if !sock.ip().is_loopback() && opts.token.is_none() {
+        crate::diag::warn_line!(
+            "profpoint: serving {local} beyond loopback without a token: whoever can connect \
+             reads function names and timings (set PROFPOINT_SERVE_TOKEN)"
+        );
+    }
     history_start();
     let shared = Arc::new(Shared {
         opts,
@@ -201,64 +262,264 @@ pub(crate) fn start_from_env() {
             }
         },
     };
-    let opts = ServeOptions::new()
-        .public(public)
-        .token(crate::env::var("PROFPOINT_SERVE_TOKEN"));
+    // The token: `serve_with` takes PROFPOINT_SERVE_TOKEN, as for a server started in code.
+    let opts = ServeOptions::new().public(public);
     match serve_with(addr.trim(), opts) {
         Ok(s) => crate::diag::warn_line!(
             "profpoint: serving live reports on http://{} (PROFPOINT_SERVE)",
             s.local_addr()
         ),
-        Err(e) => crate::diag::warn_line!("profpoint: PROFPOINT_SERVE={addr:?}: {e}; no server"),
+        // The value once: an address that does not parse is in the error's own text.
+        Err(e @ ServeError::Address(..)) => crate::diag::warn_line!("profpoint: PROFPOINT_SERVE: {e}; no server"),
+        Err(e) => crate::diag::warn_line!(
+            "profpoint: PROFPOINT_SERVE=\"{}\": {e}; no server",
+            crate::env::shown(&addr, crate::env::SHOWN_MAX)
+        ),
     }
 }
 
 struct Shared {
     opts: ServeOptions,
+    /// Requests being answered (their threads).
     active: AtomicUsize,
 }
 
+/// A connection whose request head is still arriving, held by the accept thread.
+struct Arriving {
+    stream: TcpStream,
+    head: Vec<u8>,
+    /// When it is closed if its head has not come whole.
+    deadline: Instant,
+    /// Accepted past [`ServeOptions::max_pending`]: a brief read ([`OVERFLOW_READ`]), then a 503.
+    over: bool,
+}
+
+/// What a connection's bytes so far make.
+enum Head {
+    /// Not whole yet.
+    Partial,
+    /// A whole request head (parsed again by the thread that answers it).
+    Whole,
+    /// An answer without a request: 400 or 431.
+    Refused(Response),
+    /// Closed by the client (or failed): nothing to answer.
+    Gone,
+}
+
+/// The accept thread: accepts, reads every connection's request head without blocking (one
+/// `poll(2)` over them all), closes the ones whose head does not come whole within
+/// [`HEAD_DEADLINE`], and hands each whole request to a thread of its own.
 fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
-    for conn in listener.incoming() {
-        let stream = match conn {
-            Ok(s) => s,
-            Err(_) => {
-                // Out of descriptors or a connection reset before accept: wait a little.
-                std::thread::sleep(Duration::from_millis(10));
+    let _ = listener.set_nonblocking(true);
+    let pending_cap = shared.opts.max_pending;
+    let overflow_cap = (pending_cap / 4).clamp(8, 64);
+    let mut conns: Vec<Arriving> = Vec::new();
+    loop {
+        let now = Instant::now();
+        // Past their deadline: 408 (a slow request), or 503 (past the cap, not whole in time).
+        let mut i = 0;
+        while i < conns.len() {
+            if conns[i].deadline <= now {
+                let mut c = conns.swap_remove(i);
+                if c.over {
+                    // What it sent is read first: unread bytes at close would reset the
+                    // connection before the client reads the 503.
+                    let _ = read_more(&mut c);
+                    answer_now(c.stream, &busy());
+                } else {
+                    answer_now(
+                        c.stream,
+                        &Response::text("408 Request Timeout", "request too slow\n"),
+                    );
+                }
+            } else {
+                i += 1;
+            }
+        }
+        let room = conns.len() < pending_cap + overflow_cap;
+        let next = conns.iter().map(|c| c.deadline).min();
+        let (listener_ready, ready) = wait_ready(&listener, room, &conns, next);
+        // Backwards: `swap_remove` brings in a connection already looked at.
+        for i in (0..conns.len()).rev() {
+            if !ready[i] {
                 continue;
             }
-        };
-        // Relaxed: a count for a cap; the thread's own decrement is all that matters.
-        if shared.active.fetch_add(1, Ordering::Relaxed) >= shared.opts.max_connections {
-            shared.active.fetch_sub(1, Ordering::Relaxed);
-            refuse(stream);
-            continue;
+            match read_more(&mut conns[i]) {
+                Head::Partial => {}
+                Head::Gone => {
+                    conns.swap_remove(i);
+                }
+                Head::Refused(resp) => answer_now(conns.swap_remove(i).stream, &resp),
+                Head::Whole => {
+                    let c = conns.swap_remove(i);
+                    dispatch(c.stream, c.head, &shared);
+                }
+            }
         }
-        let sh = Arc::clone(&shared);
-        let spawned = crate::threads::spawn_quiet(
-            // 8 MiB (reserved, touched as used): a report symbolises the heatmap's functions
-            // (DWARF, inlined frames) when it runs, which needs far more than a small stack.
-            std::thread::Builder::new()
-                .name("profpoint-http".into())
-                .stack_size(8 << 20),
-            move || {
-                handle(stream, &sh.opts);
-                sh.active.fetch_sub(1, Ordering::Relaxed);
-            },
-        );
-        if spawned.is_err() {
-            shared.active.fetch_sub(1, Ordering::Relaxed);
+        if listener_ready {
+            // Every connection waiting, while there is room; the rest stay queued in the
+            // kernel's backlog until there is.
+            while conns.len() < pending_cap + overflow_cap {
+                match listener.accept() {
+                    Ok((stream, _)) => {
+                        let _ = stream.set_nonblocking(true);
+                        let reading = conns.iter().filter(|c| !c.over).count();
+                        let over = reading >= pending_cap;
+                        let now = Instant::now();
+                        conns.push(Arriving {
+                            stream,
+                            head: Vec::new(),
+                            deadline: now + if over { OVERFLOW_READ } else { HEAD_DEADLINE },
+                            over,
+                        });
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                    Err(_) => {
+                        // Out of descriptors or a connection reset before accept: wait a little.
+                        std::thread::sleep(Duration::from_millis(10));
+                        break;
+                    }
+                }
+            }
         }
     }
 }
 
-/// 503 to a connection over the cap, without reading it (a short write timeout: a client that
-/// does not read cannot hold the accept thread).
-fn refuse(mut s: TcpStream) {
-    let _ = s.set_write_timeout(Some(Duration::from_millis(100)));
-    let _ = s.write_all(
-        b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+/// Waits until the listener (when `accepting`) or a connection has something to read, or until
+/// `until`: which of them are ready (the listener, then each of `conns`).
+#[cfg(unix)]
+fn wait_ready(
+    listener: &TcpListener,
+    accepting: bool,
+    conns: &[Arriving],
+    until: Option<Instant>,
+) -> (bool, Vec<bool>) {
+    use std::os::fd::AsRawFd;
+    let mut fds: Vec<libc::pollfd> = Vec::with_capacity(conns.len() + 1);
+    fds.push(libc::pollfd {
+        // A negative descriptor is skipped by poll: not accepting while there is no room.
+        fd: if accepting { listener.as_raw_fd() } else { -1 },
+        events: libc::POLLIN,
+        revents: 0,
+    });
+    fds.extend(conns.iter().map(|c| libc::pollfd {
+        fd: c.stream.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    }));
+    let timeout = until.map_or(-1, |t| {
+        // Rounded up: a deadline is never met by waking a millisecond early, over and over.
+        let left = t.saturating_duration_since(Instant::now());
+        left.as_micros().div_ceil(1000).min(60_000) as libc::c_int
+    });
+    // SAFETY: `fds` is a live, writable array of `fds.len()` pollfd values; poll writes only
+    // their `revents`.
+    let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout) };
+    if n <= 0 {
+        // Timed out or interrupted (EINTR): the caller looks at its deadlines again.
+        return (false, vec![false; conns.len()]);
+    }
+    let ready = |p: &libc::pollfd| p.revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0;
+    (ready(&fds[0]), fds[1..].iter().map(ready).collect())
+}
+
+/// Elsewhere (no `poll` here): the listener and every connection are tried each 10 ms (none of
+/// them blocks).
+#[cfg(not(unix))]
+fn wait_ready(
+    _listener: &TcpListener,
+    accepting: bool,
+    conns: &[Arriving],
+    until: Option<Instant>,
+) -> (bool, Vec<bool>) {
+    let left = until.map_or(Duration::from_millis(10), |t| {
+        t.saturating_duration_since(Instant::now())
+    });
+    std::thread::sleep(left.min(Duration::from_millis(10)));
+    (accepting, vec![true; conns.len()])
+}
+
+/// Reads what the connection has sent (without blocking) and says what its head is now.
+fn read_more(c: &mut Arriving) -> Head {
+    let mut chunk = [0u8; 2048];
+    // The client closed its side: what it sent before may still be a whole request (a client
+    // may half-close after its request).
+    let mut eof = false;
+    loop {
+        let room = MAX_HEAD - c.head.len();
+        if room == 0 {
+            break;
+        }
+        let want = room.min(chunk.len());
+        match c.stream.read(&mut chunk[..want]) {
+            Ok(0) => {
+                eof = true;
+                break;
+            }
+            Ok(n) => c.head.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => return Head::Gone,
+        }
+    }
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut req = httparse::Request::new(&mut headers);
+    match req.parse(&c.head) {
+        Ok(httparse::Status::Complete(_)) => Head::Whole,
+        Ok(httparse::Status::Partial) if c.head.len() == MAX_HEAD => Head::Refused(Response::text(
+            "431 Request Header Fields Too Large",
+            format!("the request head is over {MAX_HEAD} bytes\n"),
+        )),
+        // Half a request and nothing more to come.
+        Ok(httparse::Status::Partial) if eof => Head::Gone,
+        Ok(httparse::Status::Partial) => Head::Partial,
+        Err(httparse::Error::TooManyHeaders) => Head::Refused(Response::text(
+            "431 Request Header Fields Too Large",
+            format!("more than {MAX_HEADERS} headers\n"),
+        )),
+        Err(e) => Head::Refused(Response::text("400 Bad Request", format!("{e}\n"))),
+    }
+}
+
+/// The answer to a connection past a cap.
+fn busy() -> Response {
+    let mut r = Response::text("503 Service Unavailable", "busy; try again\n");
+    r.extra.push(("Retry-After", "1".into()));
+    r
+}
+
+/// Answers a short response from the accept thread, without blocking (a fresh connection's
+/// send buffer takes it whole; one that does not is dropped), and closes the connection.
+fn answer_now(mut s: TcpStream, resp: &Response) {
+    let _ = s.write(&encode(resp, false));
+    let _ = s.shutdown(std::net::Shutdown::Write);
+}
+
+/// A whole request: answered on a thread of its own, up to [`ServeOptions::max_connections`]
+/// at once; past them, 503 at once.
+fn dispatch(stream: TcpStream, head: Vec<u8>, shared: &Arc<Shared>) {
+    // Relaxed: a count for a cap; the thread's own decrement is all that matters.
+    if shared.active.fetch_add(1, Ordering::Relaxed) >= shared.opts.max_connections {
+        shared.active.fetch_sub(1, Ordering::Relaxed);
+        answer_now(stream, &busy());
+        return;
+    }
+    let sh = Arc::clone(shared);
+    // A thread that cannot start drops its connection, closed unanswered.
+    let spawned = crate::threads::spawn_quiet(
+        // 8 MiB (reserved, touched as used): a report symbolises the heatmap's functions
+        // (DWARF, inlined frames) when it runs, which needs far more than a small stack.
+        std::thread::Builder::new()
+            .name("profpoint-http".into())
+            .stack_size(8 << 20),
+        move || {
+            handle(stream, &head, &sh.opts);
+            sh.active.fetch_sub(1, Ordering::Relaxed);
+        },
     );
+    if spawned.is_err() {
+        shared.active.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// A response.
@@ -280,54 +541,8 @@ impl Response {
     }
 }
 
-fn handle(mut s: TcpStream, opts: &ServeOptions) {
-    let _ = s.set_read_timeout(Some(READ_TIMEOUT));
-    let _ = s.set_write_timeout(Some(REQUEST_DEADLINE));
-    let start = Instant::now();
-    let mut buf = vec![0u8; MAX_HEAD];
-    let mut len = 0;
-    let (resp, head_only) = loop {
-        if start.elapsed() > REQUEST_DEADLINE {
-            break (
-                Response::text("408 Request Timeout", "request too slow\n"),
-                false,
-            );
-        }
-        match s.read(&mut buf[len..]) {
-            Ok(0) => return,
-            Ok(n) => len += n,
-            // Timed out (or reset): a client that sends nothing gets nothing.
-            Err(_) => return,
-        }
-        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-        let mut req = httparse::Request::new(&mut headers);
-        match req.parse(&buf[..len]) {
-            Ok(httparse::Status::Complete(_)) => {
-                let head = req.method == Some("HEAD");
-                break (respond(&req, opts), head);
-            }
-            Ok(httparse::Status::Partial) if len == MAX_HEAD => {
-                break (
-                    Response::text(
-                        "431 Request Header Fields Too Large",
-                        format!("the request head is over {MAX_HEAD} bytes\n"),
-                    ),
-                    false,
-                );
-            }
-            Ok(httparse::Status::Partial) => continue,
-            Err(httparse::Error::TooManyHeaders) => {
-                break (
-                    Response::text(
-                        "431 Request Header Fields Too Large",
-                        format!("more than {MAX_HEADERS} headers\n"),
-                    ),
-                    false,
-                );
-            }
-            Err(e) => break (Response::text("400 Bad Request", format!("{e}\n")), false),
-        }
-    };
+/// The response's bytes: its head, and its body unless `head_only`.
+fn encode(resp: &Response, head_only: bool) -> Vec<u8> {
     let mut out = format!(
         "HTTP/1.1 {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\nCache-Control: no-store\r\n",
         resp.status,
@@ -338,10 +553,25 @@ fn handle(mut s: TcpStream, opts: &ServeOptions) {
         out.push_str(&format!("{k}: {v}\r\n"));
     }
     out.push_str("\r\n");
-    let _ = s.write_all(out.as_bytes());
+    let mut bytes = out.into_bytes();
     if !head_only {
-        let _ = s.write_all(&resp.body);
+        bytes.extend_from_slice(&resp.body);
     }
+    bytes
+}
+
+/// Answers a whole request head (read by the accept thread) on its own thread.
+fn handle(mut s: TcpStream, head: &[u8], opts: &ServeOptions) {
+    let _ = s.set_nonblocking(false);
+    let _ = s.set_write_timeout(Some(REQUEST_DEADLINE));
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut req = httparse::Request::new(&mut headers);
+    let (resp, head_only) = match req.parse(head) {
+        Ok(httparse::Status::Complete(_)) => (respond(&req, opts), req.method == Some("HEAD")),
+        // The accept thread parsed it whole already.
+        _ => (Response::text("400 Bad Request", "bad request\n"), false),
+    };
+    let _ = s.write_all(&encode(&resp, head_only));
     let _ = s.flush();
 }
 

@@ -20,9 +20,10 @@
 //!   [`DEADLINE`] is abandoned, with one line, and the process ends by the signal.
 //! - The same signal again within [`DUPLICATE`] is a duplicate (`timeout` signals the child
 //!   and then its group; a closed terminal sends SIGHUP twice) and is dropped. Any other
-//!   signal of the three while the report is pending ends the process at once (one line on
-//!   stderr; file destinations are replaced whole or not at all, so a reader sees the previous
-//!   file or none).
+//!   signal of the three while the report is pending ends the process at once, by the first
+//!   signal, as without profpoint the first would already have ended it (SIGINT then SIGTERM
+//!   20 ms later: killed by SIGINT); one line on stderr; file destinations are replaced whole
+//!   or not at all, so a reader sees the previous file or none.
 //! - A signal that arrives while the program's own exit writes the report: the report is
 //!   finished, then the process ends by the signal (it arrived before the process ended).
 //! - A forked (or vforked) child has no `profpoint-signals` thread: there the handler puts
@@ -37,8 +38,8 @@
 //!
 //! # Async-signal safety
 //! The handler touches `errno` (saved and restored) and atomics in static memory, and calls
-//! `getpid`, `sigaction`, `fstat`, `clock_gettime`, `write` and `raise`, all async-signal-safe
-//! (POSIX.1-2008 2.4.3). It allocates nothing and takes no lock; `tests/signals.rs` counts
+//! `getpid`, `sigaction`, `fstat`, `clock_gettime`, `write`, `raise` and `kill`, all
+//! async-signal-safe (POSIX.1-2008 2.4.3). It allocates nothing and takes no lock; `tests/signals.rs` counts
 //! the allocations around a signal handled on the test's thread.
 
 #![cfg_attr(feature = "off", allow(dead_code))]
@@ -298,13 +299,31 @@ fn handle(s: libc::c_int) {
                 let at = PENDING_AT.load(Ordering::Acquire);
                 at == 0 || now.saturating_sub(at) < DUPLICATE.as_nanos() as u64
             } => {}
-        Err(_) => {
+        Err(first) => {
             say(
                 b"profpoint: another signal while the report was pending: ending now, without it\n",
             );
-            die_now(s);
+            // The first signal's verdict: without profpoint the first one would have ended
+            // the process before the second arrived (a shell then reports SIGINT, not SIGTERM).
+            if first != s && handled_here(first) {
+                die_by(first);
+            } else {
+                die_now(s);
+            }
         }
     }
+}
+
+/// Ends the process by `first`, from the handler of another signal: `SIG_DFL` back for
+/// `first`, then `first` sent to the process (`kill`, not `raise`: a thread that blocks
+/// `first` does not keep it pending; any thread that accepts it, this one once the handler
+/// returns, takes its default action). Async-signal-safe: `sigaction`, `getpid` and `kill`
+/// (POSIX.1-2008 2.4.3).
+#[cfg(unix)]
+fn die_by(first: libc::c_int) {
+    set_default(first);
+    // SAFETY: getpid and kill are async-signal-safe; the signal goes to this process only.
+    unsafe { libc::kill(libc::getpid(), first) };
 }
 
 /// Puts `SIG_DFL` back for `s` (async-signal-safe: one `sigaction`).

@@ -212,7 +212,7 @@ fn hostile_clients_never_stall_the_application_or_other_requests() {
         r.starts_with("HTTP/1.1 200 OK") || r.starts_with("HTTP/1.1 503 "),
         "{r}"
     );
-    // Well under the 5 s a half request may hold a connection thread (a loaded machine may
+    // Well under the 5 s a half request may take to arrive (a loaded machine may
     // take a while to schedule the server's threads; a stall would be 5 s or more).
     assert!(took < Duration::from_secs(4), "answered in {took:?}");
     std::thread::sleep(Duration::from_millis(100));
@@ -412,4 +412,324 @@ fn a_cpu_profile_is_gzip_pprof_with_the_hot_function_on_top() {
     assert!(total > 0, "{by_fn:?}");
     assert!(top.contains("hot_spin"), "top {top} ({top_n}) of {by_fn:?}");
     assert!(hot * 2 > total, "{hot} of {total}: {by_fn:?}");
+}
+
+/// Runs this test binary again as a child for test `name`, with `env` (and without
+/// `PROFPOINT_SERVE_TOKEN` unless given): returns it once it has printed the addresses of
+/// its servers (a line `addrs: A B...`), with those addresses. The child waits for the file
+/// `done` before it exits.
+fn serving_child(
+    name: &str,
+    env: &[(&str, &str)],
+    done: &std::path::Path,
+) -> (std::process::Child, Vec<SocketAddr>) {
+    let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
+    cmd.args(["--exact", name, "--nocapture"])
+        .env("PROFPOINT_SERVE_CHILD", done)
+        .env_remove("PROFPOINT_SERVE_TOKEN")
+        .env_remove("PROFPOINT_SERVE")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    while !line.starts_with("addrs:") {
+        line.clear();
+        assert!(
+            std::io::BufRead::read_line(&mut out, &mut line).unwrap() > 0,
+            "no addresses from the child"
+        );
+    }
+    let addrs = line["addrs:".len()..]
+        .split_whitespace()
+        .map(|a| a.parse().unwrap())
+        .collect();
+    // The rest of its output (libtest's lines) is read, so it never writes into a closed pipe.
+    std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
+    (child, addrs)
+}
+
+/// In the child: prints its servers' addresses, then waits (60 s at most) for the parent's file.
+fn child_serves(addrs: &[SocketAddr]) {
+    let list: Vec<String> = addrs.iter().map(|a| a.to_string()).collect();
+    println!("addrs: {}", list.join(" "));
+    let done = std::env::var_os("PROFPOINT_SERVE_CHILD").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !std::path::Path::new(&done).exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn done_file(what: &str) -> std::path::PathBuf {
+    let p = std::env::temp_dir().join(format!("profpoint-{what}-{}", std::process::id()));
+    std::fs::remove_file(&p).ok();
+    p
+}
+
+/// One token rule for every server: `PROFPOINT_SERVE_TOKEN` guards a server started in code by
+/// `profpoint::serve()` (401 without it, 200 with it); a server given its own token in code
+/// takes that one instead.
+#[test]
+fn the_token_variable_guards_a_server_started_in_code() {
+    if std::env::var_os("PROFPOINT_SERVE_CHILD").is_some() {
+        let plain = profpoint::serve("127.0.0.1:0").unwrap().local_addr();
+        let own = profpoint::serve_with(
+            "127.0.0.1:0",
+            profpoint::ServeOptions::new().token(Some("own".into())),
+        )
+        .unwrap()
+        .local_addr();
+        child_serves(&[plain, own]);
+        return;
+    }
+    let done = done_file("token");
+    let (mut child, addrs) = serving_child(
+        "the_token_variable_guards_a_server_started_in_code",
+        &[("PROFPOINT_SERVE_TOKEN", "from-env")],
+        &done,
+    );
+    let with = |a, t: &str| {
+        exchange(
+            a,
+            format!("GET /metrics HTTP/1.1\r\nAuthorization: Bearer {t}\r\n\r\n").as_bytes(),
+        )
+    };
+    let bare = get(addrs[0], "/metrics");
+    let good = with(addrs[0], "from-env");
+    let own_bare = get(addrs[1], "/metrics");
+    let own_env = with(addrs[1], "from-env");
+    let own_good = with(addrs[1], "own");
+    std::fs::write(&done, b"").unwrap();
+    assert!(child.wait().unwrap().success());
+    std::fs::remove_file(&done).ok();
+    assert!(bare.starts_with("HTTP/1.1 401 "), "{bare}");
+    assert!(good.starts_with("HTTP/1.1 200 OK"), "{good}");
+    assert!(own_bare.starts_with("HTTP/1.1 401 "), "{own_bare}");
+    assert!(own_env.starts_with("HTTP/1.1 401 "), "{own_env}");
+    assert!(own_good.starts_with("HTTP/1.1 200 OK"), "{own_good}");
+}
+
+/// A server beyond loopback without a token says so, one line each: one started by
+/// `PROFPOINT_SERVE` with `PROFPOINT_SERVE_PUBLIC=1`, one started in code; a public server
+/// with a token says nothing.
+#[test]
+fn a_public_server_without_a_token_warns_once() {
+    if std::env::var_os("PROFPOINT_SERVE_CHILD").is_some() {
+        let public = profpoint::ServeOptions::new().public(true);
+        let bare = profpoint::serve_with("0.0.0.0:0", public.clone())
+            .unwrap()
+            .local_addr();
+        let guarded = profpoint::serve_with("0.0.0.0:0", public.token(Some("t".into())))
+            .unwrap()
+            .local_addr();
+        child_serves(&[bare, guarded]);
+        return;
+    }
+    let done = done_file("public");
+    let (mut child, addrs) = serving_child(
+        "a_public_server_without_a_token_warns_once",
+        &[
+            ("PROFPOINT_SERVE", "0.0.0.0:0"),
+            ("PROFPOINT_SERVE_PUBLIC", "1"),
+        ],
+        &done,
+    );
+    std::fs::write(&done, b"").unwrap();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(child.wait().unwrap().success(), "{err}");
+    std::fs::remove_file(&done).ok();
+    let warnings: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("beyond loopback without a token"))
+        .collect();
+    assert_eq!(warnings.len(), 2, "{err}");
+    assert!(
+        warnings
+            .iter()
+            .any(|l| l.contains(&format!(":{} ", addrs[0].port()))),
+        "{err}"
+    );
+    assert!(
+        !warnings
+            .iter()
+            .any(|l| l.contains(&format!(":{} ", addrs[1].port()))),
+        "{err}"
+    );
+    assert_eq!(err.matches("serving live reports on").count(), 1, "{err}");
+}
+
+/// Slowloris: 300 connections each sending a request head one byte every 1.5 s. Meanwhile a
+/// `/metrics` request is answered at once (printed; the target is 1 s, the bound here 5 s so a
+/// loaded machine does not fail it), the application's thread goes on, and no thread is added
+/// per slow connection. Three seconds of it (a slow connection is held 5 s).
+#[test]
+fn slow_clients_cannot_lock_out_a_scrape() {
+    let addr = profpoint::serve("127.0.0.1:0").unwrap().local_addr();
+    let head = b"GET /metrics HTTP/1.1\r\nHost: x\r\nUser-Agent: slow\r\n\r\n";
+    let threads = || -> usize {
+        let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+        s.lines()
+            .find_map(|l| l.strip_prefix("Threads:"))
+            .map_or(0, |n| n.trim().parse().unwrap())
+    };
+    let before_threads = threads();
+    let mut slow: Vec<TcpStream> = (0..300)
+        .map(|i| TcpStream::connect(addr).unwrap_or_else(|e| panic!("slow connection {i}: {e}")))
+        .collect();
+    let opened = Instant::now();
+    let start = Instant::now();
+    let mut sent = 0;
+    let mut worst = Duration::ZERO;
+    let mut answered = 0;
+    while start.elapsed() < Duration::from_secs(3) {
+        // One byte on each slow connection every 1.5 s.
+        if start.elapsed() >= Duration::from_millis(1500) * sent as u32 {
+            for s in &mut slow {
+                let _ = s.write_all(&head[sent..sent + 1]);
+            }
+            sent += 1;
+        }
+        let t = Instant::now();
+        let r = get(addr, "/metrics");
+        let took = t.elapsed();
+        assert!(r.starts_with("HTTP/1.1 200 OK"), "{r}");
+        worst = worst.max(took);
+        answered += 1;
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let during = threads();
+    println!(
+        "/metrics beside 300 slow connections: {answered} answered, the slowest in {worst:?}; \
+         threads {before_threads} -> {during}"
+    );
+    assert!(worst < Duration::from_secs(5), "the slowest in {worst:?}");
+    assert!(
+        during <= before_threads + 8,
+        "{during} threads with 300 slow connections (before {before_threads})"
+    );
+    // The last slow connection is still held (within its 5 s): not answered, not closed.
+    let s = slow.last_mut().unwrap();
+    if opened.elapsed() < Duration::from_secs(4) {
+        s.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+        let mut b = [0u8; 1];
+        assert!(
+            matches!(s.read(&mut b), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::TimedOut),
+            "a slow connection was not held"
+        );
+    } else {
+        println!("not checked that a slow connection is held: the run took too long");
+    }
+}
+
+/// Past the cap of connections whose request is still arriving: a connection that sends half
+/// a request is read and answered 503 within a moment (the whole answer reaches the client,
+/// no reset), and one that sends a whole request is answered as usual. A slow connection is
+/// answered 408 once its 5 s have passed.
+#[test]
+fn connections_past_the_cap_get_a_503_not_a_reset() {
+    let addr = profpoint::serve_with("127.0.0.1:0", profpoint::ServeOptions::new().max_pending(8))
+        .unwrap()
+        .local_addr();
+    let held: Vec<TcpStream> = (0..8)
+        .map(|_| {
+            let mut s = TcpStream::connect(addr).unwrap();
+            s.write_all(b"GET /metrics HT").unwrap();
+            s
+        })
+        .collect();
+    // Let the server accept them all before the next ones come.
+    std::thread::sleep(Duration::from_millis(200));
+    let t = Instant::now();
+    let over: Vec<std::thread::JoinHandle<std::io::Result<String>>> = (0..6)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let mut s = TcpStream::connect(addr)?;
+                s.set_read_timeout(Some(Duration::from_secs(10)))?;
+                s.write_all(b"GET /metrics HTTP/1.1\r\nX-Half: ")?;
+                let mut out = Vec::new();
+                s.read_to_end(&mut out)?;
+                Ok(String::from_utf8_lossy(&out).into_owned())
+            })
+        })
+        .collect();
+    for h in over {
+        let r = h.join().unwrap().expect("an answer, not a reset");
+        assert!(r.starts_with("HTTP/1.1 503 "), "{r}");
+        assert!(r.contains("Retry-After: 1"), "{r}");
+    }
+    let took = t.elapsed();
+    println!("six connections past the cap answered 503 in {took:?}");
+    assert!(took < Duration::from_secs(4), "{took:?}");
+    // A whole request past the cap is answered.
+    let m = get(addr, "/metrics");
+    assert!(m.starts_with("HTTP/1.1 200 OK"), "{m}");
+    // The held ones: 408 after their 5 s.
+    let mut s = held.into_iter().next().unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    let r = String::from_utf8_lossy(&out);
+    assert!(r.starts_with("HTTP/1.1 408 "), "{r}");
+}
+
+/// A client that closes its side once its request is sent (`shutdown(SHUT_WR)`) is answered.
+#[test]
+fn a_half_closed_client_is_answered() {
+    let addr = server();
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    s.shutdown(std::net::Shutdown::Write).unwrap();
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    let r = String::from_utf8_lossy(&out);
+    assert!(r.starts_with("HTTP/1.1 200 OK"), "{r}");
+}
+
+/// A `PROFPOINT_SERVE` that is no address, 100 KB long with an escape sequence: one line, the
+/// value in it once, escaped and cut (it was printed whole, twice).
+#[test]
+fn a_bad_serve_address_is_one_short_line() {
+    if std::env::var_os("PROFPOINT_SERVE_CHILD").is_some() {
+        child_serves(&[]);
+        return;
+    }
+    let done = done_file("bad-address");
+    let value = format!("\u{1b}[2J{}:1", "h".repeat(100_000));
+    let (mut child, _) = serving_child(
+        "a_bad_serve_address_is_one_short_line",
+        &[("PROFPOINT_SERVE", &value)],
+        &done,
+    );
+    std::fs::write(&done, b"").unwrap();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(child.wait().unwrap().success(), "{err}");
+    std::fs::remove_file(&done).ok();
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("PROFPOINT_SERVE"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    let l = lines[0];
+    println!("{} characters: {l}", l.chars().count());
+    assert!(l.chars().count() <= 250, "{l}");
+    assert!(!l.chars().any(char::is_control), "{l:?}");
+    assert!(l.contains("\"\\u{1b}[2Jhhh"), "{l}");
+    assert_eq!(l.matches("\\u{1b}").count(), 1, "{l}");
 }

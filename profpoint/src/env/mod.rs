@@ -5,6 +5,11 @@
 //! start-up, a glob that matches no point (or tracepoint) and a report file whose folder is
 //! missing or not writable (see `exit.rs`).
 //!
+//! Every value a warning shows goes through [`shown`]: control characters (and the invisible
+//! and bidirectional format characters) escaped, so no value moves the terminal's cursor or
+//! splits a line, and cut with "..." so that a line stays within about [`LINE_MAX`] characters
+//! whatever the value's length.
+//!
 //! Every variable is in one table, [`VARS`] (`table.rs`): its name, the values it accepts,
 //! its default and the text its error gives as expected. The parsers take their error texts
 //! from it, [`var`] reads only the variables it lists, and a test keeps README's list of
@@ -139,10 +144,57 @@ impl std::fmt::Display for EnvError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{}={:?}: expected {}",
-            self.var, self.value, self.expected
+            "{}=\"{}\": expected {}",
+            self.var,
+            shown(&self.value, SHOWN_MAX),
+            self.expected
         )
     }
+}
+
+/// The length a warning line is kept within, in characters, when its fixed text leaves room
+/// (the value is cut to fit, down to [`SHOWN_MIN`] characters).
+pub(crate) const LINE_MAX: usize = 200;
+/// The most of a value shown where the line's length is not worked out.
+pub(crate) const SHOWN_MAX: usize = 64;
+/// The least of a value shown, however long the rest of its line.
+pub(crate) const SHOWN_MIN: usize = 24;
+
+/// `value` as a warning shows it: control characters escaped as Rust writes them (`\n`,
+/// `\u{1b}`), and so the invisible and bidirectional format characters, `\` and `"`: no value
+/// moves the terminal's cursor, splits a warning over lines or hides part of it. Cut to `max`
+/// characters (escapes included) with "..." when longer.
+pub(crate) fn shown(value: &str, max: usize) -> String {
+    let mut out = String::new();
+    let mut len = 0;
+    // Where the text may be cut to leave room for "...".
+    let mut cut = 0;
+    for c in value.chars() {
+        let escape = c.is_control()
+            || matches!(c, '\\' | '"' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}'
+                | '\u{2060}'..='\u{2069}' | '\u{feff}');
+        let before = out.len();
+        if escape {
+            out.extend(c.escape_debug());
+        } else {
+            out.push(c);
+        }
+        len += out[before..].chars().count();
+        if len > max {
+            out.truncate(cut);
+            out.push_str("...");
+            return out;
+        }
+        if len + 3 <= max {
+            cut = out.len();
+        }
+    }
+    out
+}
+
+/// The room for a value in a line whose other text is `fixed` characters long.
+pub(crate) fn room(fixed: usize) -> usize {
+    LINE_MAX.saturating_sub(fixed).max(SHOWN_MIN)
 }
 
 impl std::error::Error for EnvError {}
@@ -227,9 +279,8 @@ pub fn parse_report(value: &str) -> Result<Vec<Destination>, EnvError> {
 
 /// What a glob list with a bracket left open before a comma was expected to be (see
 /// [`split_names`]).
-const UNCLOSED: &str = "comma-separated globs whose every `<`, `(` and `[` is closed before the \
-    next comma (a comma inside them belongs to a name, so an open one would take the rest of \
-    the list)";
+const UNCLOSED: &str = "comma-separated globs whose every <, ( and [ is closed before the next \
+    comma (a comma inside them is part of a name)";
 
 /// The items of a comma-separated list of point-name globs: a comma inside `<...>`, `(...)`
 /// or `[...]` is part of a name, not a separator (Rust names carry them:
@@ -440,8 +491,18 @@ pub fn parse_clock(value: &str) -> Result<bool, EnvError> {
 }
 
 /// Prints one warning line for a rejected variable.
+/// Prints one warning line for a rejected variable: its value cut to keep the line within
+/// [`LINE_MAX`] characters where the rest of the line leaves room.
 pub(crate) fn warn(e: &EnvError, fallback: &str) {
-    crate::diag::warn_line!("profpoint: {e}; using {fallback}");
+    let fixed = format!(
+        "profpoint: {}=\"\": expected {}; using {fallback}",
+        e.var, e.expected
+    );
+    let value = shown(&e.value, room(fixed.chars().count()));
+    crate::diag::warn_line!(
+        "profpoint: {}=\"{value}\": expected {}; using {fallback}",
+        e.var, e.expected
+    );
 }
 
 /// Reads a variable as UTF-8, warning (and ignoring it) when it is not.
@@ -454,7 +515,22 @@ pub(crate) fn var(name: &str) -> Option<String> {
         Ok(v) => Some(v),
         Err(std::env::VarError::NotPresent) => None,
         Err(std::env::VarError::NotUnicode(v)) => {
-            crate::diag::warn_line!("profpoint: {name}={v:?}: expected UTF-8 text; ignoring it");
+            // Its bytes as Rust writes them (`"\xFF"`): escaped already; cut here.
+            let text = format!("{v:?}");
+            let inner = text
+                .strip_prefix('"')
+                .and_then(|t| t.strip_suffix('"'))
+                .unwrap_or(&text);
+            let cut = if inner.chars().count() > SHOWN_MAX {
+                let at = inner
+                    .char_indices()
+                    .nth(SHOWN_MAX - 3)
+                    .map_or(inner.len(), |(i, _)| i);
+                format!("{}...", &inner[..at])
+            } else {
+                inner.to_string()
+            };
+            crate::diag::warn_line!("profpoint: {name}=\"{cut}\": expected UTF-8 text; ignoring it");
             None
         }
     }

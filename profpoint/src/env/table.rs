@@ -103,7 +103,8 @@ pub const VARS: &[Var] = &[
     },
     Var {
         name: "PROFPOINT_SERVE_TOKEN",
-        values: "a token, then required as Authorization: Bearer TOKEN",
+        values: "a token, then required as Authorization: Bearer TOKEN by every server of the \
+                 process (one started in code too, unless given its own token there)",
         default: "none",
         expected: "any text",
     },

@@ -294,8 +294,12 @@ mod samplers {
             "instructions,instructions,instructions,instructions,instructions,instructions,instructions",
         ] {
             let e = pmu_config(env(bad)).unwrap_err().to_string();
+            // The longest value is shown cut (`crate::env::shown`).
+            let shown = crate::env::shown(bad, crate::env::SHOWN_MAX);
             assert!(
-                e.starts_with(&format!("PROFPOINT_PMU_EVENTS={bad:?}: expected up to 6")),
+                e.starts_with(&format!(
+                    "PROFPOINT_PMU_EVENTS=\"{shown}\": expected up to 6"
+                )),
                 "{e}"
             );
         }
@@ -415,4 +419,23 @@ fn the_sources_name_only_variables_of_the_table() {
             }
         }
     }
+}
+
+/// A value as warnings show it: control, invisible and bidirectional characters escaped,
+/// cut to the length asked with "...", untouched when short and plain.
+#[test]
+fn values_are_shown_escaped_and_cut() {
+    use crate::env::shown;
+    assert_eq!(shown("db::*", 64), "db::*");
+    assert_eq!(
+        shown("a\nb\u{1b}[2J\r\u{7}", 64),
+        "a\\nb\\u{1b}[2J\\r\\u{7}"
+    );
+    assert_eq!(shown("\u{202e}x\"\\", 64), "\\u{202e}x\\\"\\\\");
+    assert_eq!(shown("é::x", 64), "é::x");
+    let long = "x".repeat(100);
+    assert_eq!(shown(&long, 10), "xxxxxxx...");
+    assert_eq!(shown(&long[..10], 10), "xxxxxxxxxx");
+    // An escape is never cut in two.
+    assert_eq!(shown("xxxxxx\u{1b}yyyy", 10), "xxxxxx...");
 }

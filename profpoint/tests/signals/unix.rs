@@ -497,7 +497,8 @@ fn fill_pipe(fd: libc::c_int) {
 }
 
 /// A second signal while the first one's report is being written (here: blocked writing to
-/// a full stdout nobody reads) ends the process at once, by the second signal, with one line.
+/// a full stdout nobody reads) ends the process at once, by the first signal (as without
+/// profpoint, where the first would have ended it already), with one line.
 fn a_second_signal_during_the_report_ends_the_process_at_once() {
     let mut c = spawn(
         "loop",
@@ -518,7 +519,7 @@ fn a_second_signal_during_the_report_ends_the_process_at_once() {
     let mut rest = String::new();
     err.read_to_string(&mut rest).unwrap();
     let status = c.wait().unwrap();
-    assert_eq!(status.signal(), Some(libc::SIGINT), "{status:?}\n{rest}");
+    assert_eq!(status.signal(), Some(libc::SIGTERM), "{status:?}\n{rest}");
     assert_eq!(
         rest.matches(
             "profpoint: another signal while the report was pending: ending now, without it"
@@ -527,6 +528,36 @@ fn a_second_signal_during_the_report_ends_the_process_at_once() {
         1,
         "{rest}"
     );
+}
+
+/// SIGINT, then SIGTERM 20 ms later (a user's Ctrl-C, then a supervisor's stop): the process
+/// ends by SIGINT, as without profpoint, whether the report was still being written when the
+/// SIGTERM came (it then ends at once) or not. With the heatmap, whose symbols make the report
+/// take longer than 20 ms; three times.
+fn sigint_then_sigterm_ends_the_process_by_sigint() {
+    let heatmap: &[(&str, &str)] = if cfg!(feature = "heatmap") {
+        &[("PROFPOINT_HEATMAP", "1")]
+    } else {
+        &[]
+    };
+    for run in 0..3 {
+        let path = temp(&format!("int-term-{run}.json"));
+        let mut c = spawn("loop", &format!("json:{}", path.display()), heatmap, false);
+        let mut out = BufReader::new(c.stdout.take().unwrap());
+        wait_line(&mut out, "ready");
+        kill(&c, libc::SIGINT);
+        std::thread::sleep(Duration::from_millis(20));
+        // The child may be gone already (its report written): then there is nothing to send.
+        // SAFETY: kill(2) with the child's pid, not yet waited for (a zombie still holds it).
+        unsafe { libc::kill(c.id() as libc::pid_t, libc::SIGTERM) };
+        let (status, _, err) = finish(c);
+        assert_eq!(
+            status.signal(),
+            Some(libc::SIGINT),
+            "run {run}: {status:?}\n{err}"
+        );
+        std::fs::remove_file(&path).ok();
+    }
 }
 
 /// A signal while the program's own exit writes the report (blocked on a full stdout): the
@@ -637,6 +668,10 @@ pub(crate) fn main() {
         t(
             "a_second_signal_during_the_report_ends_the_process_at_once",
             a_second_signal_during_the_report_ends_the_process_at_once,
+        ),
+        t(
+            "sigint_then_sigterm_ends_the_process_by_sigint",
+            sigint_then_sigterm_ends_the_process_by_sigint,
         ),
         t(
             "a_signal_during_the_exit_report_lets_it_finish",
