@@ -365,8 +365,9 @@ fn warn_unwritable(given: &Destination, at: &Destination) -> bool {
     // Report 1: a `{seq}` in the path is checked as the first of a series.
     let at = destination_for(at, 1);
     if let Some(why) = at.path().and_then(refused) {
+        // The reason whole (escaped): it names who owns what, which is the point of the line.
         let given = env::shown(&given.to_string(), env::SHOWN_MAX);
-        let why = env::shown(&why, 96);
+        let why = env::shown(&why, 4 * env::SHOWN_MAX);
         crate::diag::warn_line!(
             "profpoint: PROFPOINT_REPORT={given}: {why}; the points table goes to stderr at \
              exit instead"

@@ -270,7 +270,9 @@ pub(crate) fn start_from_env() {
             s.local_addr()
         ),
         // The value once: an address that does not parse is in the error's own text.
-        Err(e @ ServeError::Address(..)) => crate::diag::warn_line!("profpoint: PROFPOINT_SERVE: {e}; no server"),
+        Err(e @ ServeError::Address(..)) => {
+            crate::diag::warn_line!("profpoint: PROFPOINT_SERVE: {e}; no server")
+        }
         Err(e) => crate::diag::warn_line!(
             "profpoint: PROFPOINT_SERVE=\"{}\": {e}; no server",
             crate::env::shown(&addr, crate::env::SHOWN_MAX)

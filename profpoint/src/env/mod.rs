@@ -501,7 +501,8 @@ pub(crate) fn warn(e: &EnvError, fallback: &str) {
     let value = shown(&e.value, room(fixed.chars().count()));
     crate::diag::warn_line!(
         "profpoint: {}=\"{value}\": expected {}; using {fallback}",
-        e.var, e.expected
+        e.var,
+        e.expected
     );
 }
 
@@ -530,7 +531,9 @@ pub(crate) fn var(name: &str) -> Option<String> {
             } else {
                 inner.to_string()
             };
-            crate::diag::warn_line!("profpoint: {name}=\"{cut}\": expected UTF-8 text; ignoring it");
+            crate::diag::warn_line!(
+                "profpoint: {name}=\"{cut}\": expected UTF-8 text; ignoring it"
+            );
             None
         }
     }
