@@ -16,7 +16,8 @@ impl Report {
     /// - percentiles out of order (min <= p50 <= p90 <= p99 <= p99.9 <= max);
     /// - a path of the points tree measured whole (its calls and its children's all timed,
     ///   none estimated) whose children's totals add up to more than its own (a child runs
-    ///   inside its parent's interval), or whose self time is negative;
+    ///   inside its parent's interval), or, with no compensation anywhere in the run, whose
+    ///   self time is negative;
     /// - a negative or non-finite cost in the budget's section.
     pub fn impossible(&self) -> Vec<String> {
         let mut out = Vec::new();
@@ -50,6 +51,10 @@ impl Report {
                 }
             }
         }
+        // Compensation (asked for, or in the budget's timing windows) takes a fixed figure
+        // out per nested timed call: a path's self time is then an estimate, which may dip
+        // below zero (flame graphs read it through `TreeNode::est_self_ns`, never negative).
+        let compensated = self.compensated || self.budget.bursts > 0;
         if let Some(tree) = &self.tree {
             let exact = |i: usize| {
                 let n = &tree.nodes[i];
@@ -71,7 +76,10 @@ impl Report {
                 // untimed nested call taken out at its point's mean, a signed sum kept
                 // unbiased across paths, `TreeNode::est_self_ns` never below zero): only a
                 // path measured whole must hold it.
-                if all_exact[i] && n.self_ns.is_some_and(|own| own < -(SLACK_NS as i64)) {
+                if all_exact[i]
+                    && !compensated
+                    && n.self_ns.is_some_and(|own| own < -(SLACK_NS as i64))
+                {
                     out.push(format!(
                         "tree path {}: negative self time {:?} ns",
                         tree.path(i).join(";"),
