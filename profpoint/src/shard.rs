@@ -673,7 +673,7 @@ pub(crate) fn shard_count() -> usize {
 
 #[cfg(all(test, not(loom)))]
 mod size_tests {
-    /// The memory figures ARCHITECTURE.md states.
+    /// The memory figures docs/profile-points.md states.
     #[test]
     fn memory_per_point_and_thread_is_as_documented() {
         assert_eq!(std::mem::size_of::<super::Shard>(), 128);
