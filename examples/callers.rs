@@ -1,4 +1,4 @@
-//! Two callers of one hot function in a 9:1 ratio, the workload of issue 14's agreement check
+//! Two callers of one hot function in a 9:1 ratio, the workload of the stacks' agreement check
 //! with perf (`scripts/stacks-vs-perf`): every round calls `caller_a`, which calls `hot` 9
 //! times, and `caller_b`, which calls it once, so a sampler's stacks should put 90% of `hot`'s
 //! samples under `caller_a` and 10% under `caller_b`. `hot` does real work in std code (a sort,

@@ -1,4 +1,4 @@
-//! The transparent-annotation targets of issue 10, measured in one run and checked: stack per
+//! The transparent-annotation targets, measured in one run and checked: stack per
 //! annotated frame (release and opt-level 0), what an enabled point costs a debug build, the
 //! compile time of a crate with every function annotated, and the size of an `off` build
 //! against the un-annotated one. Exits 1 on a miss.

@@ -1,4 +1,4 @@
-//! Issue 11's check of overhead compensation on a deep call tree: do the compensated self times
+//! The overhead budget's check of compensation on a deep call tree: do the compensated self times
 //! of the annotated tree split its time as the un-annotated tree's samples do?
 //!
 //! cargo bench -p profpoint-benches --bench compensation_split

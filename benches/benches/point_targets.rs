@@ -1,4 +1,4 @@
-//! The profile-point targets of issue 2, measured in one run and checked: exits non-zero and
+//! The profile-point targets, measured in one run and checked: exits non-zero and
 //! prints MISS for any target not met.
 //!
 //! ```text
@@ -210,9 +210,10 @@ mod linux {
                 println!(
                     "      bare fn {bare_i:.2}, off {off_i:.2}, on {on_i:.2}, sampled 1/16 {sampled_i:.2}"
                 );
-                // Known miss, by choice: the body stays in the function (issue 10), so the off path
-                // is a compare and a branch (3 instructions) plus, in a leaf function like this
-                // one, the stack frame the enabled path's call needs (5): recorded 8.
+                // Known miss, by choice: the body stays in the function (so the annotation is
+                // transparent), so the off path is a compare and a branch (3 instructions) plus, in
+                // a leaf function like this one, the stack frame the enabled path's call needs (5):
+                // recorded 8.
                 check.known_miss(
                     "off point: extra instructions over the bare fn (a leaf)",
                     off_i - bare_i,
@@ -257,7 +258,7 @@ mod linux {
             6.3,
             "ns",
         );
-        // Issue 11's target for a call counted and not timed: a call, a jump, the thread's
+        // The budget's target for a call counted and not timed: a call, a jump, the thread's
         // slot found, two increments. Met since the shard's word is read through a TLS
         // descriptor (1.81-1.99 ns, 2.03-2.31 before, alternating; BENCHMARKS.md).
         check.target(
@@ -266,7 +267,7 @@ mod linux {
             2.0,
             "ns",
         );
-        // Known miss since the points tree (issue 14): an untimed call enters and leaves its
+        // Known miss since the points tree was added: an untimed call enters and leaves its
         // node too; recorded 9.7 ns against one TSC read's 9.47 (BENCHMARKS.md).
         check.known_miss(
             "sampled point (1/16) over bare fn, vs one TSC read",
@@ -287,7 +288,7 @@ mod linux {
             "      profpoint {on_cpu:.2}, fastrace LocalSpan {fr_cpu:.2} (with a reporter; {fr_bare_cpu:.2} without), hotpath measure {hp_cpu:.2}"
         );
         // Known miss since 2026-11-24: fastrace without a reporter measured 24.6 ns here (47.2 ns
-        // when the target was set); the build before issue 10 missed it alike in the same run.
+        // when the target was set); the build before transparency missed it alike in the same run.
         check.known_miss(
             "profpoint / fastrace LocalSpan (its cheaper set-up)",
             on_cpu / fr_cpu.min(fr_bare_cpu),
@@ -297,7 +298,7 @@ mod linux {
         );
         check.target("profpoint / hotpath #[measure]", on_cpu / hp_cpu, 0.60, "x");
 
-        println!("== overhead compensation: a parent of 200 annotated children (issue 11)");
+        println!("== overhead compensation: a parent of 200 annotated children (overhead budget)");
         let (raw, comp, bare) = compensation_medians();
         println!(
             "      parent p50: uncompensated {raw} ns, compensated {comp} ns, with the children bare {bare} ns \

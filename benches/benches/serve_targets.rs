@@ -1,4 +1,4 @@
-//! Issue 15's targets for the live server (feature `serve`):
+//! The targets for the live server (feature `serve`):
 //!
 //! cargo bench -p profpoint-benches --features serve --bench serve_targets
 //!

@@ -1,7 +1,7 @@
 //! The tracepoint RFC's question, answered with measurements: what a disabled and an enabled
 //! tracepoint cost when its body is inline at the site, out of line behind an atomic flag, or
 //! out of line behind a static key (ours), beside a disabled `tracing` event and the
-//! `static-keys` crate. Checks issue 3's targets; exits non-zero on a miss.
+//! `static-keys` crate. Checks the RFC's targets; exits non-zero on a miss.
 //!
 //! ```text
 //! cargo bench -p profpoint-benches --bench tracepoint_targets

@@ -1,4 +1,4 @@
-//! Issue 5's targets for per-function metrics by alternating sample periods, checked in one run:
+//! The targets for per-function metrics by alternating sample periods, checked in one run:
 //! each line says PASS, MISS or SKIP (with the reason), and the exit status is 1 on any MISS.
 //!
 //! 1. The software mode (always; no PMU needed), on `fault_pages`/`spin`, whose page-fault

@@ -1,4 +1,4 @@
-//! Issue 14's targets for stacks in the sampler, each measured beside its baseline in one run
+//! The targets for stacks in the sampler, each measured beside its baseline in one run
 //! (one process, phases interleaved):
 //!
 //! 1. **Cost per sample of the handler body**, flat against stacks of depth 32: the handler is

@@ -1,4 +1,4 @@
-//! Issue 17, "Hostile hosts": a program that takes `SIGPROF` over while the heatmap samples.
+//! Hostile hosts: a program that takes `SIGPROF` over while the heatmap samples.
 //!
 //! - It installs its own handler and arms its own `ITIMER_PROF` after `heatmap::start`; stop
 //!   leaves both as the program set them (before: `SIG_DFL` came back and the program's next

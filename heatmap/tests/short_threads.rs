@@ -1,4 +1,4 @@
-//! Short-lived threads (issue 17, item 4): threads that end before the watcher's next look
+//! Short-lived threads (a hostile host): threads that end before the watcher's next look
 //! (it lists `/proc/self/task` every 20 ms) carry no sampling event. The profile must say how
 //! much CPU ran on them, and its rate warning must not blame `perf_event_max_sample_rate` for
 //! what they explain.

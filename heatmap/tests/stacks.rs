@@ -1,4 +1,4 @@
-//! Call stacks in the sampler (issue 14): a known call chain comes out root to leaf, the
+//! Call stacks in the sampler: a known call chain comes out root to leaf, the
 //! per-thread tag is carried, bad settings are refused with one clear line, and a profile
 //! with stacks survives the dump format.
 

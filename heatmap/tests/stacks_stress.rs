@@ -1,4 +1,4 @@
-//! Issue 14's "bad input and limits" for stacks: 4 kHz for 10 s across 8 threads doing, each,
+//! The "bad input and limits" for stacks: 4 kHz for 10 s across 8 threads doing, each,
 //! one hostile thing: deep recursion on a 64 KiB stack, vDSO calls, code in a JIT-like
 //! anonymous executable page, a library `dlopen`ed and `dlclose`d over and over during the
 //! run (and run inside), a signal handler of its own on its own alternate stack, recursion past

@@ -1,4 +1,4 @@
-//! Issue 13's targets for the report model and the command: reading, converting and writing a
+//! The targets for the report model and the command: reading, converting and writing a
 //! report of 10,000 points with a 5 MB heatmap section, under 200 ms per format; `compare` of
 //! two such reports under 200 ms. A plain bench (no threshold anywhere: the figures go into
 //! BENCHMARKS.md), run with

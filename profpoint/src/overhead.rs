@@ -51,8 +51,8 @@ struct Calibration {
 
 /// One calibration a process: the header's overhead, compensation's figures and the budget's
 /// cost model all come from the same interleaved rounds. Two separate loops timing the same
-/// path read 45.8 and 32.0 ns in one process on a noisy guest (BENCHMARKS.md), so the header
-/// and the budget disagreed about what a timed call costs.
+/// path read 45.8 and 32.0 ns in one process on a noisy guest (BENCHMARKS.md's history), so
+/// the header and the budget disagreed about what a timed call costs.
 static CALIBRATED: OnceLock<Calibration> = OnceLock::new();
 
 /// Rounds of each calibration loop; the best round of each is kept.

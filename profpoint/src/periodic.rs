@@ -1,4 +1,4 @@
-//! Periodic reports (`PROFPOINT_REPORT_EVERY`, issue 15): a service that never exits writes
+//! Periodic reports (`PROFPOINT_REPORT_EVERY`): a service that never exits writes
 //! its report every interval, each with the interval's calls and times beside the totals.
 //!
 //! # Mechanism

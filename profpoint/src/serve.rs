@@ -1,4 +1,4 @@
-//! Live reports over HTTP (feature `serve`, issue 15): a service that never exits shows its
+//! Live reports over HTTP (feature `serve`): a service that never exits shows its
 //! points while it runs, to a person (`/debug/profpoint`), to Prometheus (`/metrics`), to
 //! whatever reads JSON (`/debug/profpoint?format=json`) and to pprof's readers
 //! (`/debug/pprof/profile`).

@@ -1,4 +1,4 @@
-//! Ctrl-C and `kill` lose nothing (issue 15): a process ended by `SIGINT`, `SIGTERM` or
+//! Ctrl-C and `kill` lose nothing: a process ended by `SIGINT`, `SIGTERM` or
 //! `SIGHUP` writes its at-exit report, then ends exactly as the signal would have ended it.
 //!
 //! # Mechanism

@@ -376,7 +376,7 @@ mod tests {
 
 #[cfg(all(test, not(loom)))]
 mod size_tests {
-    /// The memory figure ARCHITECTURE.md states.
+    /// The memory figure docs/profile-points.md states.
     #[test]
     fn memory_per_point_and_thread_is_as_documented() {
         assert_eq!(std::mem::size_of::<super::Slot>(), 11_392);

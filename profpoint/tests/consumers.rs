@@ -1,9 +1,9 @@
-//! Every export read by the program that consumes it (issue 13), not by our own readers: the
-//! pprof profile by `go tool pprof` (`-raw`, `-top`) and by `protoc --decode` with upstream's
-//! `profile.proto` (`third_party/pprof`), the Prometheus exposition by `promtool check
-//! metrics`, the SVG chart by an XML parser. `scripts/test` installs the tools (Debian's
-//! golang-go, protobuf-compiler, prometheus); where one is missing its test prints `SKIPPED:`
-//! with the reason and passes.
+//! Every export read by the program that consumes it (the report model's rule), not by our own
+//! readers: the pprof profile by `go tool pprof` (`-raw`, `-top`) and by `protoc --decode` with
+//! upstream's `profile.proto` (`third_party/pprof`), the Prometheus exposition by `promtool check
+//! metrics`, the SVG chart by an XML parser. `scripts/test` installs the tools (Debian's golang-go,
+//! protobuf-compiler, prometheus); where one is missing its test prints `SKIPPED:` with the reason
+//! and passes.
 //!
 //! Values are compared with the JSON form of the same report (one snapshot rendered twice), or,
 //! for the at-exit files, with the JSON report the same exit wrote.
@@ -962,7 +962,7 @@ fn go_tool_pprof_shows_the_sampled_stacks_as_a_call_graph() {
     if tool(test, "go", "golang-go").is_none() {
         return;
     }
-    // Hand-made stacks (the capture is another part of issue 14): two callers of one hot
+    // Hand-made stacks (the capture is tested in the heatmap crate): two callers of one hot
     // function, 9:1, and main's own samples.
     let frame = |name: &str| profpoint::heatmap::Frame {
         address: 0x1000,

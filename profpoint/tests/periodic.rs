@@ -1,4 +1,4 @@
-//! Periodic reports (`PROFPOINT_REPORT_EVERY`, issue 15): a series of reports, each with the
+//! Periodic reports (`PROFPOINT_REPORT_EVERY`): a series of reports, each with the
 //! interval's calls beside the totals, `{seq}` paths, a fixed path replaced each time and last
 //! by the exit report, the table on stderr each interval, and an unwritable destination said
 //! once. The child (this test binary again) runs until the second periodic report exists, so

@@ -1,4 +1,4 @@
-//! Sandboxes (issue 17, item 6): a seccomp filter that denies `mremap` with EPERM, as a
+//! Sandboxes (a hostile host): a seccomp filter that denies `mremap` with EPERM, as a
 //! container or sandbox profile does. Static-key tracepoints patch code through `mremap`, so:
 //! the error names seccomp and EPERM (not W^X), `register` returns an error (and no probe),
 //! switching a site off under a denial that started later is said (never silent), and the

@@ -1,4 +1,4 @@
-//! Live reports over HTTP (feature `serve`, issue 15): every endpoint, the loopback default,
+//! Live reports over HTTP (feature `serve`): every endpoint, the loopback default,
 //! the token, and hostile clients (garbage, half requests, oversized heads, 1,000 connections)
 //! that get an error or are dropped, and never stall the application or other requests.
 

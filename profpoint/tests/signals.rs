@@ -1,4 +1,4 @@
-//! Ctrl-C and `kill` lose nothing (issue 15): a process ended by SIGINT, SIGTERM or SIGHUP
+//! Ctrl-C and `kill` lose nothing: a process ended by SIGINT, SIGTERM or SIGHUP
 //! writes its report, then ends exactly as the signal would have ended it; a program's own
 //! handler (or ignored signal) stands; a second signal during the report ends the process at
 //! once; a signal during the program's own exit report lets it finish, then ends the process.

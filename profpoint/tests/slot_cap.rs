@@ -1,4 +1,4 @@
-//! A cap on slot memory (issue 17, item 8): a thread that touches many points holds one
+//! A cap on slot memory (a hostile host): a thread that touches many points holds one
 //! 11,392-byte slot per point. With `PROFPOINT_MAX_SLOT_MB=1` (92 slots), a thread calling 200
 //! points 3 times each: one warning line, slot memory within the cap, and every call accounted
 //! for: recorded in its point's row (all 3 calls) or counted as not recorded, exactly 600.

@@ -1,4 +1,4 @@
-//! Call stacks in the sampler (issue 14): the report types, and the capture behind them.
+//! Call stacks in the sampler: the report types, and the capture behind them.
 //!
 //! The report types below are the contract between the sampler and its consumers
 //! (profpoint's report model and renderers: folded stacks, flame graphs, pprof with stacks),

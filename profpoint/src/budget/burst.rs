@@ -159,12 +159,12 @@ pub(super) fn isolate(set: &[(usize, Mode)], window: Duration) -> Option<Vec<(us
 /// How long a burst's points run timed before its window's counts begin: a quarter of the
 /// window, within [`MIN_WARM_UP`, `MAX_WARM_UP`].
 ///
-/// The first calls after the points go on run slower than their usual calls (base64's loop,
-/// the calls of `Base64Display::fmt` in the windows, compensated: 37-53 ns of self time a
-/// call counted from the switch, 2-6 ns from 200 us after it, 3.2 ns timed on every call
-/// for the whole run; `BENCHMARKS.md`), and a window of a few hundred microseconds holds only
-/// a few dozen of them. Their excess, which compensation's fixed figure does not take out,
-/// stood for every call between the windows.
+/// The first calls after the points go on run slower than their usual calls (base64's loop, the
+/// calls of `Base64Display::fmt` in the windows, compensated: 37-53 ns of self time a call counted
+/// from the switch, 2-6 ns from 200 us after it, 3.2 ns timed on every call for the whole run;
+/// `BENCHMARKS.md`'s git history), and a window of a few hundred microseconds holds only a few
+/// dozen of them. Their excess, which compensation's fixed figure does not take out, stood for
+/// every call between the windows.
 pub(super) fn warm_up(window: Duration) -> Duration {
     (window / 4).clamp(MIN_WARM_UP, MAX_WARM_UP)
 }

@@ -714,7 +714,8 @@ pub(super) fn delta(cur: &Scalars, last: &Scalars) -> Scalars {
 /// found inside) join: a leaf's time in the bursts has no nested call's cost to take out, so
 /// the report prices it there, and its isolated mean, lower than its bursts' by a different
 /// factor than its parent's, moved its share into the parent (base64's loop: 3-4 pairs out
-/// of perf's order in three runs with leaves isolated, 0-2 in five without; BENCHMARKS.md).
+/// of perf's order in three runs with leaves isolated, 0-2 in five without; in BENCHMARKS.md's
+/// git history).
 /// A point the tree never saw joins none (nothing says what it may nest); a point found
 /// inside itself (recursion) may still join a class (its own nested calls are not outermost
 /// and do not add to its total).

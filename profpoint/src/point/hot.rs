@@ -237,11 +237,11 @@ impl Point {
         }
     }
 
-    /// A counted-only call, with nothing else in its function: what it costs over the bare
-    /// call is two calls, the status and slot loads, and two increments (issue 11's target:
-    /// 2 ns). On x86_64 glibc the thread's shard is one `fs:`-relative load and the function
-    /// saves nothing but a push for the stack's alignment (`shard::word`: a `thread_local!`
-    /// cost three register saves here). No slot yet: `enter_started`'s cold path.
+    /// A counted-only call, with nothing else in its function: what it costs over the bare call is
+    /// two calls, the status and slot loads, and two increments (the overhead budget's target:
+    /// 2 ns). On x86_64 glibc the thread's shard is one `fs:`-relative load and the function saves
+    /// nothing but a push for the stack's alignment (`shard::word`: a `thread_local!` cost three
+    /// register saves here). No slot yet: `enter_started`'s cold path.
     #[inline(never)]
     #[allow(improper_ctypes_definitions)] // never called from C: the ABI is for `nounwind`
     extern "C" fn enter_counted(&'static self, t: &mut MaybeUninit<Token>) -> bool {

@@ -447,7 +447,7 @@ impl OffPoint {
 
 #[cfg(all(test, not(loom)))]
 mod size_tests {
-    /// The size ARCHITECTURE.md states for a point's static.
+    /// The size docs/profile-points.md states for a point's static.
     #[test]
     fn a_point_static_is_as_documented() {
         assert_eq!(std::mem::size_of::<super::Point>(), 104);

@@ -1,5 +1,5 @@
 //! Sampled stacks through the active point: annotated functions that LLVM inlined into their
-//! callers get their frame back (issue 14, `docs/stacks.md` section 11).
+//! callers get their frame back (`docs/stacks.md` section 11).
 //!
 //! # Concept
 //! A release build without debug information names a sample's frames from ELF symbols alone.

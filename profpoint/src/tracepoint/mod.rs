@@ -1,7 +1,7 @@
 //! Tracepoints: call sites that cost a branch until a probe is attached.
 //!
 //! # Concept
-//! The kernel's tracepoints, after Steven Rostedt's out-of-line RFC (`../shared/seeds/`): a
+//! The kernel's tracepoints, after Steven Rostedt's out-of-line RFC: a
 //! site `trace_sched_switch(prev, next)` is an inlined test of the tracepoint's key; everything
 //! else (the probe list, the loop, the argument passing) lives in a `#[cold] #[inline(never)]`
 //! hook, so the hot function carries only the test. Probes are closures registered and

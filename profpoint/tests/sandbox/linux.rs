@@ -324,7 +324,7 @@ fn switching_off_under_a_later_denial_is_said() {
     std::fs::remove_file(&json).ok();
 }
 
-/// Issue 17, item 9: a probe that panics on every call (400 calls, `RUST_BACKTRACE=1`): the
+/// Hostile hosts: a probe that panics on every call (400 calls, `RUST_BACKTRACE=1`): the
 /// first 3 panics are printed in full by the panic hook, then one line each; the program goes
 /// on and the report counts them.
 fn a_panicking_probe_prints_one_line_per_panic_after_the_first_few() {

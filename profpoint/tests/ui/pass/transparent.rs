@@ -1,4 +1,4 @@
-//! The shapes that broke when whole published crates were annotated (issue 10): each compiles
+//! The shapes that broke when whole published crates were annotated: each compiles
 //! with the attribute exactly as without it, with every warning an error (a lint that fires
 //! only because of the expansion fails this case).
 #![deny(warnings)]
