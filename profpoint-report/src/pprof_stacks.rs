@@ -12,11 +12,20 @@
 //!
 //! The flat pprof (`pprof.rs`, `to_pprof`) stays as it was: one sample per point with its calls,
 //! self and total as the JSON has them.
+//!
+//! [`cpu_pprof`] writes the sampler's profile of a window alone, as Go's `runtime/pprof` writes
+//! a CPU profile (what `/debug/pprof/profile?seconds=N` serves): sample types `samples/count`
+//! and `cpu/nanoseconds` (`wall` for a wall-clock sampler), each sample's time its count times
+//! the period; `period_type` and `period` the sampling interval; `time_nanos` and
+//! `duration_nanos` the window. `go tool pprof`, Parca and Pyroscope read it as they read Go's,
+//! with no flag. No points' figures are in it.
 
 use crate::folded::StackSource;
 use crate::pprof::{
     Strings, bytes, finish, gzip, location_and_function, packed, program_mapping, value_type,
 };
+#[cfg(feature = "heatmap")]
+use crate::pprof::{program_mapping_named, uint};
 use crate::{PointsTree, Report};
 use std::collections::HashMap;
 
@@ -164,4 +173,78 @@ impl Report {
     pub fn to_points_pprof(&self) -> Vec<u8> {
         self.to_pprof_stacks_of(StackSource::Points)
     }
+}
+
+/// The sampler's profile `heat` of the window from `start_unix_ns`, `duration_ns` long, as a
+/// gzipped CPU profile of program `program`, the way Go's `runtime/pprof` writes one (see the
+/// module's documentation): the sampled stacks when the sampler took them, else one flat
+/// sample per row of the heatmap (its top functions). Samples whose stack found no room in the
+/// sampler's table are one sample at `[stack table full]`.
+#[cfg(feature = "heatmap")]
+pub fn cpu_pprof(
+    heat: &heatmap::Report,
+    program: &str,
+    start_unix_ns: u64,
+    duration_ns: u64,
+) -> Vec<u8> {
+    let kind = if heat.mode == "wall" { "wall" } else { "cpu" };
+    let period = 1_000_000_000 / u64::from(heat.requested_hz.max(1));
+    let mut table = Table::default();
+    let mut samples = match &heat.stacks {
+        Some(st) => {
+            let mut v = stack_samples(st, &mut table);
+            if st.dropped > 0 {
+                v.push((
+                    vec![table.id("[stack table full]", "", 0)],
+                    vec![st.dropped],
+                ));
+            }
+            v
+        }
+        None => heat
+            .rows
+            .iter()
+            .filter(|row| row.nr > 0)
+            .map(|row| {
+                let (name, file, line) = crate::pprof::sampled_site(
+                    &row.function,
+                    row.library.as_deref(),
+                    row.location.as_deref(),
+                );
+                (vec![table.id(&name, &file, line)], vec![row.nr])
+            })
+            .collect(),
+    };
+    for (_, values) in &mut samples {
+        let n = values[0];
+        values.push(n.saturating_mul(period));
+    }
+    let mut strings = Strings::new();
+    let mut out = Vec::new();
+    for (k, unit) in [("samples", "count"), (kind, "nanoseconds")] {
+        let vt = value_type(&mut strings, k, unit);
+        bytes(&mut out, 1, &vt);
+    }
+    for (locs, values) in &samples {
+        let mut s = Vec::new();
+        bytes(&mut s, 1, &packed(locs));
+        bytes(&mut s, 2, &packed(values));
+        bytes(&mut out, 2, &s);
+    }
+    program_mapping_named(&mut out, &mut strings, program);
+    for (i, (name, file, line)) in table.order.iter().enumerate() {
+        location_and_function(&mut out, &mut strings, i as u64 + 1, name, file, *line);
+    }
+    // time_nanos (9), duration_nanos (10), period_type (11), period (12),
+    // default_sample_type (14), then the string table (6).
+    uint(&mut out, 9, start_unix_ns);
+    uint(&mut out, 10, duration_ns);
+    let pt = value_type(&mut strings, kind, "nanoseconds");
+    bytes(&mut out, 11, &pt);
+    uint(&mut out, 12, period);
+    uint(&mut out, 14, strings.id(kind));
+    for s in &strings.table {
+        bytes(&mut out, 6, s.as_bytes());
+    }
+    gzip(&out)
 }
