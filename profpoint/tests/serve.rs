@@ -377,6 +377,8 @@ fn pprof_samples_by_function(pb: &[u8], ty: &str) -> (std::collections::HashMap<
 /// What a pprof profile says of itself: its sample types and default, its period's type and
 /// value, its duration, and the most locations a sample has.
 #[derive(Debug)]
+// Without the sampler, only the points' profile is read.
+#[cfg_attr(not(feature = "heatmap"), allow(dead_code))]
 struct PprofHead {
     sample_types: Vec<(String, String)>,
     default_sample_type: String,
