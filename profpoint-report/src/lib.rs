@@ -38,6 +38,8 @@ pub use flame::flame_svg;
 pub use folded::stacks_folded;
 pub use folded::{FoldedValue, StackSource, points_folded};
 pub use model::*;
+#[cfg(feature = "heatmap")]
+pub use pprof_stacks::cpu_pprof;
 pub use read::{OLDEST_VERSION, ReadError, read};
 pub use table::write_table;
 

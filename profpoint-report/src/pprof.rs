@@ -232,7 +232,15 @@ fn encode(r: &Report) -> Vec<u8> {
 /// The profile's one mapping (field 3): id (1), filename (5), has_functions (7),
 /// has_filenames (8), has_line_numbers (9): the program, already symbolised.
 pub(crate) fn program_mapping(out: &mut Vec<u8>, strings: &mut Strings, r: &Report) {
-    let program = r.run.command.first().map_or("", String::as_str);
+    program_mapping_named(
+        out,
+        strings,
+        r.run.command.first().map_or("", String::as_str),
+    );
+}
+
+/// [`program_mapping`] for the program named `program`.
+pub(crate) fn program_mapping_named(out: &mut Vec<u8>, strings: &mut Strings, program: &str) {
     let mut m = Vec::new();
     uint(&mut m, 1, 1);
     uint(&mut m, 5, strings.id(program));

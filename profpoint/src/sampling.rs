@@ -149,12 +149,30 @@ pub(crate) fn start(config: heatmap::Config) -> Result<(), heatmap::StartError> 
     Ok(())
 }
 
-/// A heatmap of the next `d` (the `serve` feature's `/debug/pprof/profile`): the sampler is
-/// started at the default rate, left to run for `d` and stopped. `Err` says why not: the
-/// heatmap already runs for the whole process (`PROFPOINT_HEATMAP`, `start_heatmap`), it
-/// cannot start here, or the process began its exit report meanwhile (which took the sampler).
+/// Why [`profile_for`] took no profile.
 #[cfg(feature = "serve")]
-pub(crate) fn profile_for(d: std::time::Duration) -> Result<heatmap::Report, String> {
+pub(crate) enum ProfileError {
+    /// The heatmap already runs for the whole process (`PROFPOINT_HEATMAP`, `start_heatmap`):
+    /// its profile is in every report.
+    Taken(String),
+    /// The sampler cannot run here (its start failed), or the process began its exit report
+    /// meanwhile (which took the sampler).
+    Unavailable(String),
+}
+
+/// A profile of a window: the sampler's report, and when the window began (Unix
+/// nanoseconds) and how long it lasted.
+#[cfg(feature = "serve")]
+pub(crate) struct Window {
+    pub(crate) report: heatmap::Report,
+    pub(crate) start_unix_ns: u64,
+    pub(crate) duration_ns: u64,
+}
+
+/// A heatmap of the next `d` (the `serve` feature's `/debug/pprof/profile`): the sampler is
+/// started at the default rate, left to run for `d` and stopped. `Err` says why not.
+#[cfg(feature = "serve")]
+pub(crate) fn profile_for(d: std::time::Duration) -> Result<Window, ProfileError> {
     // Stacks as the environment says (on by default where available), so the profile's pprof
     // has call chains; a bad value is said once and the profile goes flat.
     let config = match env::stacks(&env::var) {
@@ -165,16 +183,30 @@ pub(crate) fn profile_for(d: std::time::Duration) -> Result<heatmap::Report, Str
             heatmap::Config::default()
         }
     };
+    let start_unix_ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |t| t.as_nanos() as u64);
+    let began = std::time::Instant::now();
     start(config).map_err(|e| match e {
-        heatmap::StartError::AlreadyRunning => "the heatmap already runs for the whole process \
-            (PROFPOINT_HEATMAP or start_heatmap): its profile is in /debug/profpoint and the exit report"
-            .to_string(),
-        e => format!("the sampler could not start: {e}"),
+        heatmap::StartError::AlreadyRunning => ProfileError::Taken(
+            "the heatmap already runs for the whole process (PROFPOINT_HEATMAP or \
+             start_heatmap): its profile is in /debug/profpoint and the exit report"
+                .to_string(),
+        ),
+        e => ProfileError::Unavailable(format!("the sampler cannot run here: {e}")),
     })?;
     std::thread::sleep(d);
-    let profile =
-        heatmap_profile(true).ok_or("the process began its exit report, which took the sampler")?;
-    Ok(profile.report(&options()))
+    let profile = heatmap_profile(true).ok_or_else(|| {
+        ProfileError::Unavailable(
+            "the process began its exit report, which took the sampler".to_string(),
+        )
+    })?;
+    let duration_ns = began.elapsed().as_nanos() as u64;
+    Ok(Window {
+        report: profile.report(&options()),
+        start_unix_ns,
+        duration_ns,
+    })
 }
 
 /// How the heatmap section is shaped, from the environment.

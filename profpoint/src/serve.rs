@@ -1,7 +1,7 @@
 //! Live reports over HTTP (feature `serve`): a service that never exits shows its
 //! points while it runs, to a person (`/debug/profpoint`), to Prometheus (`/metrics`), to
 //! whatever reads JSON (`/debug/profpoint?format=json`) and to pprof's readers
-//! (`/debug/pprof/profile`).
+//! (`/debug/pprof/profile`, `/debug/pprof/points`).
 //!
 //! # Mechanism
 //! - [`serve`] (or `PROFPOINT_SERVE=127.0.0.1:PORT` at start-up) binds a listener and starts one
@@ -37,11 +37,19 @@
 //!   kept report closest to that age (the interval's exact bounds are in it).
 //!
 //! - `/debug/pprof/profile?seconds=N` (default 10, at most [`ServeOptions::max_profile_seconds`],
-//!   default 60): runs the heatmap sampler for N seconds and answers its profile (with the
-//!   points) as gzip pprof, as Go's `net/http/pprof` does, so `go tool pprof URL` reads it.
-//!   One at a time: a second request meanwhile gets `429`; while the heatmap already runs for
-//!   the whole process, `409` (its profile is in every report). Needs the `heatmap` feature
-//!   (default); without it, `501`.
+//!   default 60): runs the heatmap sampler for N seconds and answers what Go's
+//!   `net/http/pprof` answers, a CPU profile of those N seconds as gzip pprof
+//!   (`profpoint_report::cpu_pprof`): sample types `samples/count` and `cpu/nanoseconds`
+//!   (cpu the default), `period_type` cpu/nanoseconds, `period` the sampling interval,
+//!   `duration_nanos` the window, each sample the sampler's stack (`PROFPOINT_STACKS`; flat
+//!   rows where stacks are off or unavailable). So `go tool pprof URL`, Parca and Pyroscope
+//!   read it with no flag. No points' figures are in it. One at a time: a second request
+//!   meanwhile gets `429`; while the heatmap already runs for the whole process, `409` (its
+//!   profile is in every report); where the sampler cannot start, `503` and one line saying
+//!   why. Needs the `heatmap` feature (default); without it, `501`.
+//! - `/debug/pprof/points`: the points' figures since the process started as gzip pprof, one
+//!   flat sample per point with `calls/count`, `self/nanoseconds` (the default) and
+//!   `total/nanoseconds` (`Report::to_pprof`, without the sampler's rows).
 //!
 //! `scripts/test-engines` checks all this with a real Prometheus server and `go tool pprof`.
 
@@ -641,6 +649,18 @@ fn respond(req: &httparse::Request<'_, '_>, opts: &ServeOptions) -> Response {
                 })
         }
         "/debug/pprof/profile" => pprof_profile(param("seconds"), opts.max_profile_seconds),
+        "/debug/pprof/points" => match on_report_thread(points_pprof) {
+            Some(body) => Response {
+                status: "200 OK",
+                content_type: "application/octet-stream",
+                extra: vec![(
+                    "Content-Disposition",
+                    "attachment; filename=\"points.pb.gz\"".into(),
+                )],
+                body,
+            },
+            None => Response::text("500 Internal Server Error", "the report failed\n"),
+        },
         _ => Response::text("404 Not Found", "no such page; see /\n"),
     }
 }
@@ -650,7 +670,8 @@ const INDEX: &str = "<!doctype html>\n<html><head><title>profpoint</title></head
 <li><a href=\"/metrics\">/metrics</a>: the points and tracepoint hits in Prometheus's text format (counters, latency summaries, run labels)</li>\n\
 <li><a href=\"/debug/profpoint\">/debug/profpoint</a>: the points table now, as at exit</li>\n\
 <li><a href=\"/debug/profpoint?format=json\">/debug/profpoint?format=json</a>: the whole report as JSON (docs/report-schema.md)</li>\n\
-<li><a href=\"/debug/pprof/profile?seconds=10\">/debug/pprof/profile?seconds=10</a>: a CPU profile of the next 10 s (the heatmap sampler), gzip pprof: <code>go tool pprof URL</code></li>\n\
+<li><a href=\"/debug/pprof/profile?seconds=10\">/debug/pprof/profile?seconds=10</a>: a CPU profile of the next 10 s with its stacks (the heatmap sampler), gzip pprof as Go's: <code>go tool pprof URL</code></li>\n\
+<li><a href=\"/debug/pprof/points\">/debug/pprof/points</a>: the points' calls, self and total time since the start, gzip pprof (self time the default)</li>\n\
 <li><a href=\"/debug/profpoint?last=60s\">/debug/profpoint?last=60s</a>: the table with the calls of about the last minute (up to 2 minutes, in 10 s steps; add &amp;format=json)</li>\n\
 </ul>\n</body></html>\n";
 
@@ -703,7 +724,9 @@ fn debug_profpoint(format: Option<&str>, last: Option<&str>) -> Response {
     }
 }
 
-/// `/debug/pprof/profile`: the heatmap of the next `seconds`, with the points, as gzip pprof.
+/// `/debug/pprof/profile`: the sampler's profile of the next `seconds`, with its stacks, as
+/// Go's `net/http/pprof` answers it (gzip pprof, `samples/count` and `cpu/nanoseconds`): no
+/// points in it (they are `/debug/pprof/points`).
 fn pprof_profile(seconds: Option<&str>, max: u64) -> Response {
     let secs = match seconds.map(str::parse::<u64>) {
         None => 10,
@@ -720,6 +743,7 @@ fn pprof_profile(seconds: Option<&str>, max: u64) -> Response {
     };
     #[cfg(feature = "heatmap")]
     {
+        use crate::sampling::ProfileError;
         static BUSY: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
         // AcqRel: one profile at a time.
         if BUSY.swap(true, Ordering::AcqRel) {
@@ -735,22 +759,32 @@ fn pprof_profile(seconds: Option<&str>, max: u64) -> Response {
                 .name("profpoint-profile".into())
                 .stack_size(8 << 20),
             move || {
-                let heat = crate::sampling::profile_for(Duration::from_secs(secs))?;
-                let mut r = collect();
-                r.heatmap = Some(heat);
-                // Already gzipped, once (`Report::to_pprof`).
-                Ok::<_, String>(r.to_pprof())
+                let w = crate::sampling::profile_for(Duration::from_secs(secs))?;
+                let run = crate::report::run_info();
+                let program = run.command.first().map_or("", String::as_str);
+                // Gzipped, once.
+                Ok(profpoint_report::cpu_pprof(
+                    &w.report,
+                    program,
+                    w.start_unix_ns,
+                    w.duration_ns,
+                ))
             },
         )
-        .map_err(|e| format!("cannot start the profile's thread: {e}"))
+        .map_err(|e| ProfileError::Unavailable(format!("cannot start the profile's thread: {e}")))
         .and_then(|t| {
             t.join()
-                .unwrap_or_else(|_| Err("the profile panicked".into()))
+                .unwrap_or_else(|_| Err(ProfileError::Unavailable("the profile panicked".into())))
         });
         BUSY.store(false, Ordering::Release);
         let body = match made {
             Ok(b) => b,
-            Err(why) => return Response::text("409 Conflict", format!("{why}\n")),
+            Err(ProfileError::Taken(why)) => {
+                return Response::text("409 Conflict", format!("{why}\n"));
+            }
+            Err(ProfileError::Unavailable(why)) => {
+                return Response::text("503 Service Unavailable", format!("{why}\n"));
+            }
         };
         Response {
             status: "200 OK",
@@ -770,6 +804,16 @@ fn pprof_profile(seconds: Option<&str>, max: u64) -> Response {
             "this build has no sampler (profpoint's `heatmap` feature is off)\n",
         )
     }
+}
+
+/// `/debug/pprof/points`: the points' figures since the process started (calls, self and total
+/// time, self the default) as gzip pprof, one flat sample per point (`Report::to_pprof`);
+/// the sampler's rows are left out (they are `/debug/pprof/profile`).
+fn points_pprof() -> Vec<u8> {
+    let r = collect();
+    #[cfg(feature = "heatmap")]
+    let r = Report { heatmap: None, ..r };
+    r.to_pprof()
 }
 
 /// Reports kept for `?last=` (oldest first), with when each was taken.
