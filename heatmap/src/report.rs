@@ -7,10 +7,7 @@
 //! a large "other" is visible rather than silently renormalised away.
 //!
 //! [`Report::write_table`] prints the seed's table (Address, Function, NR, %, plus the object
-//! for shared libraries) with a header naming the source and the requested and achieved rates
-//! and, when the run sampled stacks, a line saying why its by-function rows (the symbol holding
-//! each sample's pc: inlined code counts for the function it is inlined into) differ from self
-//! time counted on the stacks;
+//! for shared libraries) with a header naming the source and the requested and achieved rates;
 //! [`Report::to_json`] gives the same content for tools.
 
 use std::collections::HashMap;
@@ -314,14 +311,6 @@ fn name_key(name: &str) -> u64 {
     (h | (1 << 63)) & !1
 }
 
-/// Under a by-function table whose run has stacks: why its rows need not match self time
-/// counted on the stacks (profpoint's "Self time from the sampler's stacks" credits each
-/// sample to the innermost annotated function on its stack, inlined or not, callees included).
-pub(crate) const BY_FUNCTION_VS_STACKS: &str = "note: a sample counts for the symbol holding its \
-     pc, so code inlined into a function (an annotated one's too) counts for it and callees (the \
-     vDSO's clock_gettime, libc) for themselves; the stacks' self time counts both for the \
-     innermost annotated function on the stack";
-
 impl Report {
     /// Writes the table (see the module docs).
     pub fn write_table(&self, w: &mut dyn Write) -> std::io::Result<()> {
@@ -415,9 +404,6 @@ impl Report {
             if self.base == 0 { 0.0 } else { 100.0 },
             fw = fn_width
         )?;
-        if self.by == By::Function && self.stacks.as_ref().is_some_and(|s| s.samples > 0) {
-            writeln!(w, "{BY_FUNCTION_VS_STACKS}")?;
-        }
         if self.other > 0 {
             writeln!(
                 w,
@@ -710,18 +696,6 @@ mod tests {
         assert!(line.starts_with(&format!("{f1:016x}")), "{line}");
         assert!(line.contains("70") && line.contains("70.00"), "{line}");
         assert!(text.contains("other (outside every executable segment): 5 samples (5.00%)"));
-        // No stacks, no word about them.
-        assert!(!text.contains("note: "), "{text}");
-        let mut with_stacks = r.clone();
-        with_stacks.stacks = Some(crate::stacks::StackReport {
-            samples: 100,
-            ..Default::default()
-        });
-        let mut out = Vec::new();
-        with_stacks.write_table(&mut out).unwrap();
-        let text = String::from_utf8(out).unwrap();
-        let notes: Vec<&str> = text.lines().filter(|l| l.starts_with("note: ")).collect();
-        assert_eq!(notes, [BY_FUNCTION_VS_STACKS], "{text}");
         // Byte for byte what serde_json writes (it wrote this report before profpoint-json).
         assert_eq!(r.to_json(), serde_json::to_string_pretty(&r).unwrap());
         let v: serde_json::Value = serde_json::from_str(&r.to_json()).unwrap();
