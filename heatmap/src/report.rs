@@ -66,7 +66,8 @@ impl Default for ReportOptions {
 pub struct Row {
     /// Function address (by function) or bucket address (by bucket).
     pub address: u64,
-    /// Demangled function name, `[unknown]` (no symbol) or `[vdso]`.
+    /// Demangled function name, `[unknown]` (no symbol) or `[vdso]` (an address of the vDSO
+    /// none of its symbols covers, or any of them when the vDSO that ran is not this one's).
     pub function: String,
     /// Shared object file name; `None` for the main executable.
     pub library: Option<String>,
@@ -181,8 +182,9 @@ impl Profile {
             }
             let key_addr = match opts.by {
                 // All [unknown] buckets of one object share a row, at the lowest address, and
-                // so do all buckets credited through a wrapper to one function.
-                By::Function if r.function == "[unknown]" => u64::MAX,
+                // so do the vDSO's buckets no symbol covers and all buckets credited through a
+                // wrapper to one function.
+                By::Function if r.function == "[unknown]" || r.function == "[vdso]" => u64::MAX,
                 By::Function if credited => name_key(&r.function),
                 By::Function => r.start,
                 By::Bucket => addr,
@@ -554,6 +556,126 @@ mod tests {
         assert_eq!(r.rows.len(), 1);
         assert_eq!(r.rows[0].nr, 25);
         assert!((r.rows[0].percent - 25.0 * 100.0 / 30.0).abs() < 1e-9);
+    }
+
+    /// A profile of `objects` whose segments hold one sample in each of the given buckets
+    /// (`shift` 4).
+    fn profile_of(objects: Vec<ObjectFile>, segments: Vec<Segment>) -> Profile {
+        Profile {
+            mode: Mode::Cpu,
+            source: SourceUsed::PerfTaskClock,
+            requested_hz: 1000,
+            shift: 4,
+            objects,
+            segments,
+            other: 0,
+            proc_samples: 0,
+            user_cpu_ns: 100_000_000,
+            sys_cpu_ns: 0,
+            watcher_cpu_ns: 0,
+            wall_ns: 100_000_000,
+            threads: 1,
+            unarmed_cpu_ns: 0,
+            warnings: vec![],
+            stacks: None,
+        }
+    }
+
+    /// A vDSO that is not this process's (another build id: a dump read on another kernel):
+    /// no names, but all its buckets in one `[vdso]` row, at its lowest address.
+    #[test]
+    fn a_foreign_vdso_is_one_row() {
+        let base = 0x7fff_0000_0000u64;
+        let p = profile_of(
+            vec![ObjectFile {
+                path: "[vdso]".to_owned(),
+                bias: base,
+                build_id: vec![0xde, 0xad, 0xbe, 0xef],
+                kind: ObjectKind::Vdso,
+            }],
+            vec![Segment {
+                object: 0,
+                start: base,
+                end: base + 0x2000,
+                counts: vec![(0x40, 60), (0x41, 3), (0x42, 2), (0x90, 5)],
+            }],
+        );
+        let r = p.report(&ReportOptions::default());
+        assert_eq!(r.rows.len(), 1, "{:?}", r.rows);
+        let row = &r.rows[0];
+        assert_eq!(row.function, "[vdso]");
+        assert_eq!(row.library.as_deref(), Some("[vdso]"));
+        assert_eq!((row.address, row.nr), (base + 0x400, 70));
+        assert!((row.percent - 100.0).abs() < 1e-9);
+        // By bucket, they stay apart.
+        let r = p.report(&ReportOptions {
+            by: By::Bucket,
+            ..ReportOptions::default()
+        });
+        assert_eq!(r.rows.len(), 4);
+    }
+
+    /// This process's vDSO: a sample in every bucket of it gives one row per vDSO function,
+    /// named by its symbol (`__vdso_clock_gettime` or the like), and at most one `[vdso]` row
+    /// for the bytes no symbol covers (headers, tables).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_vdso_by_function_is_one_row_per_symbol() {
+        let (objects, ranges) = crate::buckets::discover();
+        let Some(vdso) = objects.iter().position(|o| o.kind == ObjectKind::Vdso) else {
+            println!("SKIPPED the_vdso_by_function_is_one_row_per_symbol: no vDSO here");
+            return;
+        };
+        if crate::symbolize::running_vdso().is_none() {
+            println!(
+                "SKIPPED the_vdso_by_function_is_one_row_per_symbol: the vDSO is not listed in \
+                 /proc/self/maps (an emulator's?), so its image cannot be read"
+            );
+            return;
+        }
+        let segments: Vec<Segment> = ranges
+            .iter()
+            .filter(|g| g.object == vdso)
+            .map(|g| {
+                let n = (g.end - (g.start & !15)).div_ceil(16) as u32;
+                Segment {
+                    object: g.object,
+                    start: g.start,
+                    end: g.end,
+                    counts: (0..n).map(|i| (i, 1)).collect(),
+                }
+            })
+            .collect();
+        let buckets: u64 = segments.iter().map(|g| g.counts.len() as u64).sum();
+        let p = profile_of(objects, segments);
+        let r = p.report(&ReportOptions {
+            top: usize::MAX,
+            ..ReportOptions::default()
+        });
+        let names: Vec<&str> = r.rows.iter().map(|r| r.function.as_str()).collect();
+        println!("vDSO rows ({buckets} buckets): {names:?}");
+        assert_eq!(r.rows.iter().map(|r| r.nr).sum::<u64>(), buckets);
+        assert!(
+            r.rows
+                .iter()
+                .all(|r| r.library.as_deref() == Some("[vdso]"))
+        );
+        let mut unique = names.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(
+            unique.len(),
+            names.len(),
+            "a function in two rows: {names:?}"
+        );
+        let clock = r
+            .rows
+            .iter()
+            .find(|r| r.function.contains("clock_gettime"))
+            .unwrap_or_else(|| panic!("no clock_gettime among the vDSO's rows: {names:?}"));
+        // A function of more than one bucket: its buckets were summed.
+        assert!(clock.nr > 1, "{clock:?}");
+        assert!(names.len() > 1, "{names:?}");
     }
 
     #[test]

@@ -10,8 +10,11 @@
 //! zero-sized symbol extends to the next one). Names are demangled (`rustc-demangle`, without
 //! the hash) only for the symbols actually reported, so set-up stays ~1 ms per MB of text.
 //!
-//! A missing file, an unparsable one, or an address no symbol covers gives `[unknown]`; the
-//! vDSO has no file and gives `[vdso]`. When the file's GNU build id differs from the one
+//! A missing file, an unparsable one, or an address no symbol covers gives `[unknown]`. The
+//! vDSO has no file: its symbols are read from this process's own vDSO image (found by
+//! `getauxval(AT_SYSINFO_EHDR)`, bounded by its `/proc/self/maps` line) when that is the vDSO
+//! that ran (same build id), so time in `clock_gettime` shows as `__vdso_clock_gettime`; its
+//! other addresses, or all of them when the report is read on another kernel, give `[vdso]`. When the file's GNU build id differs from the one
 //! recorded at sampling time, the file has been rebuilt since: names may be wrong, and the
 //! report carries a warning saying so.
 //!
@@ -118,18 +121,15 @@ impl<'p> Symbolizer<'p> {
                     .map_or_else(|| o.path.clone(), |n| n.to_string_lossy().into_owned()),
             ),
         };
-        if o.kind == ObjectKind::Vdso {
-            return Resolved {
-                start: addr,
-                function: "[vdso]".to_owned(),
-                library,
-            };
-        }
         if self.files[object].is_none() {
-            let loaded = load(o).unwrap_or_else(|w| {
-                self.warnings.push(w);
-                (FileSyms::default(), None)
-            });
+            let loaded = if o.kind == ObjectKind::Vdso {
+                (load_vdso(o).unwrap_or_default(), None)
+            } else {
+                load(o).unwrap_or_else(|w| {
+                    self.warnings.push(w);
+                    (FileSyms::default(), None)
+                })
+            };
             if let Some(w) = loaded.1 {
                 self.warnings.push(w);
             }
@@ -155,7 +155,12 @@ impl<'p> Symbolizer<'p> {
         }
         Resolved {
             start: addr,
-            function: "[unknown]".to_owned(),
+            function: if o.kind == ObjectKind::Vdso {
+                "[vdso]"
+            } else {
+                "[unknown]"
+            }
+            .to_owned(),
             library,
         }
     }
@@ -205,7 +210,7 @@ impl<'p> Symbolizer<'p> {
     /// the first function starting inside it (the bucket began in inter-function padding).
     pub(crate) fn lookup_bucket(&mut self, object: usize, addr: u64, size: u64) -> Resolved {
         let r = self.lookup(object, addr);
-        if r.function != "[unknown]" || size <= 1 {
+        if (r.function != "[unknown]" && r.function != "[vdso]") || size <= 1 {
             return r;
         }
         let o = &self.objects[object];
@@ -315,6 +320,71 @@ fn load(o: &ObjectFile) -> Result<(FileSyms, Option<String>), String> {
         _ => {}
     }
     load_file(&o.path, &o.build_id, true)
+}
+
+/// The function symbols of the vDSO `o`, read from this process's own vDSO when it is the one
+/// that ran: the same build id, or (for a vDSO without one) the same load address. `None`
+/// otherwise (a dump read on another kernel, a system without a vDSO): its samples then show
+/// as `[vdso]`.
+#[cfg(target_os = "linux")]
+fn load_vdso(o: &ObjectFile) -> Option<FileSyms> {
+    let (base, image) = running_vdso()?;
+    let file = object::File::parse(image).ok()?;
+    let same = match file.build_id().ok().flatten() {
+        Some(id) => id == o.build_id.as_slice(),
+        None => o.build_id.is_empty() && base == o.bias,
+    };
+    if !same {
+        return None;
+    }
+    let mut syms = collect(file.symbols());
+    syms.extend(collect(file.dynamic_symbols()));
+    // One name per address: the vDSO exports each function twice (`clock_gettime` weak,
+    // `__vdso_clock_gettime` global; `__kernel_` on some architectures): keep the prefixed,
+    // unambiguous one whatever the table's order.
+    let plain = |s: &Sym| !(s.name.starts_with("__vdso_") || s.name.starts_with("__kernel_"));
+    syms.sort_by(|a, b| {
+        a.addr
+            .cmp(&b.addr)
+            .then(b.size.cmp(&a.size))
+            .then(plain(a).cmp(&plain(b)))
+            .then(a.name.cmp(&b.name))
+    });
+    syms.dedup_by_key(|s| s.addr);
+    Some(FileSyms {
+        syms,
+        ..FileSyms::default()
+    })
+}
+
+#[cfg(not(target_os = "linux"))]
+fn load_vdso(_: &ObjectFile) -> Option<FileSyms> {
+    None
+}
+
+/// This process's vDSO: its load address (`AT_SYSINFO_EHDR`) and its image, the `[vdso]`
+/// mapping of `/proc/self/maps` that starts there.
+#[cfg(target_os = "linux")]
+pub(crate) fn running_vdso() -> Option<(u64, &'static [u8])> {
+    // SAFETY: getauxval only reads the process's auxiliary vector; 0 means "no such entry".
+    let base = unsafe { libc::getauxval(libc::AT_SYSINFO_EHDR) } as u64;
+    if base == 0 {
+        return None;
+    }
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    let end = maps.lines().find_map(|line| {
+        if !line.trim_end().ends_with("[vdso]") {
+            return None;
+        }
+        let (start, end) = line.split_once(' ')?.0.split_once('-')?;
+        let start = u64::from_str_radix(start, 16).ok()?;
+        let end = u64::from_str_radix(end, 16).ok()?;
+        (start == base && end > start).then_some(end)
+    })?;
+    // SAFETY: `[base, end)` is the kernel's vDSO mapping (readable, as /proc/self/maps listed
+    // it), mapped for the whole life of the process and never written or unmapped.
+    let image = unsafe { std::slice::from_raw_parts(base as *const u8, (end - base) as usize) };
+    Some((base, image))
 }
 
 /// `/usr/lib/debug/.build-id/ab/cdef....debug` for build id `abcdef...`, if it exists.

@@ -262,7 +262,7 @@ fn tgkill_source_rate_attribution_and_late_threads() {
     // returns to user space: those samples land in the vDSO, more of them on a loaded machine
     // (a preempted thread resumes there). So the rate is checked on the burners and their
     // clock reads together: 1.3 s of CPU at 1 kHz, at least 80% of it.
-    let vdso = samples_in(&r, "[vdso]");
+    let vdso = samples_in_vdso(&r);
     // The promise: the requested rate, or a report that says it fell short and why (the
     // watcher signals each thread at most once per wake-up, so a starved watcher undersamples).
     // Silence with a low rate fails.

@@ -143,6 +143,14 @@ pub fn write_table(report: &Report, w: &mut dyn Write) -> io::Result<()> {
     if let Some(h) = &report.heatmap {
         writeln!(w)?;
         h.write_table(w)?;
+        if h.by == heatmap::By::Function
+            && report
+                .points
+                .iter()
+                .any(|p| p.sampled_self.is_some_and(|n| n > 0))
+        {
+            writeln!(w, "{BY_FUNCTION_VS_SAMPLED_SELF}")?;
+        }
     }
     #[cfg(feature = "heatmap")]
     if let Some(p) = &report.pmu {
@@ -151,6 +159,16 @@ pub fn write_table(report: &Report, w: &mut dyn Write) -> io::Result<()> {
     }
     Ok(())
 }
+
+/// Under the heatmap's by-function table, when the stacks' self time is shown above it: why the
+/// two need not agree. A row counts the samples whose pc is in its symbol's code, so an
+/// annotated function inlined into `main` counts for `main`, and the functions it calls (the
+/// vDSO's `clock_gettime`, libc's `memcmp`) for themselves.
+#[cfg(feature = "heatmap")]
+const BY_FUNCTION_VS_SAMPLED_SELF: &str = "note: a row counts a sample for the symbol holding its \
+     pc, so code inlined into a function (an annotated one's too) counts for it and callees (the \
+     vDSO's clock_gettime, libc) for themselves; the stacks' self time above counts both for the \
+     innermost annotated function on the stack";
 
 /// The points' self time as the sampler's stacks saw it (`PointReport::sampled_self`), when
 /// it ran with them: the ten with most samples.
@@ -680,5 +698,32 @@ mod tests {
         let get = section.find(" 25.00%        30  db::get").expect(section);
         assert!(put < get, "{section}");
         assert!(!section.contains("db::scope"), "{section}");
+    }
+
+    /// The heatmap's by-function table says in one line why it differs from the stacks' self
+    /// time, when that is shown above it, and only then.
+    #[cfg(feature = "heatmap")]
+    #[test]
+    fn the_heatmap_table_says_why_it_differs_from_the_stacks_self_time() {
+        let note = |r: &Report| -> Vec<String> {
+            text(r)
+                .lines()
+                .filter(|l| l.starts_with("note: a row counts"))
+                .map(str::to_owned)
+                .collect()
+        };
+        let mut r = Report::empty();
+        r.points = vec![point("app::parse", 1)];
+        r.heatmap = Some(crate::folded::tests::heat(None));
+        assert!(note(&r).is_empty(), "no stacks' self time, no note");
+        r.points[0].sampled_self = Some(12);
+        assert_eq!(note(&r), [BY_FUNCTION_VS_SAMPLED_SELF]);
+        let t = text(&r);
+        assert!(
+            t.find("Heatmap (top #").unwrap() < t.find("note: a row counts").unwrap(),
+            "{t}"
+        );
+        r.heatmap.as_mut().unwrap().by = heatmap::By::Bucket;
+        assert!(note(&r).is_empty(), "by bucket, no note");
     }
 }

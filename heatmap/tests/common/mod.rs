@@ -93,6 +93,16 @@ pub fn samples_in(report: &heatmap::Report, suffix: &str) -> u64 {
         .sum()
 }
 
+/// Samples in the vDSO (its functions by their symbols, and `[vdso]`).
+pub fn samples_in_vdso(report: &heatmap::Report) -> u64 {
+    report
+        .rows
+        .iter()
+        .filter(|r| r.library.as_deref() == Some("[vdso]"))
+        .map(|r| r.nr)
+        .sum()
+}
+
 /// A full report (every row).
 pub fn full_report(p: &heatmap::Profile) -> heatmap::Report {
     p.report(&heatmap::ReportOptions {
