@@ -1,5 +1,7 @@
 //! Tracepoints: typed probes registered and removed at run time while sites fire.
 
+mod common;
+
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -367,6 +369,13 @@ profpoint::tracepoint!(fn fork_race(n: u64));
 #[cfg(unix)]
 #[test]
 fn a_fork_during_a_grace_period_that_waits_for_a_registering_probe_completes() {
+    // The scenario's locks must be the only ones in play when it forks: not those of the other
+    // tests of this file, which `cargo test` runs beside it as threads of one process.
+    if !common::runner::in_own_process(
+        "a_fork_during_a_grace_period_that_waits_for_a_registering_probe_completes",
+    ) {
+        return;
+    }
     // SAFETY: the child runs the scenario and leaves with _exit; the alarm turns a deadlock
     // into a SIGALRM death.
     let scenario = unsafe { libc::fork() };
