@@ -44,3 +44,29 @@ ensure_target() {
 # with their libraries 16 s, apt-get update included; golang-go and prometheus 21 s (96 MB
 # downloaded); nothing when they are present.
 CONSUMER_DEBS=(golang-go protobuf-compiler prometheus chromium)
+
+# step NAME COMMAND...: runs one step of a suite and remembers whether it passed (in the
+# arrays `passed` and `failed`, which the caller declares). Every step runs even when an
+# earlier one failed: one failure must not hide the others. $STEP_PREFIX names the script.
+step() {
+    local name=$1
+    shift
+    echo "=== $STEP_PREFIX: $name" >&2
+    if "$@"; then
+        passed+=("$name")
+    else
+        echo "=== $STEP_PREFIX: FAILED: $name (exit $?)" >&2
+        failed+=("$name")
+    fi
+}
+
+# summary: names the failed steps; returns 1 if any failed.
+summary() {
+    echo >&2
+    echo "=== $STEP_PREFIX: ${#passed[@]} steps passed, ${#failed[@]} failed" >&2
+    if ((${#failed[@]})); then
+        for f in "${failed[@]}"; do echo "    FAILED: $f" >&2; done
+        return 1
+    fi
+    echo "=== $STEP_PREFIX: all passed" >&2
+}

@@ -4,7 +4,7 @@
 //! of each configuration, the overhead relative to no sampling, and the cost per sample
 //! (extra time divided by samples taken), with the achieved rates.
 //!
-//! Run: `cargo bench -p heatmap --bench heatmap_interleaved` (optionally `-- ROUNDS`).
+//! Run: `cargo bench -p profpoint-heatmap --bench heatmap_interleaved` (optionally `-- ROUNDS`).
 
 #[cfg(target_os = "linux")]
 use profpoint_test_support::workload;
@@ -31,10 +31,10 @@ mod linux {
     /// The cost of one SIGPROF round trip into our handler without any timer: `tgkill` to the
     /// calling thread (delivered on return from the system call), handler, `sigreturn`.
     fn signal_round_trip() -> Duration {
-        let s = heatmap::start(
-            heatmap::Config::new()
+        let s = profpoint_heatmap::start(
+            profpoint_heatmap::Config::new()
                 .hz(1)
-                .source(heatmap::Source::Setitimer),
+                .source(profpoint_heatmap::Source::Setitimer),
         )
         .expect("start");
         // SAFETY: getpid/gettid have no arguments.
@@ -76,13 +76,13 @@ mod linux {
         let buf = workload::input();
         // (rate, source): no sampler, perf at 1 and 10 kHz, and setitimer (250 Hz here, the
         // tick) as the baseline cost of a bare SIGPROF delivery without perf's hrtimer.
-        let configs: [Option<(u32, heatmap::Source)>; 6] = [
+        let configs: [Option<(u32, profpoint_heatmap::Source)>; 6] = [
             None,
-            Some((1000, heatmap::Source::PerfTaskClock)),
-            Some((10_000, heatmap::Source::PerfTaskClock)),
-            Some((1000, heatmap::Source::Setitimer)),
-            Some((1000, heatmap::Source::Tgkill)),
-            Some((10_000, heatmap::Source::Tgkill)),
+            Some((1000, profpoint_heatmap::Source::PerfTaskClock)),
+            Some((10_000, profpoint_heatmap::Source::PerfTaskClock)),
+            Some((1000, profpoint_heatmap::Source::Setitimer)),
+            Some((1000, profpoint_heatmap::Source::Tgkill)),
+            Some((10_000, profpoint_heatmap::Source::Tgkill)),
         ];
         let n = configs.len();
         let mut per_call: Vec<Vec<f64>> = vec![Vec::new(); n];
@@ -95,7 +95,7 @@ mod linux {
         for _ in 0..rounds {
             for (i, hz) in configs.iter().enumerate() {
                 let s = hz.map(|(hz, source)| {
-                    heatmap::start(heatmap::Config::new().hz(hz).source(source))
+                    profpoint_heatmap::start(profpoint_heatmap::Config::new().hz(hz).source(source))
                         .expect("sampling (this bench needs perf_event_open)")
                 });
                 let (n, el) = round(&buf, d);
@@ -114,10 +114,10 @@ mod linux {
         }
         signal_round_trip();
         // The tgkill source's watcher while every thread sleeps (it looks less often when idle).
-        let s = heatmap::start(
-            heatmap::Config::new()
+        let s = profpoint_heatmap::start(
+            profpoint_heatmap::Config::new()
                 .hz(1000)
-                .source(heatmap::Source::Tgkill),
+                .source(profpoint_heatmap::Source::Tgkill),
         )
         .expect("the tgkill source needs no perf event");
         std::thread::sleep(Duration::from_secs(1));
@@ -136,8 +136,8 @@ mod linux {
             println!(
                 "{} at {} Hz: {:.1} us per call, overhead {:+.2}%, {:.2} samples per call, ~{:.1} us per sample, achieved median {:.0} Hz per user-CPU second; watcher thread {:.2}% of a core",
                 match configs[i].unwrap().1 {
-                    heatmap::Source::Setitimer => "setitimer",
-                    heatmap::Source::Tgkill => "tgkill",
+                    profpoint_heatmap::Source::Setitimer => "setitimer",
+                    profpoint_heatmap::Source::Tgkill => "tgkill",
                     _ => "perf task-clock",
                 },
                 configs[i].unwrap().0,

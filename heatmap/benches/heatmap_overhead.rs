@@ -7,7 +7,7 @@
 //! - `report/top20`: symbolise a profile of this bench binary and print its top 20 (to a
 //!   buffer), the whole after-the-fact cost, files opened anew each iteration.
 //!
-//! Run: `cargo bench -p heatmap --bench heatmap_overhead`.
+//! Run: `cargo bench -p profpoint-heatmap --bench heatmap_overhead`.
 
 #[cfg(target_os = "linux")]
 use profpoint_test_support::workload;
@@ -22,11 +22,11 @@ mod linux {
     use super::workload;
     use workload::workload;
 
-    fn sampler(hz: u32) -> Option<heatmap::Sampler> {
-        match heatmap::start(
-            heatmap::Config::new()
+    fn sampler(hz: u32) -> Option<profpoint_heatmap::Sampler> {
+        match profpoint_heatmap::start(
+            profpoint_heatmap::Config::new()
                 .hz(hz)
-                .source(heatmap::Source::PerfTaskClock),
+                .source(profpoint_heatmap::Source::PerfTaskClock),
         ) {
             Ok(s) => Some(s),
             Err(e) => {
@@ -56,14 +56,15 @@ mod linux {
                 p.sys_cpu_seconds(),
                 p.warnings()
             );
-            heatmap::print_profile_heatmap_nr(&p, 5);
+            profpoint_heatmap::print_profile_heatmap_nr(&p, 5);
         }
         g.finish();
     }
 
     fn report(c: &mut Criterion) {
         let buf: Vec<u8> = (0..65536u32).map(|i| (i * 2_654_435_761) as u8).collect();
-        let s = heatmap::start(heatmap::Config::new().hz(1000)).expect("start sampling");
+        let s = profpoint_heatmap::start(profpoint_heatmap::Config::new().hz(1000))
+            .expect("start sampling");
         // A second of work spread over the workload and criterion's own code.
         let t = std::time::Instant::now();
         while t.elapsed() < Duration::from_secs(1) {
@@ -78,7 +79,7 @@ mod linux {
             text,
             p.buckets().count()
         );
-        let opts = heatmap::ReportOptions::default();
+        let opts = profpoint_heatmap::ReportOptions::default();
         c.bench_function("report/top20", |b| {
             b.iter(|| {
                 let r = p.report(&opts);

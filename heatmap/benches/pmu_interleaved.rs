@@ -12,14 +12,14 @@
 //! For each: the median time per workload call, the overhead against no sampler, and the
 //! signals taken per second of CPU (two per window: its start and its end).
 //!
-//! Run: `cargo bench -p heatmap --bench pmu_interleaved` (optionally `-- ROUNDS`).
+//! Run: `cargo bench -p profpoint-heatmap --bench pmu_interleaved` (optionally `-- ROUNDS`).
 
 #[cfg(target_os = "linux")]
 use profpoint_test_support::workload;
 
 #[cfg(target_os = "linux")]
 mod linux {
-    use heatmap::pmu::{self, PmuConfig};
+    use profpoint_heatmap::pmu::{self, PmuConfig};
     use std::hint::black_box;
     use std::time::{Duration, Instant};
 
@@ -36,7 +36,7 @@ mod linux {
     enum Running {
         None,
         Windows(pmu::PmuSampler),
-        Uniform(heatmap::Sampler),
+        Uniform(profpoint_heatmap::Sampler),
     }
 
     fn start(s: Setup) -> Running {
@@ -54,10 +54,10 @@ mod linux {
                 Running::Windows(s)
             }
             Setup::Uniform(hz) => Running::Uniform(
-                heatmap::start(
-                    heatmap::Config::new()
+                profpoint_heatmap::start(
+                    profpoint_heatmap::Config::new()
                         .hz(hz)
-                        .source(heatmap::Source::PerfTaskClock),
+                        .source(profpoint_heatmap::Source::PerfTaskClock),
                 )
                 .expect("uniform sampling (this bench needs perf_event_open)"),
             ),

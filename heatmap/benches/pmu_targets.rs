@@ -17,7 +17,7 @@
 //!    - the windows' mean CPI error below uniform long-period sampling's;
 //!    - overhead at the defaults at most 5% of wall time.
 //!
-//! Run: `cargo bench -p heatmap --bench pmu_targets`.
+//! Run: `cargo bench -p profpoint-heatmap --bench pmu_targets`.
 
 #[cfg(target_os = "linux")]
 use profpoint_test_support::faults;
@@ -30,7 +30,7 @@ use profpoint_test_support::workload;
 
 #[cfg(target_os = "linux")]
 mod linux {
-    use heatmap::pmu::{self, Counters, Event, PmuConfig, PmuReport};
+    use profpoint_heatmap::pmu::{self, Counters, Event, PmuConfig, PmuReport};
     use std::hint::black_box;
     use std::time::{Duration, Instant};
 
@@ -152,10 +152,10 @@ mod linux {
         // heatmap's perf task-clock sampling on the same workload, measured the same way (both
         // skip firings that land in the kernel).
         let hz = (1e9 / profile.config.long_period as f64) as u32;
-        let uniform = heatmap::start(
-            heatmap::Config::new()
+        let uniform = profpoint_heatmap::start(
+            profpoint_heatmap::Config::new()
                 .hz(hz)
-                .source(heatmap::Source::PerfTaskClock),
+                .source(profpoint_heatmap::Source::PerfTaskClock),
         )
         .expect("uniform task-clock sampling starts where the software mode does");
         let cpu0 = workload::process_cpu();

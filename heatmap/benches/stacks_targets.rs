@@ -9,7 +9,7 @@
 //!    heatmap, and the heatmap with stacks (depth 32), interleaved; overhead = CPU per round /
 //!    CPU per round unsampled - 1. Target: stacks' overhead at most 1.2x the flat heatmap's.
 //!
-//! Run: `cargo bench -p heatmap --features handler-timing --bench stacks_targets`
+//! Run: `cargo bench -p profpoint-heatmap --features handler-timing --bench stacks_targets`
 //! (`ROUNDS=n PHASE_MS=m` to change the 6 rounds of 1500 ms phases).
 
 #[cfg(all(
@@ -81,11 +81,11 @@ mod run {
                 let s = match mode {
                     0 => None,
                     m => {
-                        let c = heatmap::Config::new()
+                        let c = profpoint_heatmap::Config::new()
                             .hz(1000)
-                            .source(heatmap::Source::PerfTaskClock);
+                            .source(profpoint_heatmap::Source::PerfTaskClock);
                         let c = if m == 2 { c.stacks(32) } else { c };
-                        match heatmap::start(c) {
+                        match profpoint_heatmap::start(c) {
                             Ok(s) => Some(s),
                             Err(e) => {
                                 println!("SKIPPED stacks_targets: {e}");
@@ -94,9 +94,9 @@ mod run {
                         }
                     }
                 };
-                let _ = heatmap::handler_timing::take();
+                let _ = profpoint_heatmap::handler_timing::take();
                 let (n, cpu) = phase(&buf, len);
-                let timing = heatmap::handler_timing::take();
+                let timing = profpoint_heatmap::handler_timing::take();
                 cpu_per_round[mode].push(cpu as f64 / n as f64);
                 if let Some(s) = s {
                     let p = s.stop();
@@ -146,7 +146,7 @@ mod run {
         );
         if let Some(p) = stack_report {
             let st = p
-                .report(&heatmap::ReportOptions::default())
+                .report(&profpoint_heatmap::ReportOptions::default())
                 .stacks
                 .expect("stacks were on");
             let frames: u64 = st
@@ -182,6 +182,6 @@ fn main() {
 fn main() {
     println!(
         "SKIPPED stacks_targets: needs x86_64 Linux and `--features handler-timing` \
-         (cargo bench -p heatmap --features handler-timing --bench stacks_targets)"
+         (cargo bench -p profpoint-heatmap --features handler-timing --bench stacks_targets)"
     );
 }

@@ -84,21 +84,21 @@ mod linux {
             .nth(1)
             .unwrap_or_else(|| "heatmap.hm".to_owned());
         // The rate from HEATMAP_HZ (the demo's own variable; the crate reads none).
-        let mut config = heatmap::Config::default();
+        let mut config = profpoint_heatmap::Config::default();
         if let Ok(v) = std::env::var("HEATMAP_HZ") {
             match v.trim().parse::<u32>() {
-                Ok(hz) if (1..=heatmap::MAX_HZ).contains(&hz) => config = config.hz(hz),
+                Ok(hz) if (1..=profpoint_heatmap::MAX_HZ).contains(&hz) => config = config.hz(hz),
                 _ => {
                     eprintln!(
                         "heatmap_demo: HEATMAP_HZ={v:?}: expected a sampling rate in Hz between 1 \
                          and {}",
-                        heatmap::MAX_HZ
+                        profpoint_heatmap::MAX_HZ
                     );
                     std::process::exit(2)
                 }
             }
         }
-        let sampler = heatmap::start(config).unwrap_or_else(|e| {
+        let sampler = profpoint_heatmap::start(config).unwrap_or_else(|e| {
             eprintln!("heatmap_demo: {e}");
             std::process::exit(1)
         });
@@ -111,7 +111,7 @@ mod linux {
         let x = for_cpu(ms(1200), || matmul(96)) ^ for_cpu(ms(400), || sieve(200_000));
         black_box(x ^ t.join().unwrap());
         let profile = sampler.stop();
-        heatmap::print_profile_heatmap_nr(&profile, 10);
+        profpoint_heatmap::print_profile_heatmap_nr(&profile, 10);
         let mut f = std::fs::File::create(&out).expect("create the dump file");
         profile.write_dump(&mut f).expect("write the dump");
         eprintln!("heatmap_demo: dump written to {out}");

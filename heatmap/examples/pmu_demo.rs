@@ -1,12 +1,12 @@
 //! The seed's benchmark for per-function hardware metrics: functions with known characters,
 //! run in rotating order, measured two ways in one process:
 //! 1. ground truth: a counting group read around every call;
-//! 2. the alternating-period sampler (`heatmap::pmu`), as a user would run it.
+//! 2. the alternating-period sampler (`profpoint_heatmap::pmu`), as a user would run it.
 //!
 //! It prints both tables. Needs a hardware PMU: elsewhere it says why and exits with 2.
 //!
 //! ```text
-//! cargo run --release -p heatmap --example pmu_demo
+//! cargo run --release -p profpoint-heatmap --example pmu_demo
 //! ```
 
 #[cfg(target_os = "linux")]
@@ -14,7 +14,7 @@ use profpoint_test_support::seed;
 
 #[cfg(target_os = "linux")]
 mod linux {
-    use heatmap::pmu::{self, Counters, Event, PmuConfig};
+    use profpoint_heatmap::pmu::{self, Counters, Event, PmuConfig};
 
     use super::seed;
     use seed::{BUF, NAMES, call, order};
@@ -25,7 +25,7 @@ mod linux {
             eprintln!(
                 "pmu_demo: without a PMU, the software mode (PmuConfig::software(); a program \
                  profiled by profpoint asks for it itself) runs the same alternating windows on the CPU clock and \
-                 counts page faults; `cargo bench -p heatmap --bench pmu_targets` checks it against a \
+                 counts page faults; `cargo bench -p profpoint-heatmap --bench pmu_targets` checks it against a \
                  counted ground truth"
             );
             std::process::exit(2);

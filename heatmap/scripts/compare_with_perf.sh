@@ -17,7 +17,7 @@ TOL=${TOLERANCE:-3}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export HEATMAP_DUMP="$work/run.hm"
-cargo build -q -p heatmap --release --example heatmap_demo
+cargo build -q -p profpoint-heatmap --release --example heatmap_demo
 cargo build -q -p profpoint-cli --release
 mode=dump
 if [ "${1:-}" = "--profpoint" ]; then

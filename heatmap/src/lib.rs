@@ -1,4 +1,4 @@
-//! `heatmap`: an in-process sampling profiler with a readprofile-style report.
+//! `profpoint-heatmap`: an in-process sampling profiler with a readprofile-style report.
 //!
 //! Linux's `/proc/profile` (and the Lego kernel's heatmap it inspired) keeps one counter per
 //! `1 << prof_shift` bytes of kernel text and bumps the one holding the interrupted instruction
@@ -8,10 +8,11 @@
 //! thread, symbolised only when a report is asked for.
 //!
 //! ```no_run
-//! let sampler = heatmap::start(heatmap::Config::new().hz(1000)).expect("start sampling");
+//! let sampler = profpoint_heatmap::start(profpoint_heatmap::Config::new().hz(1000))
+//!     .expect("start sampling");
 //! // ... the work to profile, on any number of threads ...
 //! let profile = sampler.stop();
-//! heatmap::print_profile_heatmap_nr(&profile, 10);
+//! profpoint_heatmap::print_profile_heatmap_nr(&profile, 10);
 //! ```
 //!
 //! The crate stands alone: it knows nothing of `profpoint`, which links it behind its default

@@ -530,9 +530,9 @@ mod tests {
         assert_eq!(r.total_samples, 100);
         assert_eq!(r.base, 100);
         assert_eq!(r.rows.len(), 2);
-        assert_eq!(r.rows[0].function, "heatmap::symbolize::demangle");
+        assert_eq!(r.rows[0].function, "profpoint_heatmap::symbolize::demangle");
         assert_eq!((r.rows[0].address, r.rows[0].nr), (f1, 70));
-        assert_eq!(r.rows[1].function, "heatmap::report::truncate");
+        assert_eq!(r.rows[1].function, "profpoint_heatmap::report::truncate");
         assert_eq!((r.rows[1].address, r.rows[1].nr), (f2, 25));
         assert!((r.rows[0].percent - 70.0).abs() < 1e-9);
         assert_eq!(r.achieved_hz, Some(1000.0));
@@ -548,7 +548,7 @@ mod tests {
         let r = p.report(&ReportOptions {
             top: 1,
             by: By::Function,
-            exclude: vec!["heatmap::symbolize::*".to_owned()],
+            exclude: vec!["profpoint_heatmap::symbolize::*".to_owned()],
             ..ReportOptions::default()
         });
         assert_eq!(r.excluded, 70);
@@ -691,7 +691,7 @@ mod tests {
         );
         let line = text
             .lines()
-            .find(|l| l.contains("heatmap::symbolize::demangle"))
+            .find(|l| l.contains("profpoint_heatmap::symbolize::demangle"))
             .unwrap();
         assert!(line.starts_with(&format!("{f1:016x}")), "{line}");
         assert!(line.contains("70") && line.contains("70.00"), "{line}");
@@ -702,7 +702,10 @@ mod tests {
         assert_eq!(v["total_samples"], 100);
         assert_eq!(v["other"], 5);
         assert_eq!(v["source"], "perf task-clock");
-        assert_eq!(v["rows"][0]["function"], "heatmap::symbolize::demangle");
+        assert_eq!(
+            v["rows"][0]["function"],
+            "profpoint_heatmap::symbolize::demangle"
+        );
         assert_eq!(v["rows"][0]["nr"], 70);
         assert_eq!(v["rows"][0]["library"], serde_json::Value::Null);
     }

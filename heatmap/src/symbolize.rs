@@ -546,7 +546,7 @@ mod tests {
         assert_eq!(r.start, f);
         assert_eq!(
             r.function,
-            "heatmap::symbolize::tests::a_function_with_a_known_name"
+            "profpoint_heatmap::symbolize::tests::a_function_with_a_known_name"
         );
         assert_eq!(r.library, None);
         // The test binary has DWARF: the function's first line is its `fn` line here.

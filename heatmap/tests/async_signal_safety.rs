@@ -4,7 +4,7 @@
 //!    samples while its allocation count stays exactly 0 (so the handler allocated nothing).
 //! 2. errno: a thread sets errno to a marker, takes thousands of samples, and still reads the
 //!    marker (the handler saves and restores it).
-//!    The same holds for the windows' handler (`heatmap::pmu`, software mode), which enters
+//!    The same holds for the windows' handler (`profpoint_heatmap::pmu`, software mode), which enters
 //!    through the same sampler core (`signal.rs`).
 //!    Both hold with call stacks on (depth 64: framehop's unwind, the stack table).
 //! 3. A stress run: allocation- and lock-heavy threads, plus thread churn, under 10 kHz
@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::*;
-use heatmap::Config;
+use profpoint_heatmap::Config;
 
 /// Counts allocations made by threads that opted in (`WATCHED`), everything else passes
 /// through to the system allocator.
@@ -98,7 +98,7 @@ fn the_handler_neither_allocates_nor_changes_errno() {
 /// the samples really carry stacks (the spinner's frame below the leaf).
 #[test]
 fn the_stack_handler_neither_allocates_nor_changes_errno() {
-    if !heatmap::stacks::AVAILABLE {
+    if !profpoint_heatmap::stacks::AVAILABLE {
         println!(
             "SKIPPED the_stack_handler_neither_allocates_nor_changes_errno: stacks are not \
              available on this platform"
@@ -135,7 +135,7 @@ fn the_stack_handler_neither_allocates_nor_changes_errno() {
 
 /// Runs `watched_spinner` for 500 ms of CPU under `config`: no allocation on that thread,
 /// errno kept. The profile, or None when perf is not available (SKIPPED printed).
-fn no_alloc_errno(test: &str, config: Config) -> Option<heatmap::Profile> {
+fn no_alloc_errno(test: &str, config: Config) -> Option<profpoint_heatmap::Profile> {
     let _g = serial();
     let s = start_perf_or_skip(test, config)?;
     // The thread exists before it opts in; give the watcher a scan to pick it up.
@@ -175,13 +175,13 @@ fn no_alloc_errno(test: &str, config: Config) -> Option<heatmap::Profile> {
     Some(p)
 }
 
-/// The same for the windows' handler (`heatmap::pmu`, software mode: no PMU needed), which
+/// The same for the windows' handler (`profpoint_heatmap::pmu`, software mode: no PMU needed), which
 /// enters through the same sampler core and makes system calls (`read`, `ioctl`) that could
 /// set errno: a thread that only spins takes hundreds of windows without one allocation, and
 /// keeps its errno.
 #[test]
 fn the_windows_handler_neither_allocates_nor_changes_errno() {
-    use heatmap::pmu::{self, Counters, Event, PmuConfig};
+    use profpoint_heatmap::pmu::{self, Counters, Event, PmuConfig};
     let _g = serial();
     if let Err(e) = Counters::open_with(Event::TaskClock, &[Event::PageFaults]) {
         println!(

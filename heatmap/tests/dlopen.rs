@@ -13,7 +13,7 @@ use std::ffi::CString;
 use std::time::Duration;
 
 use common::*;
-use heatmap::Config;
+use profpoint_heatmap::Config;
 
 fn dlsym(lib: &str, sym: &str) -> Option<*mut libc::c_void> {
     let name = CString::new(lib).unwrap();
@@ -37,7 +37,7 @@ fn loaded(lib: &str) -> bool {
 type Crc32 = unsafe extern "C" fn(u64, *const u8, u32) -> u64;
 type Bz2Compress = unsafe extern "C" fn(*mut u8, *mut u32, *const u8, u32, i32, i32, i32) -> i32;
 
-fn in_library(r: &heatmap::Report, lib: &str) -> u64 {
+fn in_library(r: &profpoint_heatmap::Report, lib: &str) -> u64 {
     r.rows
         .iter()
         .filter(|row| row.library.as_deref().is_some_and(|l| l.starts_with(lib)))
@@ -164,7 +164,7 @@ fn a_library_loaded_after_the_last_scan_is_other_and_named() {
         p.warnings()
     );
     let mut table = Vec::new();
-    p.report(&heatmap::ReportOptions::default())
+    p.report(&profpoint_heatmap::ReportOptions::default())
         .write_table(&mut table)
         .unwrap();
     let table = String::from_utf8(table).unwrap();

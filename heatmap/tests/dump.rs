@@ -10,7 +10,7 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use heatmap::{Config, DumpError, Profile, ReportOptions, Source};
+use profpoint_heatmap::{Config, DumpError, Profile, ReportOptions, Source};
 use proptest::prelude::*;
 
 /// A small real profile (setitimer: works without perf), taken once per test binary.
@@ -18,7 +18,7 @@ fn real_profile() -> Profile {
     static P: std::sync::OnceLock<Profile> = std::sync::OnceLock::new();
     P.get_or_init(|| {
         let _g = serial();
-        let s = heatmap::start(Config::new().hz(250).source(Source::Setitimer)).unwrap();
+        let s = profpoint_heatmap::start(Config::new().hz(250).source(Source::Setitimer)).unwrap();
         // Samples whatever the load (setitimer: see burn_cpu_alpha_until).
         burn_cpu_alpha_until(&s, Duration::from_millis(200), 10, Duration::from_secs(10));
         s.stop()

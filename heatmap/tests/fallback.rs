@@ -14,7 +14,7 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use heatmap::{Config, Source, SourceUsed, StartError};
+use profpoint_heatmap::{Config, Source, SourceUsed, StartError};
 
 const CHILD_ENV: &str = "HEATMAP_TEST_FALLBACK_CHILD";
 
@@ -87,7 +87,7 @@ fn child_with_perf_denied() {
     let _g = serial();
     deny_perf_event_open();
 
-    let e = heatmap::start(Config::new().source(Source::PerfTaskClock)).unwrap_err();
+    let e = profpoint_heatmap::start(Config::new().source(Source::PerfTaskClock)).unwrap_err();
     assert!(matches!(e, StartError::PerfUnavailable(_)), "{e}");
     let msg = e.to_string();
     assert!(
@@ -96,7 +96,7 @@ fn child_with_perf_denied() {
     );
     assert!(msg.contains("Source::Auto"), "{msg}");
 
-    let s = heatmap::start(Config::new().hz(1000)).unwrap();
+    let s = profpoint_heatmap::start(Config::new().hz(1000)).unwrap();
     assert_eq!(s.source(), SourceUsed::Setitimer);
     // The bound below needs samples, whatever the load (see burn_cpu_alpha_until).
     burn_cpu_alpha_until(&s, Duration::from_millis(300), 20, Duration::from_secs(10));

@@ -14,12 +14,12 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use heatmap::{Config, Source};
+use profpoint_heatmap::{Config, Source};
 
 #[test]
 fn a_forked_child_can_stop_the_inherited_sampler() {
     let _g = serial();
-    let s = heatmap::start(Config::new().hz(250).source(Source::Setitimer)).unwrap();
+    let s = profpoint_heatmap::start(Config::new().hz(250).source(Source::Setitimer)).unwrap();
     // At least one sample before the fork, whatever the load (see burn_cpu_alpha_until).
     burn_cpu_alpha_until(&s, Duration::from_millis(50), 1, Duration::from_secs(10));
     // SAFETY: the child only stops the sampler (allocation is fork-safe with glibc; the

@@ -1,6 +1,6 @@
 //! Hostile hosts: a program that takes `SIGPROF` over while the heatmap samples.
 //!
-//! - It installs its own handler and arms its own `ITIMER_PROF` after `heatmap::start`; stop
+//! - It installs its own handler and arms its own `ITIMER_PROF` after `profpoint_heatmap::start`; stop
 //!   leaves both as the program set them (before: `SIG_DFL` came back and the program's next
 //!   timer signal killed it, "Profiling timer expired"; the setitimer source also disarmed the
 //!   program's timer), and the profile says the handler was taken over.
@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use common::*;
-use heatmap::{Config, Source};
+use profpoint_heatmap::{Config, Source};
 
 /// The program's timer signals (`SI_KERNEL`: an interval timer).
 static TIMER_HITS: AtomicU64 = AtomicU64::new(0);
@@ -142,7 +142,7 @@ fn program_hits() -> u64 {
     timer_hits() + stray_hits()
 }
 
-fn taken_over(p: &heatmap::Profile) -> Option<&String> {
+fn taken_over(p: &profpoint_heatmap::Profile) -> Option<&String> {
     p.warnings()
         .iter()
         .find(|w| w.contains("SIGPROF was taken over by the program"))
@@ -154,7 +154,7 @@ fn taken_over(p: &heatmap::Profile) -> Option<&String> {
 fn program_keeps_its_handler_and_timer(source: Source) {
     let _g = serial();
     reset();
-    let s = heatmap::start(Config::new().hz(1000).source(source)).unwrap();
+    let s = profpoint_heatmap::start(Config::new().hz(1000).source(source)).unwrap();
     burn_cpu_alpha(Duration::from_millis(50));
     install_program_handler();
     let armed = arm_program_timer();
@@ -220,7 +220,7 @@ fn our_signals_stop_reaching_the_programs_handler(test: &str, source: Source) {
             None => return,
         }
     } else {
-        heatmap::start(config.source(source)).unwrap()
+        profpoint_heatmap::start(config.source(source)).unwrap()
     };
     let started_by = Instant::now();
     burn_until(&|| "no sample before the take-over".to_owned(), &|| {
@@ -316,7 +316,7 @@ fn setitimer_signals_stop_reaching_a_replacing_handler() {
 fn a_snapshot_reports_the_take_over() {
     let _g = serial();
     reset();
-    let s = heatmap::start(Config::new().hz(1000).source(Source::Setitimer)).unwrap();
+    let s = profpoint_heatmap::start(Config::new().hz(1000).source(Source::Setitimer)).unwrap();
     assert!(taken_over(&s.snapshot()).is_none());
     set_disposition(libc::SIG_IGN, 0);
     let p = s.snapshot();

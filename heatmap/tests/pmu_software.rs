@@ -15,7 +15,7 @@
 // Linux only: the samplers it tests run on Linux only (elsewhere they say so; see pmu/unsupported.rs and unsupported.rs).
 #![cfg(target_os = "linux")]
 
-use heatmap::pmu::{self, Counters, Event, PmuConfig};
+use profpoint_heatmap::pmu::{self, Counters, Event, PmuConfig};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -372,7 +372,8 @@ fn with_the_heatmap_one_watcher_serves_both() {
     if !software_or_skip("with_the_heatmap_one_watcher_serves_both") {
         return;
     }
-    let heat = heatmap::start(heatmap::Config::new()).expect("the heatmap starts");
+    let heat =
+        profpoint_heatmap::start(profpoint_heatmap::Config::new()).expect("the heatmap starts");
     let sampler = fast_software_sampler();
     std::thread::sleep(Duration::from_millis(60));
     let names = thread_names();

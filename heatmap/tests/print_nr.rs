@@ -10,7 +10,7 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use heatmap::{Config, Source};
+use profpoint_heatmap::{Config, Source};
 
 const CHILD_ENV: &str = "HEATMAP_TEST_PRINT_CHILD";
 
@@ -27,7 +27,7 @@ fn child_prints_the_table() {
         println!("child_prints_the_table: runs only as the child of print_goes_to_stderr");
         return;
     }
-    let s = heatmap::start(Config::new().hz(1000).source(Source::Setitimer)).unwrap();
+    let s = profpoint_heatmap::start(Config::new().hz(1000).source(Source::Setitimer)).unwrap();
     // ITIMER_PROF fires on the process's tick-based CPU clock, not on the CPU time the threads
     // really used: on oversubscribed CPUs (two busy loops and the heatmap suite beside it) its
     // clock advanced 100 to 330 ms while this burner used 300 ms, every expiry a signal
@@ -36,7 +36,7 @@ fn child_prints_the_table() {
     // until the timer has fired MIN_SAMPLES times, up to CPU_CAP of CPU (then the table shows
     // what it got, and the parent says what is missing).
     burn_cpu_alpha_until(&s, Duration::from_millis(300), MIN_SAMPLES, CPU_CAP);
-    heatmap::print_profile_heatmap_nr(&s.stop(), 3);
+    profpoint_heatmap::print_profile_heatmap_nr(&s.stop(), 3);
 }
 
 #[test]

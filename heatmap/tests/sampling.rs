@@ -12,7 +12,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use heatmap::{Config, Source, SourceUsed, StartError};
+use profpoint_heatmap::{Config, Source, SourceUsed, StartError};
 
 /// At `hz`, a thread burning 1 s of CPU in `burn_cpu_alpha` is sampled about `hz` times, and
 /// nearly all of those samples are attributed to `burn_cpu_alpha`.
@@ -121,7 +121,7 @@ fn thread_churn_loses_nothing_beyond_pickup_latency() {
 #[test]
 fn setitimer_source_reports_itself_and_warns_when_below_the_request() {
     let _g = serial();
-    let s = heatmap::start(Config::new().hz(1000).source(Source::Setitimer)).unwrap();
+    let s = profpoint_heatmap::start(Config::new().hz(1000).source(Source::Setitimer)).unwrap();
     assert_eq!(s.source(), SourceUsed::Setitimer);
     // The bound below needs samples, whatever the load (see burn_cpu_alpha_until).
     burn_cpu_alpha_until(&s, Duration::from_millis(500), 20, Duration::from_secs(10));
@@ -153,25 +153,25 @@ fn setitimer_source_reports_itself_and_warns_when_below_the_request() {
 #[test]
 fn one_sampler_at_a_time_and_bad_config_is_named() {
     let _g = serial();
-    let s = heatmap::start(Config::new().source(Source::Setitimer)).unwrap();
-    let e = heatmap::start(Config::new()).unwrap_err();
+    let s = profpoint_heatmap::start(Config::new().source(Source::Setitimer)).unwrap();
+    let e = profpoint_heatmap::start(Config::new()).unwrap_err();
     assert!(matches!(e, StartError::AlreadyRunning), "{e}");
     assert!(e.to_string().contains("already running"), "{e}");
     drop(s);
     // Drop stopped it: a new one starts.
-    let s = heatmap::start(Config::new().source(Source::Setitimer)).unwrap();
+    let s = profpoint_heatmap::start(Config::new().source(Source::Setitimer)).unwrap();
     drop(s);
-    let e = heatmap::start(Config::new().hz(0)).unwrap_err();
+    let e = profpoint_heatmap::start(Config::new().hz(0)).unwrap_err();
     assert_eq!(
         e.to_string(),
         "hz=0: expected a sampling rate in Hz between 1 and 100000"
     );
-    let e = heatmap::start(Config::new().hz(200_000)).unwrap_err();
+    let e = profpoint_heatmap::start(Config::new().hz(200_000)).unwrap_err();
     assert_eq!(
         e.to_string(),
         "hz=200000: expected a sampling rate in Hz between 1 and 100000"
     );
-    let e = heatmap::start(Config::new().shift(30)).unwrap_err();
+    let e = profpoint_heatmap::start(Config::new().shift(30)).unwrap_err();
     assert!(
         e.to_string()
             .starts_with("shift=30: expected a bucket shift between 0 and 24"),
@@ -210,11 +210,11 @@ fn by_bucket_rows_sum_to_the_function_row() {
     let p = s.stop();
     let by_fn = samples_in(&full_report(&p), "burn_cpu_alpha");
     let by_bucket = samples_in(
-        &p.report(&heatmap::ReportOptions {
+        &p.report(&profpoint_heatmap::ReportOptions {
             top: usize::MAX,
-            by: heatmap::By::Bucket,
+            by: profpoint_heatmap::By::Bucket,
             exclude: vec![],
-            ..heatmap::ReportOptions::default()
+            ..profpoint_heatmap::ReportOptions::default()
         }),
         "burn_cpu_alpha",
     );
@@ -223,8 +223,8 @@ fn by_bucket_rows_sum_to_the_function_row() {
 }
 
 /// The tgkill source at 1 kHz, looking for new threads every 5 ms.
-fn start_tgkill() -> heatmap::Sampler {
-    heatmap::start(
+fn start_tgkill() -> profpoint_heatmap::Sampler {
+    profpoint_heatmap::start(
         Config::new()
             .hz(1000)
             .source(Source::Tgkill)

@@ -15,7 +15,7 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use heatmap::{Config, Source};
+use profpoint_heatmap::{Config, Source};
 
 const THREADS: u64 = 400;
 
@@ -35,7 +35,7 @@ fn churn() -> Duration {
         .sum()
 }
 
-fn check(name: &str, s: heatmap::Sampler) {
+fn check(name: &str, s: profpoint_heatmap::Sampler) {
     let threads_cpu = churn();
     let p = s.stop();
     let unarmed = p.unarmed_cpu_seconds();
@@ -90,14 +90,14 @@ fn perf_source_says_how_much_cpu_short_threads_ran_unsampled() {
 #[test]
 fn tgkill_source_says_how_much_cpu_short_threads_ran_unsampled() {
     let _g = serial();
-    let s = heatmap::start(Config::new().hz(1000).source(Source::Tgkill)).unwrap();
+    let s = profpoint_heatmap::start(Config::new().hz(1000).source(Source::Tgkill)).unwrap();
     check("tgkill", s);
 }
 
 #[test]
 fn setitimer_covers_every_thread_and_reports_nothing_unsampled() {
     let _g = serial();
-    let s = heatmap::start(Config::new().hz(250).source(Source::Setitimer)).unwrap();
+    let s = profpoint_heatmap::start(Config::new().hz(250).source(Source::Setitimer)).unwrap();
     churn();
     let p = s.stop();
     // ITIMER_PROF counts the whole process's CPU: no thread is outside it.

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use common::*;
-use heatmap::{Config, Source, StartError};
+use profpoint_heatmap::{Config, Source, StartError};
 
 fn set(handler: libc::sighandler_t) {
     // SAFETY: installing SIG_DFL, SIG_IGN or a valid extern "C" handler for SIGPROF.
@@ -36,7 +36,7 @@ fn a_foreign_handler_is_refused_and_left_in_place() {
     let _g = serial();
     let h = foreign as extern "C" fn(libc::c_int) as libc::sighandler_t;
     set(h);
-    let e = heatmap::start(Config::new().source(Source::Setitimer)).unwrap_err();
+    let e = profpoint_heatmap::start(Config::new().source(Source::Setitimer)).unwrap_err();
     assert!(matches!(e, StartError::SignalInUse { .. }), "{e}");
     let msg = e.to_string();
     assert!(msg.contains("SIGPROF already has a handler"), "{msg}");
@@ -56,7 +56,7 @@ fn a_foreign_handler_is_refused_and_left_in_place() {
     assert_eq!(FOREIGN_HITS.load(Ordering::Relaxed), 1);
     // The refusal did not leave the sampler marked as running.
     set(libc::SIG_DFL);
-    drop(heatmap::start(Config::new().source(Source::Setitimer)).unwrap());
+    drop(profpoint_heatmap::start(Config::new().source(Source::Setitimer)).unwrap());
 }
 
 #[test]
@@ -64,7 +64,7 @@ fn sig_ign_and_sig_dfl_are_restored() {
     let _g = serial();
     for previous in [libc::SIG_IGN, libc::SIG_DFL] {
         set(previous);
-        let s = heatmap::start(Config::new().source(Source::Setitimer)).unwrap();
+        let s = profpoint_heatmap::start(Config::new().source(Source::Setitimer)).unwrap();
         assert_ne!(
             sigprof_disposition(),
             previous,
@@ -92,7 +92,7 @@ fn stop_for_exit_leaves_sigprof_ignored() {
     let _g = serial();
     for previous in [libc::SIG_DFL, libc::SIG_IGN] {
         set(previous);
-        let s = heatmap::start(Config::new().source(Source::Setitimer)).unwrap();
+        let s = profpoint_heatmap::start(Config::new().source(Source::Setitimer)).unwrap();
         burn_cpu_alpha(Duration::from_millis(20));
         drop(s.stop_for_exit());
         assert_eq!(sigprof_disposition(), libc::SIG_IGN, "previous {previous}");
@@ -109,7 +109,7 @@ fn stop_for_exit_leaves_sigprof_ignored() {
 fn a_sample_pending_at_stop_does_not_kill_the_program() {
     let _g = serial();
     set(libc::SIG_DFL);
-    let s = heatmap::start(Config::new().source(Source::Setitimer)).unwrap();
+    let s = profpoint_heatmap::start(Config::new().source(Source::Setitimer)).unwrap();
     // SAFETY: blocking SIGPROF in this thread only; restored below.
     let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
     // SAFETY: as above.
@@ -168,7 +168,7 @@ fn wait_for(what: &dyn Fn() -> String, done: &dyn Fn() -> bool) {
 fn restartable_system_calls_restart() {
     let _g = serial();
     set(libc::SIG_DFL);
-    let s = heatmap::start(Config::new().source(Source::Setitimer).hz(1)).unwrap();
+    let s = profpoint_heatmap::start(Config::new().source(Source::Setitimer).hz(1)).unwrap();
     let mut fds = [0; 2];
     // SAFETY: `fds` has room for two descriptors.
     assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);

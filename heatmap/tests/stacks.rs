@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use common::*;
-use heatmap::{Config, StartError};
+use profpoint_heatmap::{Config, StartError};
 
 #[inline(never)]
 fn chain_c(cpu: Duration) {
@@ -33,14 +33,14 @@ fn chain_a(cpu: Duration) {
     std::hint::black_box(());
 }
 
-fn position(frames: &[heatmap::Frame], name: &str) -> Option<usize> {
+fn position(frames: &[profpoint_heatmap::Frame], name: &str) -> Option<usize> {
     frames.iter().position(|f| f.function.ends_with(name))
 }
 
 #[test]
 fn a_known_call_chain_shows_root_to_leaf() {
     let _g = serial();
-    if !heatmap::stacks::AVAILABLE {
+    if !profpoint_heatmap::stacks::AVAILABLE {
         println!(
             "SKIPPED a_known_call_chain_shows_root_to_leaf: stacks are not available on this platform"
         );
@@ -106,18 +106,18 @@ static TAG: AtomicU32 = AtomicU32::new(0);
 
 #[inline(never)]
 fn tagged_worker(cpu: Duration) {
-    heatmap::stacks::set_thread_tag(Some(&TAG));
+    profpoint_heatmap::stacks::set_thread_tag(Some(&TAG));
     TAG.store(77, Ordering::Relaxed);
     chain_c(cpu);
     TAG.store(78, Ordering::Relaxed);
     chain_c(cpu);
-    heatmap::stacks::set_thread_tag(None);
+    profpoint_heatmap::stacks::set_thread_tag(None);
 }
 
 #[test]
 fn the_threads_tag_is_carried_with_its_stacks() {
     let _g = serial();
-    if !heatmap::stacks::AVAILABLE {
+    if !profpoint_heatmap::stacks::AVAILABLE {
         println!(
             "SKIPPED the_threads_tag_is_carried_with_its_stacks: stacks are not available on this platform"
         );
@@ -161,7 +161,7 @@ fn bad_stack_settings_are_refused_with_the_value() {
             "stack table slots 10: expected 64 to 1048576",
         ),
     ] {
-        match heatmap::start(config) {
+        match profpoint_heatmap::start(config) {
             Err(e @ (StartError::InvalidStackDepth(_) | StartError::InvalidStackSlots(_))) => {
                 assert!(e.to_string().starts_with(expect), "{e}");
             }
@@ -180,7 +180,7 @@ fn bad_stack_settings_are_refused_with_the_value() {
 #[test]
 fn a_profile_with_stacks_survives_the_dump() {
     let _g = serial();
-    if !heatmap::stacks::AVAILABLE {
+    if !profpoint_heatmap::stacks::AVAILABLE {
         println!(
             "SKIPPED a_profile_with_stacks_survives_the_dump: stacks are not available on this platform"
         );
@@ -197,7 +197,7 @@ fn a_profile_with_stacks_survives_the_dump() {
         .unwrap();
     let p = s.stop();
     assert!(p.has_stacks() && p.stack_samples() > 0);
-    let back = heatmap::Profile::read_dump(&p.to_dump_bytes()).unwrap();
+    let back = profpoint_heatmap::Profile::read_dump(&p.to_dump_bytes()).unwrap();
     assert_eq!(back.stack_samples(), p.stack_samples());
     assert_eq!(full_report(&back).stacks, full_report(&p).stacks);
 }

@@ -14,7 +14,7 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use common::*;
-use heatmap::Config;
+use profpoint_heatmap::Config;
 
 const RUN: Duration = Duration::from_secs(10);
 

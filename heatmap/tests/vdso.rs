@@ -11,7 +11,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use heatmap::Config;
+use profpoint_heatmap::Config;
 
 /// Reads the monotonic clock in a loop until `cpu` of this thread's CPU time has passed.
 #[inline(never)]
@@ -44,7 +44,7 @@ fn clock_reads_are_one_vdso_row_named_by_its_symbol() {
         );
         return;
     }
-    let sampler = match heatmap::start(Config::new().hz(1000)) {
+    let sampler = match profpoint_heatmap::start(Config::new().hz(1000)) {
         Ok(s) => s,
         Err(e) => {
             println!("SKIPPED {test}: no sampler starts here: {e}");
@@ -59,7 +59,7 @@ fn clock_reads_are_one_vdso_row_named_by_its_symbol() {
     }
     let p = sampler.stop();
     let r = full_report(&p);
-    let vdso: Vec<&heatmap::Row> = r
+    let vdso: Vec<&profpoint_heatmap::Row> = r
         .rows
         .iter()
         .filter(|r| r.library.as_deref() == Some("[vdso]"))

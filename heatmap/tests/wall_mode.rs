@@ -13,14 +13,14 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use common::*;
-use heatmap::{Config, Mode};
+use profpoint_heatmap::{Config, Mode};
 
 fn errno() -> i32 {
     std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
 }
 
 /// Samples in libc functions whose name contains `name`.
-fn in_libc(r: &heatmap::Report, name: &str) -> u64 {
+fn in_libc(r: &profpoint_heatmap::Report, name: &str) -> u64 {
     r.rows
         .iter()
         .filter(|row| {
@@ -129,7 +129,7 @@ fn blocked_threads_are_sampled_without_eintr() {
     // loaded machine gives it fewer looks per second. The checks below are on what was
     // sampled, not on how fast; a watcher that never samples a blocked thread hits the cap.
     let t0 = Instant::now();
-    let enough = |p: &heatmap::Profile| {
+    let enough = |p: &profpoint_heatmap::Profile| {
         let r = full_report(p);
         p.proc_samples() >= 1500
             && ["nanosleep", "poll", "epoll_wait"]
@@ -176,7 +176,7 @@ fn blocked_threads_are_sampled_without_eintr() {
 
     let r = full_report(&p);
     let mut table = Vec::new();
-    p.report(&heatmap::ReportOptions {
+    p.report(&profpoint_heatmap::ReportOptions {
         top: 8,
         ..Default::default()
     })

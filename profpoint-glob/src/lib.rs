@@ -4,7 +4,7 @@
 //! Its own crate because two crates need it and neither may depend on the other for it:
 //! `heatmap` knows nothing of `profpoint`, and `profpoint` links `heatmap` only with its
 //! optional `heatmap` feature. Both re-export [`glob_matches`] under that one name
-//! (`profpoint::glob_matches`, `heatmap::glob_matches`).
+//! (`profpoint::glob_matches`, `profpoint_heatmap::glob_matches`).
 
 /// Whether `name` matches `pattern` (`*` any run of characters, `?` exactly one).
 ///

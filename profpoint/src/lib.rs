@@ -330,7 +330,8 @@ pub fn write_report(report: &Report, to: &env::Destination) -> std::io::Result<(
     deliver::write_to(report, to)
 }
 
-/// README.md's examples, compiled and run as doctests (`cargo test --doc`).
-#[doc = include_str!("../../README.md")]
+/// README.md's examples, compiled and run as doctests (`cargo test --doc`). The crate's
+/// README.md is the repository's (a link in the source tree, a copy in the published package).
+#[doc = include_str!("../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;

@@ -1,9 +1,9 @@
-//! Every export read by the program that consumes it (the report model's rule), not by our own
-//! readers: the pprof profile by `go tool pprof` (`-raw`, `-top`) and by `protoc --decode` with
-//! upstream's `profile.proto` (`third_party/pprof`), the Prometheus exposition by `promtool check
-//! metrics`, the SVG chart by an XML parser. `scripts/test` installs the tools (Debian's golang-go,
-//! protobuf-compiler, prometheus); where one is missing its test prints `SKIPPED:` with the reason
-//! and passes.
+//! Every export read by the program that consumes it (the report model's rule), not by our own readers: the
+//! pprof profile by `go tool pprof` (`-raw`, `-top`) and by `protoc --decode` with upstream's
+//! `profile.proto` (`third_party/pprof`), the Prometheus exposition by `promtool check
+//! metrics`, the SVG chart by an XML parser. `scripts/test-ci` installs the tools (Debian's
+//! golang-go, protobuf-compiler, prometheus); where one is missing its test prints `SKIPPED:`
+//! with the reason and passes.
 //!
 //! Values are compared with the JSON form of the same report (one snapshot rendered twice), or,
 //! for the at-exit files, with the JSON report the same exit wrote.
@@ -83,7 +83,7 @@ fn tool(test: &str, tool: &str, deb: &str) -> Option<PathBuf> {
         .find(|p| p.is_file());
     if found.is_none() {
         println!(
-            "SKIPPED: {test}: `{tool}` is not installed (Debian's {deb}; scripts/test installs it)"
+            "SKIPPED: {test}: `{tool}` is not installed (Debian's {deb}; scripts/test-ci installs it)"
         );
     }
     found

@@ -1,5 +1,5 @@
 //! The criterion hook: a profiled benchmark leaves its own points report (and heatmap dump)
-//! in criterion's profile directory. Run by `scripts/test` with `--features criterion`.
+//! in criterion's profile directory. Run by `scripts/test-ci` with `--features criterion`.
 
 use std::time::Duration;
 

@@ -1,7 +1,12 @@
 //! Profile points from a user's point of view: every way to define one, what the numbers say.
+//!
+//! The tests of this file run side by side in one process under `cargo test`: each counts
+//! calls of points of its own. The tests of whole reports (every point in the table, the
+//! exposition, the charts) and of `reset` run in a process of their own (`in_own_process`).
 
 mod common;
 use common::pb::{packed_varints, pb_fields};
+use common::runner::in_own_process;
 
 use std::time::Duration;
 
@@ -257,6 +262,9 @@ fn count_only_counts_every_call_and_times_none() {
 
 #[test]
 fn reset_makes_a_new_zero() {
+    if !in_own_process("reset_makes_a_new_zero") {
+        return;
+    }
     hot();
     hot();
     assert_eq!(point("points::hot").nr, 2);
@@ -268,6 +276,9 @@ fn reset_makes_a_new_zero() {
 
 #[test]
 fn the_table_has_the_seed_columns_a_header_and_a_footer() {
+    if !in_own_process("the_table_has_the_seed_columns_a_header_and_a_footer") {
+        return;
+    }
     sleep_20ms();
     let mut out = Vec::new();
     profpoint::write_profile_points(&mut out).unwrap();
@@ -301,6 +312,9 @@ fn the_table_has_the_seed_columns_a_header_and_a_footer() {
 
 #[test]
 fn the_prometheus_exposition_has_counters_and_summaries_per_point() {
+    if !in_own_process("the_prometheus_exposition_has_counters_and_summaries_per_point") {
+        return;
+    }
     sleep_20ms();
     let text = profpoint::snapshot().to_prometheus();
     // The value of the series `metric{...}` whose labels include all of `has`.
@@ -341,6 +355,9 @@ fn the_prometheus_exposition_has_counters_and_summaries_per_point() {
 
 #[test]
 fn the_svg_chart_has_a_bar_per_point_hit() {
+    if !in_own_process("the_svg_chart_has_a_bar_per_point_hit") {
+        return;
+    }
     sleep_20ms();
     outer();
     let r = profpoint::snapshot();
@@ -389,6 +406,9 @@ fn the_svg_chart_has_a_bar_per_point_hit() {
 
 #[test]
 fn the_pprof_profile_decodes_to_the_report_figures() {
+    if !in_own_process("the_pprof_profile_decodes_to_the_report_figures") {
+        return;
+    }
     sleep_20ms();
     let r = profpoint::snapshot();
     let pb = common::pb::gunzip(&r.to_pprof());

@@ -9,9 +9,13 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+// The tests of this file run side by side in one process under `cargo test`: each toggles
+// tracepoints of its own (`tp_a`, `tp_b` and `tp_c` belong to the storm on a shared page).
 profpoint::tracepoint!(pub fn tp_a(x: u64));
 profpoint::tracepoint!(pub fn tp_b(x: u64));
 profpoint::tracepoint!(pub fn tp_c(x: u64));
+profpoint::tracepoint!(pub fn tp_toggled(x: u64));
+profpoint::tracepoint!(pub fn tp_mapped(x: u64));
 
 const NOP5: [u8; 5] = [0x0f, 0x1f, 0x44, 0x00, 0x00];
 
@@ -22,6 +26,20 @@ pub fn hot(x: u64) -> u64 {
     trace_tp_b(x);
     trace_tp_c(x);
     x.wrapping_mul(3)
+}
+
+/// A function with one site, toggled on and off while it runs.
+#[inline(never)]
+pub fn toggled_site(x: u64) -> u64 {
+    trace_tp_toggled(x);
+    x.wrapping_mul(5)
+}
+
+/// A function with one site, whose page the mapping test reads once patched.
+#[inline(never)]
+pub fn mapped_site(x: u64) -> u64 {
+    trace_tp_mapped(x);
+    x.wrapping_mul(7)
 }
 
 /// A function whose only work is one site: the disassembly test reads it.
@@ -63,23 +81,24 @@ fn info(name: &str) -> profpoint::tracepoint::TracepointInfo {
 
 #[test]
 fn sites_are_nops_until_enabled_and_jumps_while_enabled() {
-    std::hint::black_box(hot(1));
-    let sites = __tracepoint_tp_a.__sites();
+    std::hint::black_box(toggled_site(1));
+    let sites = __tracepoint_tp_toggled.__sites();
     check(&sites, false);
-    profpoint::trace_count("*::tp_a");
+    profpoint::trace_count("*::tp_toggled");
     check(&sites, true);
-    std::hint::black_box(hot(2));
-    assert_eq!(info("::tp_a").hits, 1);
-    profpoint::trace_uncount("*::tp_a");
+    std::hint::black_box(toggled_site(2));
+    assert_eq!(info("::tp_toggled").hits, 1);
+    profpoint::trace_uncount("*::tp_toggled");
     check(&sites, false);
-    std::hint::black_box(hot(3));
-    assert_eq!(info("::tp_a").hits, 1);
+    std::hint::black_box(toggled_site(3));
+    assert_eq!(info("::tp_toggled").hits, 1);
 }
 
 #[test]
 fn the_patched_page_still_maps_the_executable() {
-    let (site, _) = __tracepoint_tp_b.__sites()[0];
-    profpoint::trace_count("*::tp_b");
+    std::hint::black_box(mapped_site(1));
+    let (site, _) = __tracepoint_tp_mapped.__sites()[0];
+    profpoint::trace_count("*::tp_mapped");
     let exe = std::fs::read_link("/proc/self/exe").unwrap();
     let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
     let line = maps
@@ -102,7 +121,7 @@ fn the_patched_page_still_maps_the_executable() {
         line.split_whitespace().nth(1).unwrap().starts_with("r-x"),
         "{line}"
     );
-    profpoint::trace_uncount("*::tp_b");
+    profpoint::trace_uncount("*::tp_mapped");
 }
 
 #[test]

@@ -1,5 +1,7 @@
 //! Tracepoints: typed probes registered and removed at run time while sites fire.
 
+mod common;
+
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -13,9 +15,15 @@ pub struct Task {
     pub prio: i32,
 }
 
+// The tests of this file run side by side in one process under `cargo test`: each registers
+// probes on tracepoints of its own and counts their hits exactly.
 profpoint::tracepoint!(pub fn sched_switch(prev: &Task, next: &Task));
+profpoint::tracepoint!(pub fn switch_storm(prev: &Task, next: &Task));
 profpoint::tracepoint!(fn wakeup(task: &Task) if task.prio > 0);
 profpoint::tracepoint!(fn tick(n: u64));
+profpoint::tracepoint!(fn lazy_tick(n: u64));
+profpoint::tracepoint!(fn self_dropping_tick(n: u64));
+profpoint::tracepoint!(fn slow_tick(n: u64));
 
 fn info(name: &str) -> profpoint::tracepoint::TracepointInfo {
     profpoint::tracepoints()
@@ -73,7 +81,7 @@ fn the_macro_call_site_evaluates_arguments_only_when_enabled() {
         evaluated.fetch_add(1, Ordering::Relaxed);
         7u64
     };
-    profpoint::trace!(tick(expensive()));
+    profpoint::trace!(lazy_tick(expensive()));
     assert_eq!(
         evaluated.load(Ordering::Relaxed),
         0,
@@ -81,11 +89,11 @@ fn the_macro_call_site_evaluates_arguments_only_when_enabled() {
     );
     let got = Arc::new(AtomicU64::new(0));
     let g = got.clone();
-    let h = register_trace_tick(move |n| {
+    let h = register_trace_lazy_tick(move |n| {
         g.store(n, Ordering::Relaxed);
     })
     .unwrap();
-    profpoint::trace!(tick(expensive()));
+    profpoint::trace!(lazy_tick(expensive()));
     assert_eq!(evaluated.load(Ordering::Relaxed), 1);
     assert_eq!(got.load(Ordering::Relaxed), 7);
     drop(h);
@@ -119,7 +127,7 @@ fn a_probe_may_drop_its_own_handle_without_deadlock() {
     let slot: Arc<Mutex<Option<profpoint::tracepoint::ProbeHandle>>> = Arc::new(Mutex::new(None));
     let calls = Arc::new(AtomicU64::new(0));
     let (s, c) = (slot.clone(), calls.clone());
-    let h = register_trace_tick(move |_| {
+    let h = register_trace_self_dropping_tick(move |_| {
         c.fetch_add(1, Ordering::Relaxed);
         // Unregisters itself from inside its own call.
         let handle = s.lock().unwrap().take();
@@ -127,14 +135,14 @@ fn a_probe_may_drop_its_own_handle_without_deadlock() {
     })
     .unwrap();
     *slot.lock().unwrap() = Some(h);
-    trace_tick(1);
-    trace_tick(2);
+    trace_self_dropping_tick(1);
+    trace_self_dropping_tick(2);
     assert_eq!(
         calls.load(Ordering::Relaxed),
         1,
         "gone after its first call"
     );
-    assert!(!trace_tick_enabled());
+    assert!(!trace_self_dropping_tick_enabled());
     profpoint::tracepoint::synchronize_unregister();
 }
 
@@ -157,14 +165,14 @@ fn captured_data_is_freed_only_when_no_call_can_be_running() {
     let in_call = Arc::new(AtomicBool::new(false));
     let flag = DropFlag(dropped.clone(), in_call.clone());
     let ic = in_call.clone();
-    let h = register_trace_tick(move |_| {
+    let h = register_trace_slow_tick(move |_| {
         let _keep = &flag;
         ic.store(true, Ordering::SeqCst);
         std::thread::sleep(Duration::from_millis(100));
         ic.store(false, Ordering::SeqCst);
     })
     .unwrap();
-    let firing = std::thread::spawn(|| trace_tick(1));
+    let firing = std::thread::spawn(|| trace_slow_tick(1));
     while !in_call.load(Ordering::SeqCst) {
         std::thread::yield_now();
     }
@@ -186,7 +194,7 @@ fn probes_come_and_go_thousands_of_times_while_threads_fire() {
     // A probe that stays for the whole run: it must see every firing while it is registered.
     let total = Arc::new(AtomicU64::new(0));
     let t = total.clone();
-    let keeper = register_trace_sched_switch(move |_, _| {
+    let keeper = register_trace_switch_storm(move |_, _| {
         t.fetch_add(1, Ordering::Relaxed);
     })
     .unwrap();
@@ -199,7 +207,7 @@ fn probes_come_and_go_thousands_of_times_while_threads_fire() {
                 let mut n = 0u64;
                 // Relaxed: a stop flag.
                 while !stop.load(Ordering::Relaxed) {
-                    trace_sched_switch(&a, &b);
+                    trace_switch_storm(&a, &b);
                     n += 1;
                 }
                 fired.fetch_add(n, Ordering::Relaxed);
@@ -209,7 +217,7 @@ fn probes_come_and_go_thousands_of_times_while_threads_fire() {
     for _ in 0..ROUNDS {
         let gone = Arc::new(AtomicBool::new(false));
         let (g, v) = (gone.clone(), violations.clone());
-        let h = register_trace_sched_switch(move |_, _| {
+        let h = register_trace_switch_storm(move |_, _| {
             if g.load(Ordering::SeqCst) {
                 v.fetch_add(1, Ordering::Relaxed);
             }
@@ -238,7 +246,7 @@ fn probes_come_and_go_thousands_of_times_while_threads_fire() {
         fired,
         "the long-lived probe saw every firing"
     );
-    assert_eq!(info("sched_switch").hits, fired);
+    assert_eq!(info("switch_storm").hits, fired);
 }
 
 profpoint::tracepoint!(fn self_removing(n: u64));
@@ -361,6 +369,13 @@ profpoint::tracepoint!(fn fork_race(n: u64));
 #[cfg(unix)]
 #[test]
 fn a_fork_during_a_grace_period_that_waits_for_a_registering_probe_completes() {
+    // The scenario's locks must be the only ones in play when it forks: not those of the other
+    // tests of this file, which `cargo test` runs beside it as threads of one process.
+    if !common::runner::in_own_process(
+        "a_fork_during_a_grace_period_that_waits_for_a_registering_probe_completes",
+    ) {
+        return;
+    }
     // SAFETY: the child runs the scenario and leaves with _exit; the alarm turns a deadlock
     // into a SIGALRM death.
     let scenario = unsafe { libc::fork() };

@@ -1,6 +1,6 @@
 //! The fixed cost every window carries ([`Calibration`]) and where its loop lies. The loop
 //! itself, `calibration_loop`, stays in `mod.rs`: reports exclude it by its path,
-//! `heatmap::pmu::calibration_loop`. The run that measures it at start is the live half's
+//! `profpoint_heatmap::pmu::calibration_loop`. The run that measures it at start is the live half's
 //! (`live/calibrate.rs`): it reads the windows, and nothing here names them.
 
 use super::calibration_loop;

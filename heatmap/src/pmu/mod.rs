@@ -92,7 +92,7 @@ pub use window::{PmuProfile, Window};
 /// leaves it out by this name (profpoint's exit report does: it is the profiler's own work).
 /// A test symbolises the loop in the test binary and compares, so a rename breaks the test,
 /// not the exclusion.
-pub const CALIBRATION_LOOP: &str = "heatmap::pmu::calibration_loop";
+pub const CALIBRATION_LOOP: &str = "profpoint_heatmap::pmu::calibration_loop";
 
 /// A loop of integer adds: no branch misses to speak of, no memory but one stack slot.
 ///

@@ -7,7 +7,7 @@
 //!
 //! | file | concept |
 //! | --- | --- |
-//! | `capture.rs` | [`Stacks`]: the live state, the handler's `record`, the unwind loop and its cut reasons |
+//! | `capture.rs` | `Stacks`: the live state, the handler's `record`, the unwind loop and its cut reasons |
 //! | `modules.rs` | loaded objects as framehop modules over their mapped unwind tables; pinning against `dlclose` |
 //! | `policy.rs` | the allocation-free gimli storage given to framehop |
 //! | `switch.rs` | running the unwind on the thread's own unwind stack (`asm!`) |

@@ -75,7 +75,12 @@ pub fn burn_cpu_beta(cpu: Duration) {
 /// expires on the process's tick-based CPU clock (each 4 ms tick is charged to the thread it
 /// interrupts), which beside busy loops and a test suite advanced 100 to 330 ms while a thread
 /// used 300 ms, and sometimes next to nothing: a fixed burn guarantees no sample.
-pub fn burn_cpu_alpha_until(s: &heatmap::Sampler, first: Duration, min: u64, cap: Duration) {
+pub fn burn_cpu_alpha_until(
+    s: &profpoint_heatmap::Sampler,
+    first: Duration,
+    min: u64,
+    cap: Duration,
+) {
     let end = thread_cpu() + cap;
     burn_cpu_alpha(first);
     while s.snapshot().total_samples() < min && thread_cpu() < end {
@@ -84,7 +89,7 @@ pub fn burn_cpu_alpha_until(s: &heatmap::Sampler, first: Duration, min: u64, cap
 }
 
 /// Samples attributed to functions whose name ends with `suffix`.
-pub fn samples_in(report: &heatmap::Report, suffix: &str) -> u64 {
+pub fn samples_in(report: &profpoint_heatmap::Report, suffix: &str) -> u64 {
     report
         .rows
         .iter()
@@ -94,7 +99,7 @@ pub fn samples_in(report: &heatmap::Report, suffix: &str) -> u64 {
 }
 
 /// Samples in the vDSO (its functions by their symbols, and `[vdso]`).
-pub fn samples_in_vdso(report: &heatmap::Report) -> u64 {
+pub fn samples_in_vdso(report: &profpoint_heatmap::Report) -> u64 {
     report
         .rows
         .iter()
@@ -104,18 +109,21 @@ pub fn samples_in_vdso(report: &heatmap::Report) -> u64 {
 }
 
 /// A full report (every row).
-pub fn full_report(p: &heatmap::Profile) -> heatmap::Report {
-    p.report(&heatmap::ReportOptions {
+pub fn full_report(p: &profpoint_heatmap::Profile) -> profpoint_heatmap::Report {
+    p.report(&profpoint_heatmap::ReportOptions {
         top: usize::MAX,
-        ..heatmap::ReportOptions::default()
+        ..profpoint_heatmap::ReportOptions::default()
     })
 }
 
 /// Starts a perf-sourced sampler, or prints why the calling test is SKIPPED and returns None.
-pub fn start_perf_or_skip(test: &str, config: heatmap::Config) -> Option<heatmap::Sampler> {
-    match heatmap::start(config.source(heatmap::Source::PerfTaskClock)) {
+pub fn start_perf_or_skip(
+    test: &str,
+    config: profpoint_heatmap::Config,
+) -> Option<profpoint_heatmap::Sampler> {
+    match profpoint_heatmap::start(config.source(profpoint_heatmap::Source::PerfTaskClock)) {
         Ok(s) => Some(s),
-        Err(heatmap::StartError::PerfUnavailable(e)) => {
+        Err(profpoint_heatmap::StartError::PerfUnavailable(e)) => {
             println!("SKIPPED {test}: perf_event_open(task-clock) is not available here: {e}");
             eprintln!("SKIPPED {test}: perf_event_open(task-clock) is not available here: {e}");
             None

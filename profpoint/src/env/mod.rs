@@ -12,7 +12,7 @@
 //!
 //! Every variable is in one table, [`VARS`] (`table.rs`): its name, the values it accepts,
 //! its default and the text its error gives as expected. The parsers take their error texts
-//! from it, [`var`] reads only the variables it lists, and a test keeps README's list of
+//! from it, `var` reads only the variables it lists, and a test keeps README's list of
 //! variables and the table equal. The samplers' variables (`PROFPOINT_HEATMAP*`,
 //! `PROFPOINT_HZ`, `PROFPOINT_SHIFT`, `PROFPOINT_STACKS`, `PROFPOINT_PMU*`) are read here too (`samplers.rs`): the
 //! `heatmap` crate takes a `Config` value and knows no variable of profpoint's.

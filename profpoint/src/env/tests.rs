@@ -339,7 +339,7 @@ mod samplers {
 /// the other fails here.
 #[test]
 fn readme_lists_every_variable_of_the_table() {
-    let readme = include_str!("../../../README.md");
+    let readme = include_str!("../../README.md");
     let mut in_readme: Vec<&str> = readme
         .match_indices("PROFPOINT_")
         .map(|(at, _)| {
@@ -362,7 +362,7 @@ fn readme_lists_every_variable_of_the_table() {
 /// README's list of `PROFPOINT_REPORT` destinations is the parser's table (and `off`).
 #[test]
 fn readme_lists_every_report_destination() {
-    let readme = include_str!("../../../README.md");
+    let readme = include_str!("../../README.md");
     let start = readme
         .find("`PROFPOINT_REPORT=")
         .expect("README lists the destinations")

@@ -345,10 +345,12 @@ fn scale_to_rows(nodes: &mut [TreeNode], of: &[usize], rows: &[Option<Row>]) {
     }
 }
 
-/// `Report::collect(&opts)`: [`collect`] as a method of the model's type, which lives in
-/// `profpoint-report` (a crate that measures nothing) and so cannot have it as its own.
+/// `Report::collect(&opts)`: the collection of every point as a method of the model's type,
+/// which lives in `profpoint-report` (a crate that measures nothing) and so cannot have it as
+/// its own.
 pub trait CollectReport {
-    /// Collects a report of every point now (see [`collect`]).
+    /// Collects a report of every point now, with these options ([`snapshot`](crate::snapshot)
+    /// with the default ones).
     fn collect(opts: &ReportOptions) -> Report;
 }
 
