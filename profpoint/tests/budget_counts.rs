@@ -230,6 +230,29 @@ fn when_counting_alone_is_over_the_budget_the_report_says_so_and_counts_stay_exa
     );
 }
 
+/// Calls `tiny` until the budget's section says it is `now` (`burst`, `count`), at most 60 s.
+fn tiny_until_it_is(x: &mut u64, now: &str) {
+    let t = Instant::now();
+    loop {
+        for _ in 0..100_000 {
+            *x = tiny(*x);
+        }
+        let r = profpoint::snapshot();
+        if r.budget
+            .throttled
+            .iter()
+            .any(|t| t.point == "budget_counts::tiny" && t.now == now)
+        {
+            return;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "waited 60 s for budget_counts::tiny to be {now}: {:?}",
+            r.budget
+        );
+    }
+}
+
 /// Bursts withdrawn at run time: a point in them is counted again, exactly from then on.
 #[test]
 fn points_in_bursts_are_counted_again_when_bursts_are_withdrawn() {
@@ -239,46 +262,9 @@ fn points_in_bursts_are_counted_again_when_bursts_are_withdrawn() {
     profpoint::set_budget(Some(0.01));
     profpoint::set_budget_bursts(true);
     let mut x = 0;
-    let t = Instant::now();
-    // Until `tiny` is in bursts.
-    loop {
-        for _ in 0..100_000 {
-            x = tiny(x);
-        }
-        let r = profpoint::snapshot();
-        if r.budget
-            .throttled
-            .iter()
-            .any(|t| t.point == "budget_counts::tiny" && t.now == "burst")
-        {
-            break;
-        }
-        assert!(
-            t.elapsed() < Duration::from_secs(60),
-            "waited 60 s for bursts: {:?}",
-            r.budget
-        );
-    }
+    tiny_until_it_is(&mut x, "burst");
     profpoint::set_budget_bursts(false);
-    let t = Instant::now();
-    loop {
-        for _ in 0..100_000 {
-            x = tiny(x);
-        }
-        let r = profpoint::snapshot();
-        if r.budget
-            .throttled
-            .iter()
-            .any(|t| t.point == "budget_counts::tiny" && t.now == "count")
-        {
-            break;
-        }
-        assert!(
-            t.elapsed() < Duration::from_secs(60),
-            "waited 60 s for counting again: {:?}",
-            r.budget
-        );
-    }
+    tiny_until_it_is(&mut x, "count");
     // From here on every call counts: the count grows by exactly the calls made.
     let before = point(&profpoint::snapshot(), "budget_counts::tiny").nr;
     for _ in 0..1_000_000 {
