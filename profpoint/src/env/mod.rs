@@ -5,9 +5,9 @@
 //! start-up, a glob that matches no point (or tracepoint) and a report file whose folder is
 //! missing or not writable (see `exit.rs`).
 //!
-//! Every value a warning shows goes through [`shown`]: control characters (and the invisible
+//! Every value a warning shows goes through `shown`: control characters (and the invisible
 //! and bidirectional format characters) escaped, so no value moves the terminal's cursor or
-//! splits a line, and cut with "..." so that a line stays within about [`LINE_MAX`] characters
+//! splits a line, and cut with "..." so that a line stays within about `LINE_MAX` characters
 //! whatever the value's length.
 //!
 //! Every variable is in one table, [`VARS`] (`table.rs`): its name, the values it accepts,
@@ -490,7 +490,6 @@ pub fn parse_clock(value: &str) -> Result<bool, EnvError> {
     }
 }
 
-/// Prints one warning line for a rejected variable.
 /// Prints one warning line for a rejected variable: its value cut to keep the line within
 /// [`LINE_MAX`] characters where the rest of the line leaves room.
 pub(crate) fn warn(e: &EnvError, fallback: &str) {
