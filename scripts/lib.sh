@@ -75,7 +75,7 @@ summary() {
 # PROFPOINT_TIDY_TARGETS=1 (.ci/run sets it: a CI machine's disk is small); by hand the
 # directory stays, so the next run reuses it.
 tidy_target() {
-    [[ ${PROFPOINT_TIDY_TARGETS:-0} == 1 ]] || return 0
+    [[ ${PROFPOINT_TIDY_TARGETS:-0} == 1 && -d $1 ]] || return 0
     echo "=== $STEP_PREFIX: removing $1 ($(du -sh "$1" 2>/dev/null | cut -f1))" >&2
     rm -rf "$1"
 }
