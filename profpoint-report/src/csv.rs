@@ -52,6 +52,14 @@ fn quote(s: &str) -> String {
     }
 }
 
+// The renderer's method on the model lives with the renderer: the model names no renderer.
+impl Report {
+    /// The points as CSV: a header row, then one row per point.
+    pub fn to_csv(&self) -> String {
+        points_csv(self)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

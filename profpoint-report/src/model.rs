@@ -522,38 +522,6 @@ impl Report {
         profpoint_json::to_writer_pretty(w, self)
     }
 
-    /// The points as CSV: a header row, then one row per point.
-    pub fn to_csv(&self) -> String {
-        crate::csv::points_csv(self)
-    }
-
-    /// The report in the Prometheus text format: calls and time counters, latency summaries,
-    /// tracepoint hits, one series per point (labels `point`, `location`). For a report of the
-    /// running process, counters never go down from one call to the next, estimates revised
-    /// down and `profpoint::reset()` included (the rule: `prometheus.rs`).
-    pub fn to_prometheus(&self) -> String {
-        crate::prometheus::render(self)
-    }
-
-    /// The points as a pprof profile, gzipped (protobuf inside, as pprof's readers expect):
-    /// calls, self and total time per point, for `go tool pprof` and other pprof viewers.
-    pub fn to_pprof(&self) -> Vec<u8> {
-        crate::pprof::render(self)
-    }
-
-    /// The points as a self-contained SVG bar chart: total and self time per point on a time
-    /// axis with units, the figures beside each bar.
-    pub fn to_svg(&self) -> String {
-        crate::svg::render(self)
-    }
-
-    /// The seed's table, with the extra columns; see [`crate::write_table`].
-    pub fn to_table(&self) -> String {
-        let mut out = Vec::new();
-        // Writing into a Vec cannot fail.
-        crate::write_table(self, &mut out).expect("writing to memory");
-        String::from_utf8_lossy(&out).into_owned()
-    }
 }
 
 /// The tree of profile points: a calling-context tree, one node per distinct path of points

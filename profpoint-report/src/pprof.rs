@@ -292,6 +292,15 @@ pub(crate) fn finish(mut out: Vec<u8>, strings: Strings, r: &Report, default: u6
     out
 }
 
+// The renderer's method on the model lives with the renderer: the model names no renderer.
+impl Report {
+    /// The points as a pprof profile, gzipped (protobuf inside, as pprof's readers expect):
+    /// calls, self and total time per point, for `go tool pprof` and other pprof viewers.
+    pub fn to_pprof(&self) -> Vec<u8> {
+        render(self)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -241,6 +241,17 @@ pub(super) fn render(r: &Report) -> String {
     o
 }
 
+// The renderer's method on the model lives with the renderer: the model names no renderer.
+impl Report {
+    /// The report in the Prometheus text format: calls and time counters, latency summaries,
+    /// tracepoint hits, one series per point (labels `point`, `location`). For a report of the
+    /// running process, counters never go down from one call to the next, estimates revised
+    /// down and `profpoint::reset()` included (the rule: `prometheus.rs`).
+    pub fn to_prometheus(&self) -> String {
+        render(self)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -317,6 +317,15 @@ pub(super) fn render(r: &Report) -> String {
     o
 }
 
+// The renderer's method on the model lives with the renderer: the model names no renderer.
+impl Report {
+    /// The points as a self-contained SVG bar chart: total and self time per point on a time
+    /// axis with units, the figures beside each bar.
+    pub fn to_svg(&self) -> String {
+        render(self)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

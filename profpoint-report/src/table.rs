@@ -521,6 +521,17 @@ fn secs(ns: u64, estimated: bool) -> String {
     )
 }
 
+// The renderer's method on the model lives with the renderer: the model names no renderer.
+impl Report {
+    /// The seed's table, with the extra columns; see [`write_table`].
+    pub fn to_table(&self) -> String {
+        let mut out = Vec::new();
+        // Writing into a Vec cannot fail.
+        write_table(self, &mut out).expect("writing to memory");
+        String::from_utf8_lossy(&out).into_owned()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
