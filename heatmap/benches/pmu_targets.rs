@@ -110,7 +110,7 @@ mod linux {
         // of fault_pages (the fault rate drifts with the machine's state).
         let truth = Counters::open_with(Event::TaskClock, &[Event::PageFaults]).expect("checked");
         let cpu0 = workload::process_cpu();
-        let (ns, faults) = faults::workload(Duration::from_secs(4), Some(&truth));
+        let (ns, faults) = faults::workload(Duration::from_secs(4), Some(&|| truth.read()));
         let cpu = workload::process_cpu() - cpu0;
         drop(truth);
         let true_rate = 1e6 * faults as f64 / ns as f64;

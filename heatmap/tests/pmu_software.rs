@@ -42,6 +42,8 @@ fn workload_until(
 ) -> (u64, u64, Duration, Duration) {
     let (cpu0, wall0) = (thread_cpu(), Instant::now());
     let (mut ns, mut faults) = (0, 0);
+    let read = truth.map(|c| move || c.read());
+    let read = read.as_ref().map(|r| r as &dyn Fn() -> Vec<u64>);
     while !enough() {
         let (cpu, wall) = (thread_cpu() - cpu0, wall0.elapsed());
         assert!(
@@ -49,7 +51,7 @@ fn workload_until(
             "gave up after {cpu:?} of CPU ({wall:?} on the wall): {}",
             what()
         );
-        let (n, f) = workload(Duration::from_millis(50), truth);
+        let (n, f) = workload(Duration::from_millis(50), read);
         ns += n;
         faults += f;
     }

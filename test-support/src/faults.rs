@@ -2,7 +2,6 @@
 //! `benches/pmu_targets.rs`: `fault_pages` takes one page fault per
 //! 4 KiB it writes, `spin` computes in registers and takes none.
 
-use heatmap::pmu::Counters;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -48,16 +47,17 @@ pub fn spin(iters: u64) -> u64 {
     a ^ b
 }
 
-/// Runs both functions in turn for `d`; returns (ns, faults) counted around `fault_pages` by a
-/// counting group on this thread, the ground truth.
-pub fn workload(d: Duration, truth: Option<&Counters>) -> (u64, u64) {
+/// Runs both functions in turn for `d`; returns (ns, faults) counted around `fault_pages` by
+/// `truth`, the ground truth: it reads a counting group on this thread (task clock, page
+/// faults; heatmap's `pmu::Counters::read`, passed in so that this crate needs no sampler).
+pub fn workload(d: Duration, truth: Option<&dyn Fn() -> Vec<u64>>) -> (u64, u64) {
     let (mut ns, mut faults) = (0, 0);
     let t = Instant::now();
     while t.elapsed() < d {
-        let before = truth.map(Counters::read);
+        let before = truth.map(|read| read());
         black_box(fault_pages());
-        if let (Some(c), Some(b)) = (truth, before) {
-            let a = c.read();
+        if let (Some(read), Some(b)) = (truth, before) {
+            let a = read();
             ns += a[0] - b[0];
             faults += a[1] - b[1];
         }
