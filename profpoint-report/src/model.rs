@@ -521,7 +521,6 @@ impl Report {
     pub fn write_json(&self, w: &mut dyn std::io::Write) -> std::io::Result<()> {
         profpoint_json::to_writer_pretty(w, self)
     }
-
 }
 
 /// The tree of profile points: a calling-context tree, one node per distinct path of points
