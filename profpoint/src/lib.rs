@@ -53,28 +53,20 @@ extern crate self as profpoint;
 
 mod budget;
 mod clock;
-mod copies;
 #[cfg(feature = "criterion")]
 pub mod criterion;
-mod deliver;
 mod diag;
 pub mod env;
-mod exit;
-mod exit_report;
-mod fork;
 mod glob;
 mod hist;
 mod overhead;
 mod owned;
-mod periodic;
 mod point;
 mod report;
+mod runtime;
 #[cfg(feature = "heatmap")]
 mod sampling;
-#[cfg(feature = "serve")]
-mod serve;
 mod shard;
-mod signals;
 mod slot;
 mod sync;
 mod threads;
@@ -98,7 +90,7 @@ pub use report::{
     ReportOptions, RunInfo, SCHEMA, SlotMemory, TreeEdge, TreeNode, VERSION, write_table,
 };
 #[cfg(feature = "serve")]
-pub use serve::{ServeError, ServeOptions, Server, serve, serve_with};
+pub use runtime::serve::{ServeError, ServeOptions, Server, serve, serve_with};
 
 #[cfg(feature = "heatmap")]
 pub use heatmap;
@@ -263,7 +255,7 @@ pub fn write_profile_points(w: &mut dyn std::io::Write) -> std::io::Result<()> {
 #[cfg_attr(feature = "off", inline(always))]
 pub fn report_at_exit() {
     #[cfg(not(feature = "off"))]
-    exit::opt_in();
+    runtime::exit::opt_in();
 }
 
 /// Writes the at-exit report now (every destination of `PROFPOINT_REPORT`, or the table on
@@ -281,7 +273,7 @@ pub fn report_at_exit() {
 #[cfg_attr(feature = "off", inline(always))]
 pub fn write_exit_report() {
     #[cfg(not(feature = "off"))]
-    exit_report::write_exit_report();
+    runtime::exit_report::write_exit_report();
 }
 
 /// Starts the `heatmap` sampler under profpoint: every report (snapshots, the exit report)
@@ -327,7 +319,7 @@ pub fn trace_uncount(glob: &str) -> usize {
 /// Writes a report to a destination now (as the exit handler would): a file is replaced whole
 /// (a temporary file beside it, renamed over it); an error is returned, not sent elsewhere.
 pub fn write_report(report: &Report, to: &env::Destination) -> std::io::Result<()> {
-    deliver::write_to(report, to)
+    runtime::deliver::write_to(report, to)
 }
 
 /// README.md's examples, compiled and run as doctests (`cargo test --doc`). The crate's

@@ -37,7 +37,7 @@ pub(crate) fn start_pmu_from_env() -> bool {
                 "profpoint ({}): PROFPOINT_PMU: the per-function metrics are already sampled by \
                  the profpoint copy in {other}, whose report has them; this copy's report has \
                  no such section",
-                crate::copies::own_name()
+                crate::runtime::copies::own_name()
             );
             true
         }
@@ -83,7 +83,7 @@ fn copy_handling(sig: libc::c_int) -> Option<String> {
     if unsafe { libc::sigaction(sig, std::ptr::null(), &mut old) } != 0 {
         return None;
     }
-    crate::copies::other_copy_at(old.sa_sigaction)
+    crate::runtime::copies::other_copy_at(old.sa_sigaction)
 }
 
 /// Both sections of a report. At exit (`stop`) both samplers stop before either is
@@ -119,14 +119,14 @@ pub(crate) fn start_from_env() -> bool {
     match start(config.wait_for_first_scan(false)) {
         Ok(()) => true,
         Err(heatmap::StartError::SignalInUse { handler })
-            if let Some(other) = crate::copies::other_copy_at(handler) =>
+            if let Some(other) = crate::runtime::copies::other_copy_at(handler) =>
         {
             // Not "another profiler": the host's (or another library's) own profpoint.
             crate::diag::warn_line!(
                 "profpoint ({}): PROFPOINT_HEATMAP: the process is already sampled by the \
                  profpoint copy in {other}, whose report has the heatmap; this copy's report \
                  has no heatmap section",
-                crate::copies::own_name()
+                crate::runtime::copies::own_name()
             );
             true
         }

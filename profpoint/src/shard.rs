@@ -290,7 +290,7 @@ fn registry() -> std::sync::MutexGuard<'static, Registry> {
 
 #[cfg(unix)]
 thread_local! {
-    /// The registry lock, held by the forking thread across a `fork` (see `crate::fork`).
+    /// The registry lock, held by the forking thread across a `fork` (see `crate::runtime::fork`).
     static FORK_HELD: std::cell::RefCell<Option<std::sync::MutexGuard<'static, Registry>>> =
         const { std::cell::RefCell::new(None) };
 }

@@ -584,7 +584,7 @@ pub(crate) fn report(clk: &clock::ClockInfo, iso: Option<&Isolation>) -> BudgetR
 
 #[cfg(unix)]
 thread_local! {
-    /// The controller's lock, held by the forking thread across a `fork` (see `crate::fork`).
+    /// The controller's lock, held by the forking thread across a `fork` (see `crate::runtime::fork`).
     static FORK_HELD: std::cell::RefCell<Option<MutexGuard<'static, Controller>>> =
         const { std::cell::RefCell::new(None) };
 }

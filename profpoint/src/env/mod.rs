@@ -30,81 +30,9 @@ pub use table::{VARS, Var};
 
 use std::path::PathBuf;
 
-/// Where the report goes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Destination {
-    /// The points table on standard error.
-    Stderr,
-    /// The points table on standard output.
-    Stdout,
-    /// The JSON report, written to a file.
-    Json(PathBuf),
-    /// The points as CSV, written to a file.
-    Csv(PathBuf),
-    /// The points table, written to a file.
-    Table(PathBuf),
-    /// The Prometheus text format, written to a file.
-    Prometheus(PathBuf),
-    /// An SVG bar chart of the points, written to a file.
-    Svg(PathBuf),
-    /// A pprof profile of the points, written to a file.
-    Pprof(PathBuf),
-    /// Folded stacks (inferno's input): the sampled stacks when the report has them, else the
-    /// points tree (self time in ns).
-    Folded(PathBuf),
-    /// A flame graph SVG (drawn by inferno) of the same stacks as [`Destination::Folded`].
-    Flame(PathBuf),
-    /// Folded stacks of the points tree, always (self time in ns).
-    PointsFolded(PathBuf),
-    /// A flame graph SVG of the points tree, always.
-    PointsFlame(PathBuf),
-    /// A pprof profile with stacks (locations chained caller to callee) of the same stacks as
-    /// [`Destination::Folded`].
-    PprofStacks(PathBuf),
-    /// A pprof profile with stacks of the points tree, always.
-    PointsPprof(PathBuf),
-}
-
-impl Destination {
-    /// Its file path, for a file destination.
-    pub(crate) fn path(&self) -> Option<&std::path::Path> {
-        match self {
-            Destination::Stderr | Destination::Stdout => None,
-            Destination::Json(p)
-            | Destination::Csv(p)
-            | Destination::Table(p)
-            | Destination::Prometheus(p)
-            | Destination::Svg(p)
-            | Destination::Pprof(p)
-            | Destination::Folded(p)
-            | Destination::Flame(p)
-            | Destination::PointsFolded(p)
-            | Destination::PointsFlame(p)
-            | Destination::PprofStacks(p)
-            | Destination::PointsPprof(p) => Some(p),
-        }
-    }
-
-    /// The same destination with its file path (if any) changed by `f`.
-    pub(crate) fn map_path(&self, f: impl FnOnce(&std::path::Path) -> PathBuf) -> Destination {
-        match self {
-            Destination::Stderr => Destination::Stderr,
-            Destination::Stdout => Destination::Stdout,
-            Destination::Json(p) => Destination::Json(f(p)),
-            Destination::Csv(p) => Destination::Csv(f(p)),
-            Destination::Table(p) => Destination::Table(f(p)),
-            Destination::Prometheus(p) => Destination::Prometheus(f(p)),
-            Destination::Svg(p) => Destination::Svg(f(p)),
-            Destination::Pprof(p) => Destination::Pprof(f(p)),
-            Destination::Folded(p) => Destination::Folded(f(p)),
-            Destination::Flame(p) => Destination::Flame(f(p)),
-            Destination::PointsFolded(p) => Destination::PointsFolded(f(p)),
-            Destination::PointsFlame(p) => Destination::PointsFlame(f(p)),
-            Destination::PprofStacks(p) => Destination::PprofStacks(f(p)),
-            Destination::PointsPprof(p) => Destination::PointsPprof(f(p)),
-        }
-    }
-}
+/// Where a report goes: delivery's type (`runtime/deliver.rs`), which `PROFPOINT_REPORT`'s
+/// parser fills.
+pub use crate::runtime::deliver::Destination;
 
 /// The destination as `PROFPOINT_REPORT` spells it: `stderr`, `json:PATH`...
 impl std::fmt::Display for Destination {

@@ -159,7 +159,7 @@ struct Retired(Vec<(usize, u64)>);
 
 #[cfg(unix)]
 thread_local! {
-    /// The writers' lock, held by the forking thread across a `fork` (see `crate::fork`).
+    /// The writers' lock, held by the forking thread across a `fork` (see `crate::runtime::fork`).
     static FORK_HELD: std::cell::RefCell<Option<MutexGuard<'static, Retired>>> =
         const { std::cell::RefCell::new(None) };
 }

@@ -56,7 +56,7 @@ sync_static! {
 static MEMBARRIER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 sync_static! {
     /// Serialises writers' grace periods. A flag rather than a `Mutex` (it guards no data): a
-    /// `fork`ed child can reset it when the thread that held it was not copied (`crate::fork`).
+    /// `fork`ed child can reset it when the thread that held it was not copied (`crate::runtime::fork`).
     static GP_BUSY: AtomicBool = AtomicBool::new(false);
 }
 

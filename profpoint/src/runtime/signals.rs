@@ -389,7 +389,7 @@ fn disarm() {
 /// process by `s`.
 #[cfg(unix)]
 fn report_then_end(s: libc::c_int) -> ! {
-    crate::deliver::SIGNAL_PATH.store(true, Ordering::Relaxed);
+    super::deliver::SIGNAL_PATH.store(true, Ordering::Relaxed);
     let (tx, rx) = std::sync::mpsc::channel();
     let writer = crate::threads::spawn_quiet(
         // 8 MiB, as the main thread that writes the exit report: the heatmap's symbols.
@@ -397,7 +397,7 @@ fn report_then_end(s: libc::c_int) -> ! {
             .name("profpoint-sigreport".into())
             .stack_size(8 << 20),
         move || {
-            crate::exit_report::write_exit_report();
+            super::exit_report::write_exit_report();
             let _ = tx.send(());
         },
     );
@@ -405,7 +405,7 @@ fn report_then_end(s: libc::c_int) -> ! {
         Ok(_) => rx.recv_timeout(DEADLINE).is_ok(),
         Err(_) => {
             // No thread: write it here, without a deadline.
-            crate::exit_report::write_exit_report();
+            super::exit_report::write_exit_report();
             true
         }
     };

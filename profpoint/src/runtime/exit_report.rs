@@ -1,5 +1,5 @@
 //! The at-exit report: written once per process, by whichever comes first of the program's
-//! exit (`atexit`), a signal's thread (`crate::signals`) and [`crate::write_exit_report`].
+//! exit (`atexit`), a signal's thread (`super::signals`) and [`crate::write_exit_report`].
 //!
 //! # Mechanism
 //! - [`write_exit_report`] claims the report (`DONE`): exactly one caller writes it, and a
@@ -11,9 +11,9 @@
 //! - A destination that cannot be written gets one line on stderr (which, and why), and the
 //!   points table goes to stderr instead: a report is never dropped silently. The program's
 //!   exit status is not changed.
-//! - The last report of a periodic series ends the series (`crate::periodic::end`).
+//! - The last report of a periodic series ends the series (`super::periodic::end`).
 
-use crate::deliver::{SIGNAL_PATH, destination_for, planned, reason, write_to};
+use super::deliver::{SIGNAL_PATH, destination_for, planned, reason, write_to};
 use crate::env::Destination;
 use crate::report::{ReportOptions, collect};
 use std::sync::atomic::Ordering;
@@ -65,7 +65,7 @@ fn write_claimed() {
         return;
     };
     // The last report of a series (PROFPOINT_REPORT_EVERY): no periodic one lands after it.
-    let series = crate::periodic::end();
+    let series = super::periodic::end();
     let mut report = collect(&ReportOptions {
         subtract_overhead: subtract,
         final_report: true,
@@ -85,7 +85,7 @@ fn write_claimed() {
         use std::io::Write;
         let _ = std::io::stdout().flush();
     }
-    let copy = crate::copies::path_suffix();
+    let copy = super::copies::path_suffix();
     if let Some(name) = &copy
         && dests.contains(&Destination::Stderr)
     {

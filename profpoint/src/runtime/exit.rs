@@ -11,7 +11,7 @@
 //!   ([`crate::report_at_exit`] or `#[profpoint::main]`) or `PROFPOINT_REPORT` asked for it.
 //!   `atexit` handlers run on return from `main` and on `std::process::exit`; not on `abort`,
 //!   a fatal signal or a `panic = "abort"` panic. SIGINT, SIGTERM and SIGHUP are handled by
-//!   `crate::signals`, which writes the same report from a thread of its own.
+//!   `super::signals`, which writes the same report from a thread of its own.
 //! - Relative paths in `PROFPOINT_REPORT` are made absolute here: the folder the program
 //!   started in, whatever folder it is in at exit.
 //! - Said at start-up rather than after the run, one line each: a file destination whose
@@ -19,9 +19,9 @@
 //!   the one the exit report will use), and a glob of `PROFPOINT_DISABLE`, `PROFPOINT_ENABLE`,
 //!   `PROFPOINT_SAMPLE` or `PROFPOINT_TRACE` that matches no point (tracepoint) of this copy.
 
-use crate::deliver::{INIT_PID, absolute, cannot_write, destination_for, plan, refused};
+use super::deliver::{INIT_PID, absolute, cannot_write, destination_for, plan, refused};
+use super::exit_report::write_exit_report;
 use crate::env::{self, Destination};
-use crate::exit_report::write_exit_report;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Whether a signal's report is armed (`PROFPOINT_SIGNALS`, default on).
@@ -57,15 +57,15 @@ extern "C" fn init() {
 fn init_inner() {
     // Relaxed: written once before main, read at exit by the same or a forked process.
     INIT_PID.store(std::process::id(), Ordering::Relaxed);
-    crate::copies::init();
+    super::copies::init();
     // Before Rust's runtime puts /dev/null on a closed fd 1 (it does so in `main`'s set-up).
     #[cfg(unix)]
     {
         // SAFETY: F_GETFD on an fd number only reads its flags.
         let closed = unsafe { libc::fcntl(1, libc::F_GETFD) } == -1;
-        crate::deliver::STDOUT_CLOSED_AT_START.store(closed, Ordering::Relaxed);
+        super::deliver::STDOUT_CLOSED_AT_START.store(closed, Ordering::Relaxed);
     }
-    crate::fork::init();
+    super::fork::init();
     crate::clock::init();
     // The points by name, indexed once for every glob of every variable (10,000 globs against
     // 10,000 points: milliseconds, where matching each glob against each name took seconds).
@@ -150,7 +150,7 @@ fn init_inner() {
     }
     if let Some(v) = env::var("PROFPOINT_REPORT_EVERY") {
         match env::parse_every(&v) {
-            Ok(every) => crate::periodic::set_every(every),
+            Ok(every) => super::periodic::set_every(every),
             Err(e) => env::warn(&e, "a report at exit only"),
         }
     }
@@ -200,7 +200,7 @@ fn init_inner() {
         plan().opted_in = true;
     }
     #[cfg(feature = "serve")]
-    crate::serve::start_from_env();
+    super::serve::start_from_env();
     #[cfg(not(feature = "serve"))]
     if env::var("PROFPOINT_SERVE").is_some() {
         crate::diag::warn_line!(
@@ -287,7 +287,7 @@ impl Unmatched {
     fn warn(self) {
         // Another copy of profpoint seen in this process may hold the points: see
         // `warn_unmatched`.
-        if self.count == 0 || crate::copies::all().len() > 1 {
+        if self.count == 0 || super::copies::all().len() > 1 {
             return;
         }
         if self.count <= UNMATCHED_EACH {
@@ -306,7 +306,7 @@ impl Unmatched {
             self.var,
             self.count,
             all.len(),
-            env::shown(&crate::copies::own_name(), 48),
+            env::shown(&super::copies::own_name(), 48),
             first.join(", ")
         );
     }
@@ -327,13 +327,13 @@ fn names_of(names: Names) -> (Vec<&'static str>, &'static str) {
 /// tracepoints): how many there are, a name that looks like the glob, and a character the
 /// glob may have meant as another syntax's wildcard.
 ///
-/// Another copy of profpoint seen in this process (a library's, see `crate::copies`) may hold
+/// Another copy of profpoint seen in this process (a library's, see `super::copies`) may hold
 /// the points this glob names, and this copy cannot read that copy's names: then no warning.
 /// A library loaded later (`dlopen`) is not seen at all; the line names this copy's object,
 /// so a glob meant for such a library's points reads as what it is.
 fn warn_unmatched(var: &str, glob: &str, names: Names) {
     let (all, what) = names_of(names);
-    let object = env::shown(&crate::copies::own_name(), 48);
+    let object = env::shown(&super::copies::own_name(), 48);
     let shown = env::shown(glob, 48);
     let mut line = match all.len() {
         0 => format!("profpoint: {var}={shown}: matches nothing: there are no {what} in {object}"),
@@ -395,13 +395,13 @@ pub(crate) fn opt_in() {
 }
 
 /// What comes with an armed report: the periodic reports when `PROFPOINT_REPORT_EVERY` asks
-/// (`crate::periodic`), and the report on SIGINT, SIGTERM and SIGHUP (`crate::signals`), unless
+/// (`super::periodic`), and the report on SIGINT, SIGTERM and SIGHUP (`super::signals`), unless
 /// `PROFPOINT_SIGNALS=0`.
 fn arm_extras() {
-    crate::periodic::start();
+    super::periodic::start();
     // Relaxed: set by the initialiser, before.
     if SIGNALS_WANTED.load(Ordering::Relaxed) {
-        crate::signals::arm();
+        super::signals::arm();
     }
 }
 
@@ -409,5 +409,5 @@ extern "C" fn at_exit() {
     // A panic must not unwind into libc's exit path.
     let _ = std::panic::catch_unwind(write_exit_report);
     // A signal that arrived while it was written ends the process now.
-    crate::signals::after_exit_report();
+    super::signals::after_exit_report();
 }

@@ -97,7 +97,7 @@ fn write_next() -> bool {
     if s.ended {
         return false;
     }
-    let Some((dests, subtract)) = crate::deliver::planned() else {
+    let Some((dests, subtract)) = super::deliver::planned() else {
         return true;
     };
     let mut report = collect(&ReportOptions {
@@ -107,8 +107,8 @@ fn write_next() -> bool {
     let seq = s.seq + 1;
     report.interval = Some(Interval::between(s.prev.as_ref(), &report, seq));
     for d in &dests {
-        let d = crate::deliver::destination_for(d, seq);
-        let result = crate::deliver::write_to(&report, &d);
+        let d = super::deliver::destination_for(d, seq);
+        let result = super::deliver::write_to(&report, &d);
         let was_failing = s.failing.contains(&d);
         match (result, was_failing) {
             (Ok(()), true) => {
@@ -120,7 +120,7 @@ fn write_next() -> bool {
             (Err(e), false) if d != Destination::Stderr => {
                 crate::diag::warn_line!(
                     "profpoint: could not write periodic report {seq} to {d}: {}; trying again every interval",
-                    crate::deliver::reason(&e)
+                    super::deliver::reason(&e)
                 );
                 s.failing.push(d);
             }

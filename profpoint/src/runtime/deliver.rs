@@ -26,10 +26,86 @@
 //! The exit report (`exit_report.rs`), the periodic reports (`periodic.rs`) and
 //! [`crate::write_report`] write through [`write_to`]; this file calls none of them.
 
-use crate::env::Destination;
 use crate::report::Report;
+use std::path::PathBuf;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Where the report goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Destination {
+    /// The points table on standard error.
+    Stderr,
+    /// The points table on standard output.
+    Stdout,
+    /// The JSON report, written to a file.
+    Json(PathBuf),
+    /// The points as CSV, written to a file.
+    Csv(PathBuf),
+    /// The points table, written to a file.
+    Table(PathBuf),
+    /// The Prometheus text format, written to a file.
+    Prometheus(PathBuf),
+    /// An SVG bar chart of the points, written to a file.
+    Svg(PathBuf),
+    /// A pprof profile of the points, written to a file.
+    Pprof(PathBuf),
+    /// Folded stacks (inferno's input): the sampled stacks when the report has them, else the
+    /// points tree (self time in ns).
+    Folded(PathBuf),
+    /// A flame graph SVG (drawn by inferno) of the same stacks as [`Destination::Folded`].
+    Flame(PathBuf),
+    /// Folded stacks of the points tree, always (self time in ns).
+    PointsFolded(PathBuf),
+    /// A flame graph SVG of the points tree, always.
+    PointsFlame(PathBuf),
+    /// A pprof profile with stacks (locations chained caller to callee) of the same stacks as
+    /// [`Destination::Folded`].
+    PprofStacks(PathBuf),
+    /// A pprof profile with stacks of the points tree, always.
+    PointsPprof(PathBuf),
+}
+
+impl Destination {
+    /// Its file path, for a file destination.
+    pub(crate) fn path(&self) -> Option<&std::path::Path> {
+        match self {
+            Destination::Stderr | Destination::Stdout => None,
+            Destination::Json(p)
+            | Destination::Csv(p)
+            | Destination::Table(p)
+            | Destination::Prometheus(p)
+            | Destination::Svg(p)
+            | Destination::Pprof(p)
+            | Destination::Folded(p)
+            | Destination::Flame(p)
+            | Destination::PointsFolded(p)
+            | Destination::PointsFlame(p)
+            | Destination::PprofStacks(p)
+            | Destination::PointsPprof(p) => Some(p),
+        }
+    }
+
+    /// The same destination with its file path (if any) changed by `f`.
+    pub(crate) fn map_path(&self, f: impl FnOnce(&std::path::Path) -> PathBuf) -> Destination {
+        match self {
+            Destination::Stderr => Destination::Stderr,
+            Destination::Stdout => Destination::Stdout,
+            Destination::Json(p) => Destination::Json(f(p)),
+            Destination::Csv(p) => Destination::Csv(f(p)),
+            Destination::Table(p) => Destination::Table(f(p)),
+            Destination::Prometheus(p) => Destination::Prometheus(f(p)),
+            Destination::Svg(p) => Destination::Svg(f(p)),
+            Destination::Pprof(p) => Destination::Pprof(f(p)),
+            Destination::Folded(p) => Destination::Folded(f(p)),
+            Destination::Flame(p) => Destination::Flame(f(p)),
+            Destination::PointsFolded(p) => Destination::PointsFolded(f(p)),
+            Destination::PointsFlame(p) => Destination::PointsFlame(f(p)),
+            Destination::PprofStacks(p) => Destination::PprofStacks(f(p)),
+            Destination::PointsPprof(p) => Destination::PointsPprof(f(p)),
+        }
+    }
+}
 
 /// Where the exit report goes (and the periodic reports: the same destinations).
 #[derive(Debug)]
@@ -47,7 +123,7 @@ static PLAN: Mutex<ExitPlan> = Mutex::new(ExitPlan {
     subtract_overhead: false,
 });
 
-/// Set by `crate::signals` before it writes a signal's report: the report then neither
+/// Set by `super::signals` before it writes a signal's report: the report then neither
 /// flushes stdout nor takes std's stdout or stderr lock (a program thread may hold one for
 /// good, and the report would wait forever); it writes to fd 1 and fd 2 directly.
 pub(crate) static SIGNAL_PATH: AtomicBool = AtomicBool::new(false);
@@ -61,7 +137,7 @@ pub(crate) static INIT_PID: std::sync::atomic::AtomicU32 = std::sync::atomic::At
 pub(crate) static STDOUT_CLOSED_AT_START: AtomicBool = AtomicBool::new(false);
 
 /// Where the at-exit report of this copy of profpoint goes for a file destination `path`:
-/// `copy` (a later copy's object name, see `crate::copies`) is appended first, so the copies
+/// `copy` (a later copy's object name, see `super::copies`) is appended first, so the copies
 /// in one process never share a file; then [`pid_path`].
 fn exit_path(
     path: &std::path::Path,
@@ -161,7 +237,7 @@ pub(crate) fn destination_for(d: &Destination, seq: u64) -> Destination {
     let pid = std::process::id();
     // Relaxed: see INIT_PID.
     let forked = pid != INIT_PID.load(Ordering::Relaxed);
-    let copy = crate::copies::path_suffix();
+    let copy = super::copies::path_suffix();
     d.map_path(|p| {
         let p = match replace_token(p.as_os_str(), "{seq}", seq) {
             Some(s) => std::path::PathBuf::from(s),
