@@ -42,9 +42,11 @@
 //!   and [`Point::leave`](profpoint::Point::leave): a span entered once counts one call; its
 //!   parent in the points tree is whatever point or span is active on the thread.
 //! - **Async spans** (`.instrument(span)`, `#[instrument] async fn`) are entered on every poll,
-//!   so today each poll is one call: the point's `nr` is the number of polls, its total the
-//!   time spent inside polls (busy time), and the time between polls (idle) is in no figure.
-//!   One call per span with busy and idle time is not done (see the crate's README).
+//!   and once more when the future is dropped (`tracing` drops it inside its span), so today
+//!   each of those is one call: a future polled 4 times counts 5 calls, its total is the time
+//!   spent inside them (busy time), the time between polls (idle) is in no figure, and its
+//!   histogram is of polls. One call per span with busy and idle time is not done (see the
+//!   crate's README); `#[profile_point]` on the `async fn` counts one call per future.
 //! - **Events** are not counted unless asked ([`ProfpointLayer::with_events`],
 //!   [`ProfpointSubscriber::with_events`]): then each event callsite has a count-only point
 //!   named `target::event@file:line`.
