@@ -130,10 +130,9 @@ pub(crate) fn claim(
     };
     s.next += 1;
     let point = &points[i as usize];
-    let claims = CLAIMS.get_or_init(|| (0..points.len()).map(|_| OnceLock::new()).collect());
     let name = printable(name);
-    // Set once: the lock hands each spare out once.
-    let _ = claims[i as usize].set(Claim { name, file, line });
+    // Its settings before its claim: once claimed it is in reports and budget rounds, and
+    // none of them may see it in a state the user's settings do not give it.
     if counted {
         point.set_counting();
     }
@@ -142,6 +141,9 @@ pub(crate) fn claim(
             rule.apply(point);
         }
     }
+    let claims = CLAIMS.get_or_init(|| (0..points.len()).map(|_| OnceLock::new()).collect());
+    // Set once: the lock hands each spare out once.
+    let _ = claims[i as usize].set(Claim { name, file, line });
     Some(point)
 }
 
