@@ -10,6 +10,9 @@
 //!   point is stored before the key (release), so a reader that sees the key (acquire) sees
 //!   the point. A callsite the pool had no point for is stored with none, so it is not claimed
 //!   again.
+//! - A callsite gets its slot (and its point) when a span of it is first made or entered, or
+//!   its event first counted, not when `tracing` registers it: a filter may keep many
+//!   registered callsites off for the whole run, and they would use up the pool.
 //! - A slot's index (plus one) is what the standalone subscriber writes into its span ids.
 //! - A full table (more callsites than [`CAP`], so the pool of points is long exhausted)
 //!   refuses further callsites: they are not profiled, and nothing is claimed for them.

@@ -2,7 +2,7 @@
 //! looks spans up (`Registry`, and `fmt` or other layers on it).
 
 use crate::{callsites, count_event, stack};
-use tracing_core::span::{Attributes, Id};
+use tracing_core::span::Id;
 use tracing_core::subscriber::Interest;
 use tracing_core::{Event, Metadata, Subscriber};
 use tracing_subscriber::layer::{Context, Layer};
@@ -13,6 +13,9 @@ use tracing_subscriber::registry::LookupSpan;
 ///
 /// It enables everything (its `register_callsite` says `always`): what is recorded is for the
 /// other layers and their filters to decide, and a span a filter turns off reaches no layer.
+/// A callsite takes a point when one of its spans is first entered (or its event first
+/// counted), not when it is registered: libraries register many callsites that a filter keeps
+/// off, and those would use up the pool.
 #[derive(Debug, Clone, Default)]
 pub struct ProfpointLayer {
     events: bool,
@@ -31,10 +34,7 @@ impl<S> Layer<S> for ProfpointLayer
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
-    fn register_callsite(&self, meta: &'static Metadata<'static>) -> Interest {
-        if meta.is_span() || self.events {
-            callsites::slot(meta);
-        }
+    fn register_callsite(&self, _meta: &'static Metadata<'static>) -> Interest {
         Interest::always()
     }
 
@@ -55,6 +55,4 @@ where
             count_event(event.metadata());
         }
     }
-
-    fn on_new_span(&self, _attrs: &Attributes<'_>, _id: &Id, _ctx: Context<'_, S>) {}
 }

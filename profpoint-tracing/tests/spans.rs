@@ -305,3 +305,24 @@ fn the_layer_composes_with_fmt() {
     });
     assert_eq!(calls("t_fmt::with_fields"), 3);
 }
+
+#[test]
+fn a_callsite_takes_a_point_only_once_a_span_of_it_is_entered() {
+    use tracing_subscriber::prelude::*;
+    let filtered = tracing_subscriber::registry()
+        .with(profpoint_tracing::layer())
+        .with(tracing_subscriber::filter::LevelFilter::INFO);
+    tracing::subscriber::with_default(filtered, || {
+        // Made and never entered; kept off by the filter.
+        let _made = tracing::info_span!(target: "t_lazy", "made");
+        let _filtered = tracing::debug_span!(target: "t_lazy", "filtered").entered();
+        let _entered = tracing::info_span!(target: "t_lazy", "entered").entered();
+    });
+    let names: Vec<String> = profpoint::snapshot()
+        .points
+        .into_iter()
+        .filter(|p| p.name.starts_with("t_lazy::"))
+        .map(|p| p.name)
+        .collect();
+    assert_eq!(names, vec!["t_lazy::entered".to_string()]);
+}
