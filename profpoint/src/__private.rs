@@ -33,3 +33,22 @@ pub const fn check_name(name: &str) {
         i += 1;
     }
 }
+
+/// A point named at run time: one of the spares a crate reserved with `__spare_points!`,
+/// named `name` at `file:line`, with the user's settings by glob applied to it (the
+/// `PROFPOINT_*` variables' and those of `enable`, `disable`, `set_sampling` and `count_only`
+/// since, in order); counted only before those when `counted`. Claim once per thing named
+/// (each claim takes a spare for the rest of the run). `None` when every spare is taken (said
+/// once on stderr), when none is linked, and under the `off` feature: then leave it
+/// unprofiled.
+pub fn claim_point(
+    name: &'static str,
+    file: &'static str,
+    line: u32,
+    counted: bool,
+) -> Option<&'static Point> {
+    if cfg!(feature = "off") {
+        return None;
+    }
+    crate::point::spare::claim(name, file, line, counted)
+}

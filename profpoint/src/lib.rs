@@ -107,37 +107,43 @@ pub fn points() -> impl Iterator<Item = &'static Point> {
         .filter(|p| p.kind() != point::Kind::Hidden)
 }
 
-/// Applies `f` to every point whose name matches `glob`; returns how many matched.
+/// Applies `rule` to every point whose name matches `glob`, and to the points named at run
+/// time later (`point/spare.rs`); returns how many matched now.
 #[inline]
-fn for_matching(glob: &str, f: impl Fn(&Point)) -> usize {
+fn for_matching(glob: &str, rule: point::spare::Rule) -> usize {
     if OFF_BUILD {
         return 0;
     }
-    points()
-        .filter(|p| glob::matches(glob, p.name()))
-        .map(f)
-        .count()
+    point::spare::record(glob, rule, || {
+        points()
+            .filter(|p| glob::matches(glob, p.name()))
+            .map(|p| rule.apply(p))
+            .count()
+    })
 }
 
 /// Turns on every point whose name matches `glob` (`*` any run, `?` one character); returns
-/// how many matched.
+/// how many matched. Points named at run time later (the `tracing` bridge's) that match it
+/// are turned on too.
 #[cfg_attr(feature = "off", inline(always))]
 pub fn enable(glob: &str) -> usize {
-    for_matching(glob, |p| p.set_enabled(true))
+    for_matching(glob, point::spare::Rule::Enabled(true))
 }
 
 /// Turns off every point whose name matches `glob`; an off point costs one predictable branch
-/// and reads no clock. Returns how many matched.
+/// and reads no clock. Returns how many matched. Points named at run time later that match
+/// it are off from the start.
 #[cfg_attr(feature = "off", inline(always))]
 pub fn disable(glob: &str) -> usize {
-    for_matching(glob, |p| p.set_enabled(false))
+    for_matching(glob, point::spare::Rule::Enabled(false))
 }
 
 /// Times one call in about `every` of the points matching `glob` (1 = time every call); every
-/// call is still counted. Returns how many matched.
+/// call is still counted. Returns how many matched (points named at run time later get it
+/// too).
 #[cfg_attr(feature = "off", inline(always))]
 pub fn set_sampling(glob: &str, every: u32) -> usize {
-    for_matching(glob, |p| p.set_sampling(every))
+    for_matching(glob, point::spare::Rule::Sampling(every))
 }
 
 /// Overhead compensation on or off (`PROFPOINT_COMPENSATE=1` at start): while on, each timed
@@ -207,7 +213,7 @@ pub fn budget() -> Option<f64> {
 /// [`enable`] or [`set_sampling`] time them again.
 #[cfg_attr(feature = "off", inline(always))]
 pub fn count_only(glob: &str) -> usize {
-    for_matching(glob, |p| p.set_counting())
+    for_matching(glob, point::spare::Rule::Counting)
 }
 
 /// A consistent copy of every point now (each point's numbers agree with each other). Cheap

@@ -44,6 +44,7 @@ use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, Ordering};
 
 mod async_guard;
 mod hot;
+pub(crate) mod spare;
 
 pub use async_guard::AsyncGuard;
 pub use hot::{FnGuard, Guard};
@@ -120,6 +121,9 @@ pub enum Kind {
     Async,
     /// Used by profpoint itself (overhead calibration); never reported.
     Hidden,
+    /// A spare for a point named at run time (`spare.rs`): read as `Hidden` until claimed,
+    /// then as `Sync`.
+    Spare,
 }
 
 /// Where a point's name comes from.
@@ -227,8 +231,25 @@ impl Point {
         }
     }
 
+    /// A spare point (`spare.rs`): no name until claimed.
+    #[doc(hidden)]
+    pub const fn spare() -> Point {
+        Point::new(Name::Static(""), Kind::Spare, "", 0)
+    }
+
+    /// The claim of a claimed spare point.
+    fn claim(&self) -> Option<spare::Claim> {
+        if self.kind != Kind::Spare {
+            return None;
+        }
+        spare::claim_of(self.index())
+    }
+
     /// The point's name.
     pub fn name(&self) -> &'static str {
+        if self.kind == Kind::Spare {
+            return self.claim().map_or("", |c| c.name);
+        }
         match self.name {
             Name::Static(s) => s,
             Name::Marker(f) => self.resolved.get_or_init(|| {
@@ -246,7 +267,10 @@ impl Point {
 
     /// Source file and line of the point's definition.
     pub fn location(&self) -> (&'static str, u32) {
-        (self.file, self.line)
+        match self.claim() {
+            Some(c) => (c.file, c.line),
+            None => (self.file, self.line),
+        }
     }
 
     /// Whether the point times anything right now.
@@ -324,8 +348,13 @@ impl Point {
         self.by_budget.load(Ordering::Relaxed)
     }
 
+    /// What the point times; a spare reads as hidden until claimed, then as sync.
     pub(crate) fn kind(&self) -> Kind {
-        self.kind
+        match self.kind {
+            Kind::Spare if self.claim().is_some() => Kind::Sync,
+            Kind::Spare => Kind::Hidden,
+            k => k,
+        }
     }
 
     /// Turns the point on or off.

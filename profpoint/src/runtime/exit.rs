@@ -22,6 +22,7 @@
 use super::deliver::{INIT_PID, absolute, cannot_write, destination_for, plan, refused};
 use super::exit_report::write_exit_report;
 use crate::env::{self, Destination};
+use crate::point::spare::Rule;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Whether a signal's report is armed (`PROFPOINT_SIGNALS`, default on).
@@ -75,7 +76,7 @@ fn init_inner() {
             Ok(globs) => {
                 let mut none = Unmatched::new("PROFPOINT_DISABLE", Names::Points);
                 for g in &globs {
-                    none.check(g, points.apply(g, |p| p.set_enabled(false)));
+                    none.check(g, points.apply(g, Rule::Enabled(false)));
                 }
                 none.warn();
             }
@@ -87,7 +88,7 @@ fn init_inner() {
             Ok(globs) => {
                 let mut none = Unmatched::new("PROFPOINT_ENABLE", Names::Points);
                 for g in &globs {
-                    none.check(g, points.apply(g, |p| p.set_enabled(true)));
+                    none.check(g, points.apply(g, Rule::Enabled(true)));
                 }
                 none.warn();
             }
@@ -99,11 +100,12 @@ fn init_inner() {
             Ok(rules) => {
                 let mut none = Unmatched::new("PROFPOINT_SAMPLE", Names::Points);
                 for (g, n) in &rules {
-                    let matched = if *n == 0 {
-                        points.apply(g, |p| p.set_counting())
+                    let rule = if *n == 0 {
+                        Rule::Counting
                     } else {
-                        points.apply(g, |p| p.set_sampling(*n))
+                        Rule::Sampling(*n)
                     };
+                    let matched = points.apply(g, rule);
                     // A bare `N` has no glob of the user's to warn about.
                     if v.contains('=') {
                         none.check(g, matched);
@@ -244,10 +246,14 @@ impl PointIndex {
         PointIndex { points, index }
     }
 
-    /// Applies `f` to every point `glob` matches (as `crate::disable` and its kin do); returns
-    /// how many.
-    fn apply(&self, glob: &str, f: impl Fn(&crate::Point)) -> usize {
-        self.index.for_each_match(glob, |i| f(self.points[i]))
+    /// Applies `rule` to every point `glob` matches (as `crate::disable` and its kin do), and
+    /// records it for the points named at run time later (`point/spare.rs`); returns how many
+    /// matched.
+    fn apply(&self, glob: &str, rule: Rule) -> usize {
+        crate::point::spare::record(glob, rule, || {
+            self.index
+                .for_each_match(glob, |i| rule.apply(self.points[i]))
+        })
     }
 }
 
@@ -288,6 +294,11 @@ impl Unmatched {
         // Another copy of profpoint seen in this process may hold the points: see
         // `warn_unmatched`.
         if self.count == 0 || super::copies::all().len() > 1 {
+            return;
+        }
+        // A program with points named at run time (the `tracing` bridge's spans) may name
+        // them later: a glob that matches nothing yet is not a mistake there.
+        if matches!(self.names, Names::Points) && crate::point::spare::any() {
             return;
         }
         if self.count <= UNMATCHED_EACH {

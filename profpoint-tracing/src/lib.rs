@@ -1,0 +1,86 @@
+//! # profpoint-tracing
+//!
+//! Every [`tracing`](https://docs.rs/tracing) span as a profpoint profile point, with no
+//! re-annotation: `#[instrument]`ed functions, `info_span!` scopes and the spans libraries
+//! emit get a row in profpoint's table, a place in its points tree (nested with
+//! `#[profile_point]` functions either way), self time, a histogram, the overhead budget and
+//! `PROFPOINT_DISABLE=my_crate::*`, like any point.
+//!
+//! ```
+//! use tracing_subscriber::prelude::*;
+//!
+//! #[tracing::instrument]
+//! fn parse(input: &str) -> usize {
+//!     input.split_whitespace().count()
+//! }
+//!
+//! fn main() {
+//!     tracing_subscriber::registry().with(profpoint_tracing::layer()).init();
+//!     profpoint::report_at_exit();
+//!     for _ in 0..10 {
+//!         parse("a few words to count");
+//!     }
+//!     let report = profpoint::snapshot();
+//!     # let name = format!("{}::parse", module_path!());
+//!     # assert_eq!(report.points.iter().find(|p| p.name == name).unwrap().nr, 10);
+//! }
+//! ```
+//!
+//! [`layer()`] is a `tracing-subscriber` [`Layer`](tracing_subscriber::Layer) over any
+//! subscriber that looks spans up (`Registry`, with `fmt` or any other layer beside it).
+//! [`subscriber()`] needs nothing else: it keeps no span data at all, for the lowest cost when
+//! profiling is all the spans are for (`tracing::subscriber::set_global_default(
+//! profpoint_tracing::subscriber())`).
+//!
+//! ## What a span becomes
+//! - **One point per span callsite**, named `target::span_name` (an `#[instrument]`ed function
+//!   in module `my_crate::parse` named `lex`: `my_crate::parse::lex`), at the callsite's file
+//!   and line. Points are claimed from a pool of 1,024 reserved in profpoint's linker slice
+//!   (unclaimed, they are in no report); past it, further callsites are not profiled and
+//!   profpoint says so once on stderr.
+//! - **One call per enter..exit on a thread**, timed with [`Point::start`](profpoint::Point::start)
+//!   and [`Point::leave`](profpoint::Point::leave): a span entered once counts one call; its
+//!   parent in the points tree is whatever point or span is active on the thread.
+//! - **Async spans** (`.instrument(span)`, `#[instrument] async fn`) are entered on every poll,
+//!   and once more when the future is dropped (`tracing` drops it inside its span), so today
+//!   each of those is one call: a future polled 4 times counts 5 calls, its total is the time
+//!   spent inside them (busy time), the time between polls (idle) is in no figure, and its
+//!   histogram is of polls. One call per span with busy and idle time is not done (see the
+//!   crate's README); `#[profile_point]` on the `async fn` counts one call per future.
+//! - **Events** are not counted unless asked ([`ProfpointLayer::with_events`],
+//!   [`ProfpointSubscriber::with_events`]): then each event callsite has a count-only point
+//!   named `target::event@file:line`.
+//! - The user's settings apply to span points as to any: `PROFPOINT_DISABLE`,
+//!   `PROFPOINT_ENABLE`, `PROFPOINT_SAMPLE` and [`profpoint::disable`] and its kin, including
+//!   settings made before the span's callsite was first seen.
+
+mod callsites;
+mod layer;
+mod stack;
+mod subscriber;
+
+pub use layer::ProfpointLayer;
+pub use subscriber::ProfpointSubscriber;
+
+use tracing_core::Metadata;
+
+/// The bridge as a `tracing-subscriber` layer: `tracing_subscriber::registry().with(
+/// profpoint_tracing::layer()).init()`.
+pub fn layer() -> ProfpointLayer {
+    ProfpointLayer::default()
+}
+
+/// The bridge as a subscriber of its own, which records nothing but the spans' points.
+pub fn subscriber() -> ProfpointSubscriber {
+    ProfpointSubscriber::default()
+}
+
+/// How many callsites can have a point: the pool of spare points this crate reserves.
+pub const POOL_SIZE: usize = callsites::POOL;
+
+/// Counts one call of an event callsite's count-only point.
+fn count_event(meta: &'static Metadata<'static>) {
+    if let Some(p) = callsites::slot(meta).and_then(callsites::point) {
+        p.leave(p.start());
+    }
+}
