@@ -10,7 +10,7 @@
 //! - `periodic.rs`: the series of reports every `PROFPOINT_REPORT_EVERY`.
 //! - `signals.rs`: SIGINT, SIGTERM and SIGHUP write the report, then end the process as the
 //!   signal would have.
-//! - `serve.rs`: the live endpoints (feature `serve`).
+//! - `serve/`: the live endpoints (feature `serve`).
 //! - `copies.rs`: other copies of profpoint in the same process (a library's).
 //! - `fork.rs`: a forked child's locks, controller and report names.
 //!

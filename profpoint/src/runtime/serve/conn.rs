@@ -1,0 +1,323 @@
+//! The HTTP side of the server: the accept thread that reads every request head itself (one
+//! `poll(2)` over the listener and the connections), the caps, and the answer's bytes. What a
+//! request is answered with is `endpoints.rs`'s.
+
+use super::*;
+
+/// Largest request head read.
+pub(super) const MAX_HEAD: usize = 8 * 1024;
+/// Most headers parsed.
+pub(super) const MAX_HEADERS: usize = 32;
+/// How long a connection has to deliver its whole request head, from its accept: past it, 408
+/// and closed (however the bytes trickle in).
+pub(super) const HEAD_DEADLINE: Duration = Duration::from_secs(5);
+/// How long a connection accepted past [`ServeOptions::max_pending`] has to deliver its whole
+/// request head (a scraper sends it at once); past it, 503.
+pub(super) const OVERFLOW_READ: Duration = Duration::from_millis(200);
+/// How long writing an answer may take.
+pub(super) const REQUEST_DEADLINE: Duration = Duration::from_secs(5);
+
+pub(super) struct Shared {
+    pub(super) opts: ServeOptions,
+    /// Requests being answered (their threads).
+    pub(super) active: AtomicUsize,
+}
+
+/// A connection whose request head is still arriving, held by the accept thread.
+pub(super) struct Arriving {
+    pub(super) stream: TcpStream,
+    pub(super) head: Vec<u8>,
+    /// When it is closed if its head has not come whole.
+    pub(super) deadline: Instant,
+    /// Accepted past [`ServeOptions::max_pending`]: a brief read ([`OVERFLOW_READ`]), then a 503.
+    pub(super) over: bool,
+}
+
+/// What a connection's bytes so far make.
+pub(super) enum Head {
+    /// Not whole yet.
+    Partial,
+    /// A whole request head (parsed again by the thread that answers it).
+    Whole,
+    /// An answer without a request: 400 or 431.
+    Refused(Response),
+    /// Closed by the client (or failed): nothing to answer.
+    Gone,
+}
+
+/// The accept thread: accepts, reads every connection's request head without blocking (one
+/// `poll(2)` over them all), closes the ones whose head does not come whole within
+/// [`HEAD_DEADLINE`], and hands each whole request to a thread of its own.
+pub(super) fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+    let _ = listener.set_nonblocking(true);
+    let pending_cap = shared.opts.max_pending;
+    let overflow_cap = (pending_cap / 4).clamp(8, 64);
+    let mut conns: Vec<Arriving> = Vec::new();
+    loop {
+        let now = Instant::now();
+        // Past their deadline: 408 (a slow request), or 503 (past the cap, not whole in time).
+        let mut i = 0;
+        while i < conns.len() {
+            if conns[i].deadline <= now {
+                let mut c = conns.swap_remove(i);
+                if c.over {
+                    // What it sent is read first: unread bytes at close would reset the
+                    // connection before the client reads the 503.
+                    let _ = read_more(&mut c);
+                    answer_now(c.stream, &busy());
+                } else {
+                    answer_now(
+                        c.stream,
+                        &Response::text("408 Request Timeout", "request too slow\n"),
+                    );
+                }
+            } else {
+                i += 1;
+            }
+        }
+        let room = conns.len() < pending_cap + overflow_cap;
+        let next = conns.iter().map(|c| c.deadline).min();
+        let (listener_ready, ready) = wait_ready(&listener, room, &conns, next);
+        // Backwards: `swap_remove` brings in a connection already looked at.
+        for i in (0..conns.len()).rev() {
+            if !ready[i] {
+                continue;
+            }
+            match read_more(&mut conns[i]) {
+                Head::Partial => {}
+                Head::Gone => {
+                    conns.swap_remove(i);
+                }
+                Head::Refused(resp) => answer_now(conns.swap_remove(i).stream, &resp),
+                Head::Whole => {
+                    let c = conns.swap_remove(i);
+                    dispatch(c.stream, c.head, &shared);
+                }
+            }
+        }
+        if listener_ready {
+            // Every connection waiting, while there is room; the rest stay queued in the
+            // kernel's backlog until there is.
+            while conns.len() < pending_cap + overflow_cap {
+                match listener.accept() {
+                    Ok((stream, _)) => {
+                        let _ = stream.set_nonblocking(true);
+                        let reading = conns.iter().filter(|c| !c.over).count();
+                        let over = reading >= pending_cap;
+                        let now = Instant::now();
+                        conns.push(Arriving {
+                            stream,
+                            head: Vec::new(),
+                            deadline: now + if over { OVERFLOW_READ } else { HEAD_DEADLINE },
+                            over,
+                        });
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                    Err(_) => {
+                        // Out of descriptors or a connection reset before accept: wait a little.
+                        std::thread::sleep(Duration::from_millis(10));
+                        break;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Waits until the listener (when `accepting`) or a connection has something to read, or until
+/// `until`: which of them are ready (the listener, then each of `conns`).
+#[cfg(unix)]
+pub(super) fn wait_ready(
+    listener: &TcpListener,
+    accepting: bool,
+    conns: &[Arriving],
+    until: Option<Instant>,
+) -> (bool, Vec<bool>) {
+    use std::os::fd::AsRawFd;
+    let mut fds: Vec<libc::pollfd> = Vec::with_capacity(conns.len() + 1);
+    fds.push(libc::pollfd {
+        // A negative descriptor is skipped by poll: not accepting while there is no room.
+        fd: if accepting { listener.as_raw_fd() } else { -1 },
+        events: libc::POLLIN,
+        revents: 0,
+    });
+    fds.extend(conns.iter().map(|c| libc::pollfd {
+        fd: c.stream.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    }));
+    let timeout = until.map_or(-1, |t| {
+        // Rounded up: a deadline is never met by waking a millisecond early, over and over.
+        let left = t.saturating_duration_since(Instant::now());
+        left.as_micros().div_ceil(1000).min(60_000) as libc::c_int
+    });
+    // SAFETY: `fds` is a live, writable array of `fds.len()` pollfd values; poll writes only
+    // their `revents`.
+    let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout) };
+    if n <= 0 {
+        // Timed out or interrupted (EINTR): the caller looks at its deadlines again.
+        return (false, vec![false; conns.len()]);
+    }
+    let ready = |p: &libc::pollfd| p.revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0;
+    (ready(&fds[0]), fds[1..].iter().map(ready).collect())
+}
+
+/// Elsewhere (no `poll` here): the listener and every connection are tried each 10 ms (none of
+/// them blocks).
+#[cfg(not(unix))]
+pub(super) fn wait_ready(
+    _listener: &TcpListener,
+    accepting: bool,
+    conns: &[Arriving],
+    until: Option<Instant>,
+) -> (bool, Vec<bool>) {
+    let left = until.map_or(Duration::from_millis(10), |t| {
+        t.saturating_duration_since(Instant::now())
+    });
+    std::thread::sleep(left.min(Duration::from_millis(10)));
+    (accepting, vec![true; conns.len()])
+}
+
+/// Reads what the connection has sent (without blocking) and says what its head is now.
+pub(super) fn read_more(c: &mut Arriving) -> Head {
+    let mut chunk = [0u8; 2048];
+    // The client closed its side: what it sent before may still be a whole request (a client
+    // may half-close after its request).
+    let mut eof = false;
+    loop {
+        let room = MAX_HEAD - c.head.len();
+        if room == 0 {
+            break;
+        }
+        let want = room.min(chunk.len());
+        match c.stream.read(&mut chunk[..want]) {
+            Ok(0) => {
+                eof = true;
+                break;
+            }
+            Ok(n) => c.head.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => return Head::Gone,
+        }
+    }
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut req = httparse::Request::new(&mut headers);
+    match req.parse(&c.head) {
+        Ok(httparse::Status::Complete(_)) => Head::Whole,
+        Ok(httparse::Status::Partial) if c.head.len() == MAX_HEAD => Head::Refused(Response::text(
+            "431 Request Header Fields Too Large",
+            format!("the request head is over {MAX_HEAD} bytes\n"),
+        )),
+        // Half a request and nothing more to come.
+        Ok(httparse::Status::Partial) if eof => Head::Gone,
+        Ok(httparse::Status::Partial) => Head::Partial,
+        Err(httparse::Error::TooManyHeaders) => Head::Refused(Response::text(
+            "431 Request Header Fields Too Large",
+            format!("more than {MAX_HEADERS} headers\n"),
+        )),
+        Err(e) => Head::Refused(Response::text("400 Bad Request", format!("{e}\n"))),
+    }
+}
+
+/// The answer to a connection past a cap.
+pub(super) fn busy() -> Response {
+    let mut r = Response::text("503 Service Unavailable", "busy; try again\n");
+    r.extra.push(("Retry-After", "1".into()));
+    r
+}
+
+/// Answers a short response from the accept thread, without blocking (a fresh connection's
+/// send buffer takes it whole; one that does not is dropped), and closes the connection.
+pub(super) fn answer_now(mut s: TcpStream, resp: &Response) {
+    let _ = s.write(&encode(resp, false));
+    let _ = s.shutdown(std::net::Shutdown::Write);
+}
+
+/// A whole request: answered on a thread of its own, up to [`ServeOptions::max_connections`]
+/// at once; past them, 503 at once.
+pub(super) fn dispatch(stream: TcpStream, head: Vec<u8>, shared: &Arc<Shared>) {
+    // Relaxed: a count for a cap; the thread's own decrement is all that matters.
+    if shared.active.fetch_add(1, Ordering::Relaxed) >= shared.opts.max_connections {
+        shared.active.fetch_sub(1, Ordering::Relaxed);
+        answer_now(stream, &busy());
+        return;
+    }
+    let sh = Arc::clone(shared);
+    // A thread that cannot start drops its connection, closed unanswered.
+    let spawned = crate::threads::spawn_quiet(
+        // 8 MiB (reserved, touched as used): a report symbolises the heatmap's functions
+        // (DWARF, inlined frames) when it runs, which needs far more than a small stack.
+        std::thread::Builder::new()
+            .name("profpoint-http".into())
+            .stack_size(8 << 20),
+        move || {
+            handle(stream, &head, &sh.opts);
+            sh.active.fetch_sub(1, Ordering::Relaxed);
+        },
+    );
+    if spawned.is_err() {
+        shared.active.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// A response.
+pub(super) struct Response {
+    pub(super) status: &'static str,
+    pub(super) content_type: &'static str,
+    pub(super) extra: Vec<(&'static str, String)>,
+    pub(super) body: Vec<u8>,
+}
+
+impl Response {
+    pub(super) fn text(status: &'static str, body: impl Into<String>) -> Response {
+        Response {
+            status,
+            content_type: "text/plain; charset=utf-8",
+            extra: Vec::new(),
+            body: body.into().into_bytes(),
+        }
+    }
+}
+
+/// The response's bytes: its head, and its body unless `head_only`.
+pub(super) fn encode(resp: &Response, head_only: bool) -> Vec<u8> {
+    let mut out = format!(
+        "HTTP/1.1 {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\nCache-Control: no-store\r\n",
+        resp.status,
+        resp.content_type,
+        resp.body.len()
+    );
+    for (k, v) in &resp.extra {
+        out.push_str(&format!("{k}: {v}\r\n"));
+    }
+    out.push_str("\r\n");
+    let mut bytes = out.into_bytes();
+    if !head_only {
+        bytes.extend_from_slice(&resp.body);
+    }
+    bytes
+}
+
+/// Answers a whole request head (read by the accept thread) on its own thread.
+pub(super) fn handle(mut s: TcpStream, head: &[u8], opts: &ServeOptions) {
+    let _ = s.set_nonblocking(false);
+    let _ = s.set_write_timeout(Some(REQUEST_DEADLINE));
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut req = httparse::Request::new(&mut headers);
+    let (resp, head_only) = match req.parse(head) {
+        Ok(httparse::Status::Complete(_)) => (respond(&req, opts), req.method == Some("HEAD")),
+        // The accept thread parsed it whole already.
+        _ => (Response::text("400 Bad Request", "bad request\n"), false),
+    };
+    let _ = s.write_all(&encode(&resp, head_only));
+    let _ = s.flush();
+}
+
+/// Equal, in time that depends on the lengths only.
+pub(super) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}

@@ -1,0 +1,318 @@
+//! What each endpoint answers, and the report thread that builds every report they serve
+//! (with the history kept for `?last=`).
+
+use super::*;
+
+/// How often the history keeps a report, and how many it keeps.
+const HISTORY_EVERY: Duration = Duration::from_secs(10);
+const HISTORY_KEPT: usize = 13;
+
+pub(super) fn respond(req: &httparse::Request<'_, '_>, opts: &ServeOptions) -> Response {
+    if let Some(token) = &opts.token {
+        let given = req
+            .headers
+            .iter()
+            .find(|h| h.name.eq_ignore_ascii_case("authorization"))
+            .and_then(|h| std::str::from_utf8(h.value).ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .unwrap_or("");
+        if !constant_time_eq(given.as_bytes(), token.as_bytes()) {
+            let mut r = Response::text("401 Unauthorized", "a bearer token is required\n");
+            r.extra.push(("WWW-Authenticate", "Bearer".into()));
+            return r;
+        }
+    }
+    if !matches!(req.method, Some("GET" | "HEAD")) {
+        let mut r = Response::text("405 Method Not Allowed", "GET or HEAD only\n");
+        r.extra.push(("Allow", "GET, HEAD".into()));
+        return r;
+    }
+    let target = req.path.unwrap_or("/");
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    let param = |name: &str| {
+        query
+            .split('&')
+            .filter_map(|kv| kv.split_once('='))
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v)
+    };
+    match path {
+        "/" => Response {
+            status: "200 OK",
+            content_type: "text/html; charset=utf-8",
+            extra: Vec::new(),
+            body: INDEX.as_bytes().to_vec(),
+        },
+        "/metrics" => match on_report_thread(metrics) {
+            Some(m) => Response {
+                status: "200 OK",
+                content_type: "text/plain; version=0.0.4; charset=utf-8",
+                extra: Vec::new(),
+                body: m.into_bytes(),
+            },
+            None => Response::text("500 Internal Server Error", "the report failed\n"),
+        },
+        "/debug/profpoint" => {
+            let (format, last) = (
+                param("format").map(String::from),
+                param("last").map(String::from),
+            );
+            on_report_thread(move || debug_profpoint(format.as_deref(), last.as_deref()))
+                .unwrap_or_else(|| {
+                    Response::text("500 Internal Server Error", "the report failed\n")
+                })
+        }
+        "/debug/pprof/profile" => pprof_profile(param("seconds"), opts.max_profile_seconds),
+        "/debug/pprof/points" => match on_report_thread(points_pprof) {
+            Some(body) => Response {
+                status: "200 OK",
+                content_type: "application/octet-stream",
+                extra: vec![(
+                    "Content-Disposition",
+                    "attachment; filename=\"points.pb.gz\"".into(),
+                )],
+                body,
+            },
+            None => Response::text("500 Internal Server Error", "the report failed\n"),
+        },
+        _ => Response::text("404 Not Found", "no such page; see /\n"),
+    }
+}
+
+pub(super) const INDEX: &str = "<!doctype html>\n<html><head><title>profpoint</title></head><body>\n\
+<h1>profpoint</h1>\n<ul>\n\
+<li><a href=\"/metrics\">/metrics</a>: the points and tracepoint hits in Prometheus's text format (counters, latency summaries, run labels)</li>\n\
+<li><a href=\"/debug/profpoint\">/debug/profpoint</a>: the points table now, as at exit</li>\n\
+<li><a href=\"/debug/profpoint?format=json\">/debug/profpoint?format=json</a>: the whole report as JSON (docs/report-schema.md)</li>\n\
+<li><a href=\"/debug/pprof/profile?seconds=10\">/debug/pprof/profile?seconds=10</a>: a CPU profile of the next 10 s with its stacks (the heatmap sampler), gzip pprof as Go's: <code>go tool pprof URL</code></li>\n\
+<li><a href=\"/debug/pprof/points\">/debug/pprof/points</a>: the points' calls, self and total time since the start, gzip pprof (self time the default)</li>\n\
+<li><a href=\"/debug/profpoint?last=60s\">/debug/profpoint?last=60s</a>: the table with the calls of about the last minute (up to 2 minutes, in 10 s steps; add &amp;format=json)</li>\n\
+</ul>\n</body></html>\n";
+
+pub(super) fn collect() -> Report {
+    crate::report::collect(&ReportOptions::default())
+}
+
+/// `/metrics`: the report's exposition, and one series naming the run.
+pub(super) fn metrics() -> String {
+    let r = collect();
+    let mut o = r.to_prometheus();
+    let label = crate::report::prometheus::label;
+    o.push_str("# HELP profpoint_run_info The profiled process: its id, command and start time (Unix seconds).\n");
+    o.push_str("# TYPE profpoint_run_info gauge\n");
+    o.push_str(&format!(
+        "profpoint_run_info{{pid=\"{}\",command=\"{}\",start_unix_s=\"{}\"}} 1\n",
+        r.run.pid,
+        label(&r.run.command.join(" ")),
+        r.run.start_unix_ns / 1_000_000_000
+    ));
+    o
+}
+
+pub(super) fn debug_profpoint(format: Option<&str>, last: Option<&str>) -> Response {
+    let mut r = collect();
+    if let Some(last) = last {
+        let age = match crate::env::parse_every(last) {
+            Ok(d) => d,
+            Err(_) => {
+                return Response::text(
+                    "400 Bad Request",
+                    format!("last={last:?}: expected a duration with its unit (e.g. 60s, 2m)\n"),
+                );
+            }
+        };
+        r.interval = Some(history_interval(&r, age));
+    }
+    match format {
+        None | Some("table") => Response::text("200 OK", r.to_table()),
+        Some("json") => Response {
+            status: "200 OK",
+            content_type: "application/json",
+            extra: Vec::new(),
+            body: r.to_json().into_bytes(),
+        },
+        Some(other) => Response::text(
+            "400 Bad Request",
+            format!("format={other:?}: expected table or json\n"),
+        ),
+    }
+}
+
+/// `/debug/pprof/profile`: the sampler's profile of the next `seconds`, with its stacks, as
+/// Go's `net/http/pprof` answers it (gzip pprof, `samples/count` and `cpu/nanoseconds`): no
+/// points in it (they are `/debug/pprof/points`).
+pub(super) fn pprof_profile(seconds: Option<&str>, max: u64) -> Response {
+    let secs = match seconds.map(str::parse::<u64>) {
+        None => 10,
+        Some(Ok(n)) if (1..=max).contains(&n) => n,
+        Some(_) => {
+            return Response::text(
+                "400 Bad Request",
+                format!(
+                    "seconds={:?}: expected a whole number of seconds from 1 to {max}\n",
+                    seconds.unwrap_or_default()
+                ),
+            );
+        }
+    };
+    #[cfg(feature = "heatmap")]
+    {
+        use crate::sampling::ProfileError;
+        static BUSY: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+        // AcqRel: one profile at a time.
+        if BUSY.swap(true, Ordering::AcqRel) {
+            return Response::text(
+                "429 Too Many Requests",
+                "a profile is being taken; one at a time\n",
+            );
+        }
+        // On a thread of the usual 8 MiB stack: symbolising the profile (DWARF, inlined
+        // frames) and the compressor's state need far more stack than a connection thread has.
+        let made = crate::threads::spawn_quiet(
+            std::thread::Builder::new()
+                .name("profpoint-profile".into())
+                .stack_size(8 << 20),
+            move || {
+                let w = crate::sampling::profile_for(Duration::from_secs(secs))?;
+                let run = crate::report::run_info();
+                let program = run.command.first().map_or("", String::as_str);
+                // Gzipped, once.
+                Ok(profpoint_report::cpu_pprof(
+                    &w.report,
+                    program,
+                    w.start_unix_ns,
+                    w.duration_ns,
+                ))
+            },
+        )
+        .map_err(|e| ProfileError::Unavailable(format!("cannot start the profile's thread: {e}")))
+        .and_then(|t| {
+            t.join()
+                .unwrap_or_else(|_| Err(ProfileError::Unavailable("the profile panicked".into())))
+        });
+        BUSY.store(false, Ordering::Release);
+        let body = match made {
+            Ok(b) => b,
+            Err(ProfileError::Taken(why)) => {
+                return Response::text("409 Conflict", format!("{why}\n"));
+            }
+            Err(ProfileError::Unavailable(why)) => {
+                return Response::text("503 Service Unavailable", format!("{why}\n"));
+            }
+        };
+        Response {
+            status: "200 OK",
+            content_type: "application/octet-stream",
+            extra: vec![(
+                "Content-Disposition",
+                "attachment; filename=\"profile.pb.gz\"".into(),
+            )],
+            body,
+        }
+    }
+    #[cfg(not(feature = "heatmap"))]
+    {
+        let _ = secs;
+        Response::text(
+            "501 Not Implemented",
+            "this build has no sampler (profpoint's `heatmap` feature is off)\n",
+        )
+    }
+}
+
+/// `/debug/pprof/points`: the points' figures since the process started (calls, self and total
+/// time, self the default) as gzip pprof, one flat sample per point (`Report::to_pprof`);
+/// the sampler's rows are left out (they are `/debug/pprof/profile`).
+pub(super) fn points_pprof() -> Vec<u8> {
+    let r = collect();
+    #[cfg(feature = "heatmap")]
+    let r = Report { heatmap: None, ..r };
+    r.to_pprof()
+}
+
+/// Reports kept for `?last=` (oldest first), with when each was taken.
+pub(super) static HISTORY: Mutex<Vec<(Instant, Report)>> = Mutex::new(Vec::new());
+
+/// A job for the report thread.
+type Job = Box<dyn FnOnce() + Send>;
+
+/// The report thread's queue (set once it runs).
+pub(super) static WORKER: std::sync::OnceLock<std::sync::mpsc::Sender<Job>> =
+    std::sync::OnceLock::new();
+
+/// Starts the report thread, `profpoint-serve-report`, once: it builds every report the
+/// endpoints answer with (one at a time), and keeps the history for `?last=` between
+/// requests. One long-lived thread: a report built on a fresh connection thread cost 3x as
+/// much (its allocations met fresh pages: BENCHMARKS.md, "Live server").
+pub(super) fn history_start() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let (tx, rx) = std::sync::mpsc::channel::<Job>();
+        let spawned = crate::threads::spawn_quiet(
+            // As a main thread: its reports may symbolise the heatmap.
+            std::thread::Builder::new()
+                .name("profpoint-serve-report".into())
+                .stack_size(8 << 20),
+            move || report_thread(rx),
+        );
+        if spawned.is_ok() {
+            let _ = WORKER.set(tx);
+        }
+    });
+}
+
+pub(super) fn report_thread(rx: std::sync::mpsc::Receiver<Job>) {
+    let mut next = Instant::now();
+    loop {
+        let now = Instant::now();
+        if now >= next {
+            let r = collect();
+            let mut h = HISTORY.lock().unwrap_or_else(|e| e.into_inner());
+            h.push((Instant::now(), r));
+            if h.len() > HISTORY_KEPT {
+                h.remove(0);
+            }
+            next = now + HISTORY_EVERY;
+            continue;
+        }
+        match rx.recv_timeout(next - now) {
+            // A job that panics answers nothing (its connection gets a 500); the thread goes on.
+            Ok(job) => {
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return,
+        }
+    }
+}
+
+/// Runs `f` on the report thread and returns what it made (`None` if it panicked); on the
+/// calling thread when there is no report thread.
+pub(super) fn on_report_thread<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Option<T> {
+    let Some(worker) = WORKER.get() else {
+        return Some(f());
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    let job: Job = Box::new(move || {
+        let _ = tx.send(f());
+    });
+    worker.send(job).ok()?;
+    rx.recv().ok()
+}
+
+/// The interval from the kept report closest to `age` ago (the oldest when none is that old)
+/// to `now`.
+pub(super) fn history_interval(now: &Report, age: Duration) -> Interval {
+    let h = HISTORY.lock().unwrap_or_else(|e| e.into_inner());
+    let at = Instant::now();
+    let from = h
+        .iter()
+        .min_by_key(|(t, _)| {
+            let a = at.duration_since(*t);
+            a.abs_diff(age)
+        })
+        .map(|(_, r)| r);
+    Interval::between(from, now, 0)
+}
