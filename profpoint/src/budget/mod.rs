@@ -101,7 +101,7 @@
 //! their children against perf. So after each burst the controller runs a second window
 //! (`burst::isolate`, at least 1 ms) in which only one class of the windows' parents is on, a
 //! set none of which was ever found inside another in the tree of points
-//! (`controller::isolation_classes`; the classes take turns, a round each): each is timed
+//! (`isolation::isolation_classes`; the classes take turns, a round each): each is timed
 //! with every throttled point below it off, its calls holding its children's work at the
 //! cost of their disabled guards, which is the annotated program's own. Leaves (no other
 //! point found inside them) are not isolated: their bursts' times have no nested call's cost
@@ -164,15 +164,17 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
+mod allocate;
 mod burst;
 mod controller;
 mod estimate;
 mod floor;
+mod isolation;
 
 use burst::BurstState;
-pub(crate) use controller::IsolatedMean;
 use controller::{Controller, PointState, delta, fold_round, run};
 pub(crate) use estimate::Est;
+pub(crate) use isolation::IsolatedMean;
 
 /// The default budget, in parts per million of the process's CPU time (2%; see the module
 /// docs for why).

@@ -1,6 +1,7 @@
 use super::*;
+use allocate::{allocate, relax_limited};
 use burst::{BurstRound, Reference};
-use controller::{allocate, fold_round, relax_limited};
+use controller::fold_round;
 
 const COSTS: ModeCosts = ModeCosts {
     timed: 25.0,
@@ -656,7 +657,7 @@ fn isolation_classes_never_hold_a_point_and_one_found_inside_it() {
         node(Some(6), 5),
         node(None, 7),
     ];
-    let classes = controller::isolation_classes(&[0, 1, 2, 3, 4, 5, 6], &nodes);
+    let classes = isolation::isolation_classes(&[0, 1, 2, 3, 4, 5, 6], &nodes);
     let all: Vec<usize> = {
         let mut v: Vec<usize> = classes.iter().flatten().copied().collect();
         v.sort_unstable();
@@ -677,7 +678,7 @@ fn isolation_classes_never_hold_a_point_and_one_found_inside_it() {
 
 #[test]
 fn an_isolation_window_hit_by_an_interrupt_does_not_raise_the_mean_call() {
-    let mut iso = controller::Isolated::default();
+    let mut iso = isolation::Isolated::default();
     assert_eq!(iso.mean(), None);
     for _ in 0..10 {
         iso.add(160.0 * 80.0, 160.0);
@@ -692,18 +693,18 @@ fn an_isolation_window_hit_by_an_interrupt_does_not_raise_the_mean_call() {
     assert_eq!(timed, 1760.0);
     assert!((m.mean - (1600.0 * 80.0 + 160.0 * 150.0) / 1760.0).abs() < 1e-9);
     // Only the last ISOLATED_WINDOWS windows count.
-    for _ in 0..controller::ISOLATED_WINDOWS {
+    for _ in 0..isolation::ISOLATED_WINDOWS {
         iso.add(160.0 * 40.0, 160.0);
     }
     assert_eq!(
         iso.mean(),
-        Some((same(40.0), 160.0 * controller::ISOLATED_WINDOWS as f64))
+        Some((same(40.0), 160.0 * isolation::ISOLATED_WINDOWS as f64))
     );
 }
 
 #[test]
 fn an_isolated_mean_s_error_is_its_windows_spread_over_the_root_of_their_number() {
-    let mut iso = controller::Isolated::default();
+    let mut iso = isolation::Isolated::default();
     // One window: no spread to judge by, the whole mean.
     iso.add(100.0 * 50.0, 100.0);
     assert_eq!(iso.mean().unwrap().0.stderr, 50.0);
