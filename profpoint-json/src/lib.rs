@@ -90,6 +90,7 @@
 
 mod de;
 mod float;
+mod parse;
 mod ser;
 #[cfg(test)]
 mod tests;
@@ -257,10 +258,10 @@ impl serde::de::Error for Error {
     }
 
     fn invalid_type(unexp: serde::de::Unexpected<'_>, exp: &dyn serde::de::Expected) -> Error {
-        Error::new(format!("expected {exp}, found {}", de::describe(&unexp)))
+        Error::new(format!("expected {exp}, found {}", parse::describe(&unexp)))
     }
 
     fn invalid_value(unexp: serde::de::Unexpected<'_>, exp: &dyn serde::de::Expected) -> Error {
-        Error::new(format!("expected {exp}, found {}", de::describe(&unexp)))
+        Error::new(format!("expected {exp}, found {}", parse::describe(&unexp)))
     }
 }
