@@ -90,6 +90,7 @@
 
 mod de;
 mod float;
+mod key;
 mod parse;
 mod ser;
 #[cfg(test)]
