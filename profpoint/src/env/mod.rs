@@ -59,7 +59,7 @@ impl std::fmt::Display for Destination {
 
 /// A rejected environment variable.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EnvError {
+pub(crate) struct EnvError {
     /// The variable's name.
     pub var: &'static str,
     /// Its value.
@@ -176,7 +176,7 @@ pub(crate) fn report_expected() -> &'static str {
 }
 
 /// Parses `PROFPOINT_REPORT`: `Ok(vec![])` means `off`.
-pub fn parse_report(value: &str) -> Result<Vec<Destination>, EnvError> {
+pub(crate) fn parse_report(value: &str) -> Result<Vec<Destination>, EnvError> {
     let err = || EnvError {
         var: "PROFPOINT_REPORT",
         value: value.to_string(),
@@ -217,7 +217,7 @@ const UNCLOSED: &str = "comma-separated globs whose every <, ( and [ is closed b
 /// closes nothing. `None` when a bracket left open has a comma after it: the rest of the list
 /// would be one glob matching nothing, and the globs after it lost (an open bracket with no
 /// comma after it, `f[`, is a glob of its own, told later that `[` matches itself).
-pub fn split_names(value: &str) -> Option<Vec<&str>> {
+pub(crate) fn split_names(value: &str) -> Option<Vec<&str>> {
     let mut out = Vec::new();
     // Where each bracket still open began.
     let mut open = Vec::new();
@@ -246,7 +246,7 @@ pub fn split_names(value: &str) -> Option<Vec<&str>> {
 
 /// Parses a comma-separated glob list (`PROFPOINT_ENABLE`, `PROFPOINT_DISABLE`): see
 /// [`split_names`].
-pub fn parse_globs(var: &'static str, value: &str) -> Result<Vec<String>, EnvError> {
+pub(crate) fn parse_globs(var: &'static str, value: &str) -> Result<Vec<String>, EnvError> {
     let Some(items) = split_names(value) else {
         return Err(EnvError {
             var,
@@ -272,7 +272,7 @@ pub fn parse_globs(var: &'static str, value: &str) -> Result<Vec<String>, EnvErr
 
 /// Parses `PROFPOINT_SAMPLE`: `(glob, every)` pairs.
 /// `N` is 0 for `count`.
-pub fn parse_sample(value: &str) -> Result<Vec<(String, u32)>, EnvError> {
+pub(crate) fn parse_sample(value: &str) -> Result<Vec<(String, u32)>, EnvError> {
     let err = || EnvError {
         var: "PROFPOINT_SAMPLE",
         value: value.to_string(),
@@ -303,7 +303,7 @@ pub fn parse_sample(value: &str) -> Result<Vec<(String, u32)>, EnvError> {
 }
 
 /// Parses a boolean flag: `0`/`1` (also `false`/`true`, `no`/`yes`, `off`/`on`).
-pub fn parse_bool(var: &'static str, value: &str) -> Result<bool, EnvError> {
+pub(crate) fn parse_bool(var: &'static str, value: &str) -> Result<bool, EnvError> {
     match value.trim() {
         "1" | "true" | "yes" | "on" => Ok(true),
         "0" | "false" | "no" | "off" | "" => Ok(false),
@@ -317,7 +317,7 @@ pub fn parse_bool(var: &'static str, value: &str) -> Result<bool, EnvError> {
 
 /// The overhead budget a user asked for (`PROFPOINT_BUDGET`).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct BudgetSetting {
+pub(crate) struct BudgetSetting {
     /// Percent of CPU time, `None` for no budget.
     pub percent: Option<f64>,
     /// Whether bursts are allowed (the `bursts` mode): without them counting is the floor.
@@ -327,7 +327,7 @@ pub struct BudgetSetting {
 /// Parses `PROFPOINT_BUDGET`: a percentage of CPU time (`2%`, `0.5`, `10%`), or `off` (also
 /// `0`, `none`) for no budget; then, after a comma, the mode `bursts` (`2%,bursts`; `bursts`
 /// alone keeps the default 2%). `bursts` with no budget is refused.
-pub fn parse_budget(value: &str) -> Result<BudgetSetting, EnvError> {
+pub(crate) fn parse_budget(value: &str) -> Result<BudgetSetting, EnvError> {
     let bad = || EnvError {
         var: "PROFPOINT_BUDGET",
         value: value.to_string(),
@@ -366,7 +366,7 @@ pub fn parse_budget(value: &str) -> Result<BudgetSetting, EnvError> {
 
 /// Parses `PROFPOINT_REPORT_EVERY`: a duration with its unit, `500ms`, `10s`, `5m` or `1h`
 /// (fractions allowed: `1.5s`), from 10 ms to 30 days.
-pub fn parse_every(value: &str) -> Result<std::time::Duration, EnvError> {
+pub(crate) fn parse_every(value: &str) -> Result<std::time::Duration, EnvError> {
     let bad = || EnvError {
         var: "PROFPOINT_REPORT_EVERY",
         value: value.to_string(),
@@ -393,7 +393,7 @@ pub fn parse_every(value: &str) -> Result<std::time::Duration, EnvError> {
 }
 
 /// Parses `PROFPOINT_MAX_SLOT_MB`: the cap on per-thread point slots, MiB (1 to 1,048,576).
-pub fn parse_max_slot_mb(value: &str) -> Result<u64, EnvError> {
+pub(crate) fn parse_max_slot_mb(value: &str) -> Result<u64, EnvError> {
     match value.trim().parse::<u64>() {
         Ok(mb) if (1..=1 << 20).contains(&mb) => Ok(mb),
         _ => Err(EnvError {
@@ -405,7 +405,7 @@ pub fn parse_max_slot_mb(value: &str) -> Result<u64, EnvError> {
 }
 
 /// Parses `PROFPOINT_CLOCK`: `true` means "use the monotonic clock".
-pub fn parse_clock(value: &str) -> Result<bool, EnvError> {
+pub(crate) fn parse_clock(value: &str) -> Result<bool, EnvError> {
     match value.trim() {
         // `cntvct`: aarch64's raw counter, what `tsc` chooses there too.
         "tsc" | "cntvct" => Ok(false),
