@@ -52,9 +52,9 @@ use crate::profile::{Profile, Segment, SourceUsed};
 use crate::stacks::{MAX_DEPTH, RawStack, RawStacks};
 
 /// The first 8 bytes of every dump.
-pub const MAGIC: [u8; 8] = *b"HEATMAP\0";
+pub(crate) const MAGIC: [u8; 8] = *b"HEATMAP\0";
 /// The format version this crate writes and reads.
-pub const VERSION: u32 = 3;
+pub(crate) const VERSION: u32 = 3;
 
 const MAX_WARNING: usize = 64 * 1024;
 const MAX_PATH: usize = 4096;

@@ -85,7 +85,6 @@ mod threads;
 
 pub use buckets::{ObjectFile, ObjectKind};
 pub use config::{Config, MAX_HZ, MAX_SHIFT, Mode, Source};
-pub use dump::{MAGIC as DUMP_MAGIC, VERSION as DUMP_VERSION};
 pub use error::{DumpError, StartError};
 pub use profile::{Profile, Segment, SourceUsed};
 pub use profpoint_glob::glob_matches;

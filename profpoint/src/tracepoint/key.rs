@@ -28,7 +28,7 @@ pub struct Key {
 
 /// Why a key could not be switched on (only the static-key backend can fail).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KeyError(pub String);
+pub struct KeyError(String);
 
 impl std::fmt::Display for KeyError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -64,13 +64,16 @@ use crate::sync::{MutexGuard, const_fn_unless_loom, sync_static};
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
-/// The linker-gathered section of every tracepoint.
+/// The linker-gathered section of every tracepoint: what `tracepoint!`'s expansion places its
+/// static in (hence public); read the tracepoints with [`all`].
 #[cfg(not(feature = "off"))]
+#[doc(hidden)]
 #[linkme::distributed_slice]
 pub static TRACEPOINTS: [Tracepoint];
 
 /// The `off` feature: no tracepoint exists and no linker section is declared (see `POINTS`).
 #[cfg(feature = "off")]
+#[doc(hidden)]
 pub static TRACEPOINTS: [Tracepoint; 0] = [];
 
 /// A shard counts hits of every tracepoint compiled into the program (see `shard::Sizes`).
