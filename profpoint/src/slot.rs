@@ -56,6 +56,10 @@ pub(crate) struct Slot {
     /// this thread (`u32::MAX`: none yet) and its node under that parent.
     pub(crate) tree_parent: AtomicU32,
     pub(crate) tree_node: AtomicU32,
+    /// Idle time of calls made in segments (`point/segment.rs`: a `tracing` span's time alive
+    /// between its enters), in ticks; 0 for every other point. Outside the first line: no
+    /// hot path writes it, and the overhead budget does not read it.
+    pub(crate) idle: AtomicU64,
     /// Distribution of timed intervals.
     pub(crate) hist: [AtomicU64; hist::BUCKETS],
 }
@@ -70,6 +74,7 @@ pub(crate) struct Counts {
     pub(crate) self_ticks: u64,
     pub(crate) min: u64,
     pub(crate) max: u64,
+    pub(crate) idle: u64,
     pub(crate) hist: Vec<u64>,
 }
 
@@ -83,6 +88,7 @@ impl Default for Counts {
             self_ticks: 0,
             min: u64::MAX,
             max: 0,
+            idle: 0,
             hist: vec![0; hist::BUCKETS],
         }
     }
@@ -103,6 +109,7 @@ impl Counts {
         self.self_ticks = self.self_ticks.wrapping_add(other.self_ticks);
         self.min = self.min.min(other.min);
         self.max = self.max.max(other.max);
+        self.idle += other.idle;
         for (a, b) in self.hist.iter_mut().zip(&other.hist) {
             *a += b;
         }
@@ -131,6 +138,7 @@ impl Counts {
             self_ticks: self.self_ticks.wrapping_sub(base.self_ticks),
             min: self.min,
             max: self.max,
+            idle: self.idle.saturating_sub(base.idle),
             hist: self
                 .hist
                 .iter()
@@ -181,6 +189,7 @@ impl Slot {
             countdown: AtomicU32::new(0),
             tree_parent: AtomicU32::new(u32::MAX),
             tree_node: AtomicU32::new(0),
+            idle: z(),
             hist: std::array::from_fn(|_| z()),
         })
     }
@@ -216,6 +225,8 @@ impl Slot {
         c.self_ticks = s.self_ticks;
         c.min = s.min;
         c.max = s.max;
+        // Relaxed: read like the distribution (a best-effort copy, after the scalars).
+        c.idle = self.idle.load(Ordering::Relaxed);
         for (d, s) in c.hist.iter_mut().zip(&self.hist) {
             // Relaxed: the distribution is read as a best-effort copy (see above).
             *d = s.load(Ordering::Relaxed);
@@ -379,7 +390,7 @@ mod size_tests {
     /// The memory figure docs/profile-points.md states.
     #[test]
     fn memory_per_point_and_thread_is_as_documented() {
-        assert_eq!(std::mem::size_of::<super::Slot>(), 11_392);
+        assert_eq!(std::mem::size_of::<super::Slot>(), 11_520);
     }
 }
 
