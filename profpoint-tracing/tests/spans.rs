@@ -309,6 +309,51 @@ fn the_standalone_subscriber_reports_an_async_span_alike() {
     check_async_span("t_async_alone::", alive, polls);
 }
 
+/// Counts stay exact whatever the point's status: counted only (no segment timed), sampled
+/// (a span is timed or not as a whole), and a status changed while spans are alive.
+#[test]
+fn async_spans_count_exactly_counted_only_sampled_and_switched() {
+    no_budget();
+    profpoint::count_only("t_async_count::*");
+    profpoint::set_sampling("t_async_sampled::*", 3);
+    fn poll_here<F: Future>(f: F) -> F::Output {
+        let mut f = std::pin::pin!(f);
+        loop {
+            if let Poll::Ready(v) = f.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+                return v;
+            }
+        }
+    }
+    fn idle(left: u32) -> u32 {
+        left
+    }
+    tracing::subscriber::with_default(layered(), || {
+        for _ in 0..20 {
+            let counted = tracing::info_span!(target: "t_async_count", "task");
+            let sampled = tracing::info_span!(target: "t_async_sampled", "task");
+            let pending = |left| Pending { left, work: idle };
+            assert_eq!(poll_here(pending(2).instrument(counted)), 7);
+            assert_eq!(poll_here(pending(2).instrument(sampled)), 7);
+        }
+        // Switched between polls: the span started timed stays one call.
+        let switched = tracing::info_span!(target: "t_async_switch", "task");
+        let mut f = Box::pin(Pending { left: 1, work: idle }.instrument(switched));
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(f.as_mut().poll(&mut cx).is_pending());
+        profpoint::count_only("t_async_switch::*");
+        assert!(f.as_mut().poll(&mut cx).is_ready());
+        drop(f);
+    });
+    let r = profpoint::snapshot();
+    let counted = point(&r, "t_async_count::task");
+    assert_eq!((counted.nr, counted.timed, counted.total_ns), (20, 0, 0));
+    let sampled = point(&r, "t_async_sampled::task");
+    assert_eq!(sampled.nr, 20);
+    assert!(sampled.timed <= 20);
+    let switched = point(&r, "t_async_switch::task");
+    assert_eq!((switched.nr, switched.timed), (1, 1));
+}
+
 /// A sync span entered once has no idle time (and nothing in the idle section).
 #[test]
 fn a_sync_span_entered_once_has_no_idle_time() {
