@@ -1,5 +1,5 @@
 //! A cap on slot memory (a hostile host): a thread that touches many points holds one
-//! 11,520-byte slot per point. With `PROFPOINT_MAX_SLOT_MB=1` (91 slots), a thread calling 200
+//! 11,392-byte slot per point. With `PROFPOINT_MAX_SLOT_MB=1` (92 slots), a thread calling 200
 //! points 3 times each: one warning line, slot memory within the cap, and every call accounted
 //! for: recorded in its point's row (all 3 calls) or counted as not recorded, exactly 600.
 //! The cap is read at start-up, so the scenario runs in a child (this test binary again).
@@ -1074,7 +1074,7 @@ fn slot_memory_is_capped_and_every_call_is_accounted_for() {
     assert!(ours.iter().all(|&n| n == 0 || n == 3), "{ours:?} {slots}");
     let recorded: u64 = ours.iter().sum();
     let with_slot = ours.iter().filter(|&&n| n == 3).count();
-    assert!(with_slot <= (1 << 20) / 11_520, "{with_slot} slots {slots}");
+    assert!(with_slot <= (1 << 20) / 11_392, "{with_slot} slots {slots}");
     assert!(
         with_slot > 0 && unrecorded > 0,
         "{with_slot} {unrecorded} {err}"
