@@ -729,7 +729,11 @@ mod tests {
             .find(|l| l.contains("idle") && l.contains("a::polled"))
             .unwrap_or_else(|| panic!("{some}"));
         assert!(line.contains("2.500000000 idle"), "{line}");
-        assert!(!some.lines().any(|l| l.contains("idle") && l.contains("a::plain")));
+        assert!(
+            !some
+                .lines()
+                .any(|l| l.contains("idle") && l.contains("a::plain"))
+        );
     }
 
     #[test]

@@ -141,10 +141,7 @@ fn a_span_entered_on_many_threads_is_one_call() {
     assert_eq!(calls("t_threads::child"), 400);
     assert_eq!(
         paths("t_threads::"),
-        vec![
-            ("shared".to_string(), 1),
-            ("shared;child".to_string(), 400)
-        ]
+        vec![("shared".to_string(), 1), ("shared;child".to_string(), 400)]
     );
 }
 
@@ -265,7 +262,10 @@ fn check_async_span(prefix: &str, alive: std::time::Duration, polls: u32) {
     assert_eq!(task.hist.iter().map(|b| b[1]).sum::<u64>(), 1);
     // Busy plus idle is the span's time from first poll to drop: within what the executor saw.
     let alive = alive.as_nanos() as u64;
-    assert!(task.idle_ns > 0, "the future waited between polls: {task:?}");
+    assert!(
+        task.idle_ns > 0,
+        "the future waited between polls: {task:?}"
+    );
     assert!(
         task.total_ns + task.idle_ns <= alive,
         "busy {} + idle {} ns over {alive} ns alive",
@@ -279,9 +279,10 @@ fn check_async_span(prefix: &str, alive: std::time::Duration, polls: u32) {
 fn an_async_span_polled_on_two_threads_is_one_call_with_busy_and_idle_time() {
     no_budget();
     let dispatch = tracing::Dispatch::new(layered());
-    let span = tracing::dispatcher::with_default(&dispatch, || {
-        tracing::info_span!(target: "t_async", "task")
-    });
+    let span = tracing::dispatcher::with_default(
+        &dispatch,
+        || tracing::info_span!(target: "t_async", "task"),
+    );
     let fut = Pending {
         left: 3,
         work: poll_work,
@@ -296,9 +297,10 @@ fn an_async_span_polled_on_two_threads_is_one_call_with_busy_and_idle_time() {
 fn the_standalone_subscriber_reports_an_async_span_alike() {
     no_budget();
     let dispatch = tracing::Dispatch::new(profpoint_tracing::subscriber());
-    let span = tracing::dispatcher::with_default(&dispatch, || {
-        tracing::info_span!(target: "t_async_alone", "task")
-    });
+    let span = tracing::dispatcher::with_default(
+        &dispatch,
+        || tracing::info_span!(target: "t_async_alone", "task"),
+    );
     let fut = Pending {
         left: 5,
         work: poll_work_alone,
@@ -337,7 +339,13 @@ fn async_spans_count_exactly_counted_only_sampled_and_switched() {
         }
         // Switched between polls: the span started timed stays one call.
         let switched = tracing::info_span!(target: "t_async_switch", "task");
-        let mut f = Box::pin(Pending { left: 1, work: idle }.instrument(switched));
+        let mut f = Box::pin(
+            Pending {
+                left: 1,
+                work: idle,
+            }
+            .instrument(switched),
+        );
         let mut cx = Context::from_waker(Waker::noop());
         assert!(f.as_mut().poll(&mut cx).is_pending());
         profpoint::count_only("t_async_switch::*");
