@@ -273,6 +273,20 @@ fn check_async_span(prefix: &str, alive: std::time::Duration, polls: u32) {
         task.idle_ns
     );
     assert!(task.self_ns.is_some_and(|own| own <= task.total_ns));
+    assert_eq!(r.impossible(), Vec::<String>::new());
+    // In the JSON, and in the table's idle list.
+    let json = r.to_json();
+    assert!(
+        json.contains(&format!("\"idle_ns\": {}", task.idle_ns)),
+        "{json}"
+    );
+    let table = r.to_table();
+    assert!(
+        table
+            .lines()
+            .any(|l| l.contains(" idle ") && l.ends_with(&format!("{prefix}task"))),
+        "{table}"
+    );
 }
 
 #[test]
