@@ -295,3 +295,65 @@ fn leave_untimed(token: &Token, mode: u8) {
         }
     }
 }
+
+#[cfg(all(test, not(loom), not(feature = "off")))]
+mod tests {
+    use super::{Kind, Name, POINTS, Point, SplitCall};
+
+    #[linkme::distributed_slice(POINTS)]
+    static SPLIT: Point = Point::new(Name::Static("segment::split"), Kind::Sync, file!(), line!());
+    #[linkme::distributed_slice(POINTS)]
+    static INSIDE: Point = Point::new(
+        Name::Static("segment::inside"),
+        Kind::Sync,
+        file!(),
+        line!(),
+    );
+
+    /// One segment: time on this thread with a point nested in it.
+    fn segment(call: &mut SplitCall) {
+        let s = call.enter(&SPLIT);
+        drop(INSIDE.guard());
+        call.exit(s);
+    }
+
+    /// Two segments on two threads, a wait between them: one call, its busy time the point's
+    /// total and its only distribution entry, its idle time reported; the nested point counts
+    /// each of its calls, under the split point in the tree.
+    #[test]
+    fn a_call_in_segments_on_two_threads_is_one_call_with_its_idle_time() {
+        crate::set_budget(None);
+        let mut call = SplitCall::new();
+        assert!(!call.entered());
+        segment(&mut call);
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        let call = std::thread::spawn(move || {
+            segment(&mut call);
+            call
+        })
+        .join()
+        .unwrap();
+        assert!(call.entered() && call.idle_ticks() > 0 && call.busy_ticks() > 0);
+        let report = crate::snapshot();
+        let point = |name: &str| report.points.iter().find(|p| p.name == name).cloned();
+        // Not finished: its time is in, its call is not.
+        assert!(point("segment::split").is_none_or(|p| p.nr == 0));
+        call.finish(&SPLIT);
+        let report = crate::snapshot();
+        let point = |name: &str| report.points.iter().find(|p| p.name == name).unwrap();
+        let split = point("segment::split");
+        assert_eq!((split.nr, split.timed), (1, 1));
+        assert_eq!(split.min_ns, split.max_ns);
+        assert!(split.idle_ns > 0 && split.total_ns > 0);
+        assert_eq!(point("segment::inside").nr, 2);
+        let tree = report.tree.as_ref().unwrap();
+        let calls = |path: &[&str]| {
+            (0..tree.nodes.len())
+                .filter(|&i| tree.path(i) == path)
+                .map(|i| tree.nodes[i].calls)
+                .sum::<u64>()
+        };
+        assert_eq!(calls(&["segment::split"]), 1);
+        assert_eq!(calls(&["segment::split", "segment::inside"]), 2);
+    }
+}
