@@ -56,13 +56,13 @@ pub(crate) struct Slot {
     /// this thread (`u32::MAX`: none yet) and its node under that parent.
     pub(crate) tree_parent: AtomicU32,
     pub(crate) tree_node: AtomicU32,
-    /// Idle time of calls made in segments (`point/segment.rs`: a `tracing` span's time alive
-    /// between its enters), in ticks; 0 for every other point. Outside the first line: no
-    /// hot path writes it, and the overhead budget does not read it. It takes what was the
-    /// slot's tail padding: the slot's size is unchanged.
-    pub(crate) idle: AtomicU64,
     /// Distribution of timed intervals.
     pub(crate) hist: [AtomicU64; hist::BUCKETS],
+    /// Idle time of calls made in segments (`point/segment.rs`: a `tracing` span's time alive
+    /// between its enters), in ticks; 0 for every other point. Last: no hot path writes it,
+    /// the overhead budget does not read it, and it takes what was the slot's tail padding
+    /// (the slot's size and every other field's offset are unchanged).
+    pub(crate) idle: AtomicU64,
 }
 
 /// A consistent copy of one slot, or the sum of several.
@@ -190,8 +190,8 @@ impl Slot {
             countdown: AtomicU32::new(0),
             tree_parent: AtomicU32::new(u32::MAX),
             tree_node: AtomicU32::new(0),
-            idle: z(),
             hist: std::array::from_fn(|_| z()),
+            idle: z(),
         })
     }
 
@@ -336,6 +336,10 @@ impl Scalars {
 // atomics are larger than a word: not in the model-checking build).
 #[cfg(not(loom))]
 const _: () = assert!(std::mem::offset_of!(Slot, depth) == 64);
+// The distribution starts right after the 32-bit words, as before the idle word (last) was
+// added.
+#[cfg(not(loom))]
+const _: () = assert!(std::mem::offset_of!(Slot, hist) == 80);
 
 /// How long a reader retries a slot whose owner keeps it mid-update before it accepts a torn
 /// copy: longer than a scheduler time slice, so a preempted owner runs and finishes first.

@@ -35,6 +35,8 @@ const S_TIMED: u8 = 2;
 const S_NESTED: u8 = 3;
 /// Left untimed by sampling (in the points tree) or counted only (not in it).
 const S_UNTIMED: u8 = 4;
+/// Left untimed by sampling, the point active on the thread (recursion).
+const S_NESTED_UNTIMED: u8 = 5;
 
 /// One call of a point made in segments (see the module docs): enter and exit each segment
 /// with it, on any thread, then [`SplitCall::finish`] it once.
@@ -123,6 +125,7 @@ impl SplitCall {
                     T_OFF => S_OFF,
                     T_TIMED => S_TIMED,
                     T_NESTED => S_NESTED,
+                    T_SKIPPED_NESTED => S_NESTED_UNTIMED,
                     _ => S_UNTIMED,
                 };
                 self.in_tree = mode != T_OFF && mode != T_COUNTED;
@@ -205,7 +208,7 @@ impl SplitCall {
             };
             if node != tree::NO_NODE {
                 let n = tree::node(shard, node);
-                if self.state == S_UNTIMED {
+                if self.state == S_UNTIMED || self.state == S_NESTED_UNTIMED {
                     tree::add_untimed(n);
                 } else {
                     tree::add_timed(n, 0, 0);
@@ -226,7 +229,7 @@ impl SplitCall {
                 bump(&slot.hist[hist::index(self.busy)], 1);
                 bump(&slot.idle, self.idle);
             }
-            S_NESTED => bump(&slot.nested, 1),
+            S_NESTED | S_NESTED_UNTIMED => bump(&slot.nested, 1),
             _ => bump(&slot.skipped, 1),
         }
         slot.write_end();
