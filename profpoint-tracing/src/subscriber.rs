@@ -1,13 +1,14 @@
 //! [`ProfpointSubscriber`]: the bridge as a subscriber of its own, with nothing else to run.
 //!
 //! # Mechanism
-//! - A span whose callsite has a point gets a [`SpanData`] on the heap: its callsite's slot, a
-//!   count of references and its call's state ([`SplitCall`], under a mutex: a span may be
-//!   entered on two threads at once). Its id is the data's address (a multiple of 8): entering
-//!   it needs no lookup. `clone_span` adds a reference, `try_close` drops one, and the last
-//!   one records the call ([`SplitCall::finish`]) and frees the data. Each enter holds a
-//!   reference too, until its exit, so the data outlives every segment on every thread's
-//!   stack (an `Entered` guard forgotten, then the span closed, still leaves it valid).
+//! - A span whose callsite has a point gets a [`SpanData`] in a lock-free slab ([`SPANS`]):
+//!   its callsite's slot, a count of references and its call's state ([`SplitCall`], under a
+//!   mutex: a span may be entered on two threads at once). Its id is its slab key (plus one,
+//!   doubled: bit 0 clear); the key's generation makes an id that names no open span find
+//!   nothing. `clone_span` adds a reference, `try_close` drops one, and the last one records
+//!   the call ([`SplitCall::finish`]) and frees the entry. Each enter holds a reference too,
+//!   until its exit, so the data outlives every segment on every thread's stack (an `Entered`
+//!   guard forgotten, then the span closed: the call is recorded at that exit).
 //! - A span whose callsite has no point (the pool or the table is full) keeps no state: its
 //!   id carries the callsite's slot plus one in bits 1..=13 (bit 0 set: never an address)
 //!   and a serial number above (blocks of 1,024 handed to each thread from one atomic
@@ -15,9 +16,10 @@
 
 use crate::{callsites, count_event, stack};
 use profpoint::__private::SplitCall;
+use sharded_slab::Slab;
 use std::cell::Cell;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering, fence};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{LazyLock, Mutex};
 use tracing_core::span::{Attributes, Current, Id, Record};
 use tracing_core::subscriber::Interest;
 use tracing_core::{Event, Metadata, Subscriber};
@@ -60,7 +62,7 @@ fn serial() -> u64 {
         .unwrap_or_else(|_| new_block())
 }
 
-/// A span with a point: what its id points to.
+/// A span with a point: its entry in [`SPANS`].
 struct SpanData {
     /// The callsite's slot (it has a point).
     slot: usize,
@@ -69,39 +71,44 @@ struct SpanData {
     call: Mutex<SplitCall>,
 }
 
-/// The data a span id points to (`None`: a stateless id).
-///
-/// # Safety
-/// `id` must be an id this subscriber made for a span still referenced: by a handle `tracing`
-/// has not closed, or by an enter on a thread's stack.
-unsafe fn data<'a>(id: u64) -> Option<&'a SpanData> {
+/// The spans with a point, open or entered: a lock-free slab (the one `tracing-subscriber`'s
+/// registry uses), whose keys carry a generation, so an id that names no open span (stale, or
+/// not this subscriber's) finds nothing rather than another span's data.
+static SPANS: LazyLock<Slab<SpanData>> = LazyLock::new(Slab::new);
+
+/// The slab key of a span id with data (`None`: a stateless id, bit 0 set).
+fn key_of(id: u64) -> Option<usize> {
     if id & 1 != 0 {
         return None;
     }
-    // SAFETY: an even id is the address of a live `SpanData` (the caller's contract: the
-    // data is freed only when its last reference goes).
-    Some(unsafe { &*(id as usize as *const SpanData) })
+    usize::try_from(id >> 1).ok()?.checked_sub(1)
 }
 
-/// Drops one reference to the span of `id` (with data); the last records its call and frees it.
-///
-/// # Safety
-/// As [`data`], and the reference dropped is one the caller held.
-unsafe fn release(id: u64) -> bool {
-    // SAFETY: the caller's contract.
-    let Some(d) = (unsafe { data(id) }) else {
+/// The data of span `id`, if it has some.
+fn data(id: u64) -> Option<sharded_slab::Entry<'static, SpanData>> {
+    SPANS.get(key_of(id)?)
+}
+
+/// Drops one reference to the span of `id` (with data); the last records its call and frees
+/// its data. Whether it was the last.
+fn release(id: u64) -> bool {
+    let Some(key) = key_of(id) else {
         return false;
     };
-    // Release: this thread's uses of the data happen before the free below, on whichever
-    // thread drops the last reference.
-    if d.refs.fetch_sub(1, Ordering::Release) != 1 {
+    let last = match SPANS.get(key) {
+        // AcqRel: this thread's uses of the call happen before the last reference's `take`,
+        // on whichever thread (the mutex orders the call itself; this orders the count).
+        Some(d) => d.refs.fetch_sub(1, Ordering::AcqRel) == 1,
+        None => return false,
+    };
+    if !last {
         return false;
     }
-    // Acquire: pairs with the other references' release decrements.
-    fence(Ordering::Acquire);
-    // SAFETY: the last reference: nothing else uses the data; it was made by `Box::into_raw`
-    // in `new_span`.
-    let d = unsafe { Box::from_raw(id as usize as *mut SpanData) };
+    // The entry guard above is dropped: `take` waits for other guards only (none but
+    // a passing enter's or exit's).
+    let Some(d) = SPANS.take(key) else {
+        return false;
+    };
     let call = d.call.into_inner().unwrap_or_else(|e| e.into_inner());
     if let Some(point) = callsites::point(d.slot) {
         call.finish(point);
@@ -111,11 +118,10 @@ unsafe fn release(id: u64) -> bool {
 
 /// The callsite slot of a span id.
 fn slot_of(id: u64) -> Option<usize> {
-    // SAFETY: every caller holds the span: it is entered (`current_span`) or referenced.
-    match unsafe { data(id) } {
-        Some(d) => Some(d.slot),
-        None => (((id >> 1) & ((1 << SLOT_BITS) - 1)) as usize).checked_sub(1),
+    if key_of(id).is_some() {
+        return data(id).map(|d| d.slot);
     }
+    (((id >> 1) & ((1 << SLOT_BITS) - 1)) as usize).checked_sub(1)
 }
 
 /// A standalone subscriber that records every span as one call of its callsite's profile
@@ -154,22 +160,26 @@ impl Subscriber for ProfpointSubscriber {
     fn new_span(&self, span: &Attributes<'_>) -> Id {
         let slot = callsites::slot(span.metadata());
         if let Some(slot) = slot.filter(|&s| callsites::point(s).is_some()) {
-            let data = Box::new(SpanData {
+            let data = SpanData {
                 slot,
                 refs: AtomicUsize::new(1),
                 call: Mutex::new(SplitCall::new()),
-            });
-            // An address, a multiple of 8 (bit 0 clear), never 0.
-            return Id::from_u64(Box::into_raw(data) as usize as u64);
+            };
+            // Bit 0 clear, never 0. A full slab (not expected) leaves the span stateless.
+            if let Some(id) = SPANS
+                .insert(data)
+                .and_then(|key| u64::try_from(key).ok()?.checked_add(1)?.checked_mul(2))
+            {
+                return Id::from_u64(id);
+            }
         }
         let slot = slot.map_or(0, |s| s as u64 + 1);
-        // Bit 0 set: never an address, never 0.
+        // Bit 0 set: never a slab key, never 0.
         Id::from_u64((serial().wrapping_shl(SLOT_BITS) | slot) << 1 | 1)
     }
 
     fn clone_span(&self, id: &Id) -> Id {
-        // SAFETY: `tracing` clones only a span it holds a handle to.
-        if let Some(d) = unsafe { data(id.into_u64()) } {
+        if let Some(d) = data(id.into_u64()) {
             // Relaxed: a new reference from one held (as `Arc::clone`).
             d.refs.fetch_add(1, Ordering::Relaxed);
         }
@@ -177,8 +187,7 @@ impl Subscriber for ProfpointSubscriber {
     }
 
     fn try_close(&self, id: Id) -> bool {
-        // SAFETY: `tracing` closes a handle it held, once.
-        unsafe { release(id.into_u64()) }
+        release(id.into_u64())
     }
 
     fn record(&self, _span: &Id, _values: &Record<'_>) {}
@@ -193,8 +202,7 @@ impl Subscriber for ProfpointSubscriber {
 
     fn enter(&self, span: &Id) {
         let id = span.into_u64();
-        // SAFETY: `tracing` enters only a span it holds a handle to.
-        let Some(d) = (unsafe { data(id) }) else {
+        let Some(d) = data(id) else {
             stack::enter(id, || None);
             return;
         };
@@ -213,8 +221,8 @@ impl Subscriber for ProfpointSubscriber {
 
     fn exit(&self, span: &Id) {
         stack::exit(span.into_u64(), |id, _point, segment| {
-            // SAFETY: the stack's entry holds a reference (taken at its enter).
-            match unsafe { data(id) } {
+            // The stack's entry holds a reference (taken at its enter): the data is there.
+            match data(id) {
                 Some(d) => d
                     .call
                     .lock()
@@ -222,8 +230,9 @@ impl Subscriber for ProfpointSubscriber {
                     .exit(segment),
                 None => stack::end_lost(segment),
             }
-            // SAFETY: the entry's reference, dropped once.
-            unsafe { release(id) };
+            // The entry's reference, dropped once (the guard above is gone: `take` would
+            // wait for it).
+            release(id);
         });
     }
 

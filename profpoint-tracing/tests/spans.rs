@@ -422,6 +422,31 @@ fn exits_out_of_order_unwind_the_stack_without_panicking() {
     );
 }
 
+/// Ids the standalone subscriber did not make (or that name a closed span) find nothing:
+/// entering, exiting, cloning and closing them does nothing, and counts stay exact.
+#[test]
+fn the_standalone_subscriber_ignores_ids_it_did_not_make() {
+    use tracing::span::Id;
+    no_budget();
+    let dispatch = tracing::Dispatch::new(profpoint_tracing::subscriber());
+    let closed = tracing::dispatcher::with_default(&dispatch, || {
+        let s = tracing::info_span!(target: "t_ids", "real");
+        s.in_scope(|| {});
+        s.id().unwrap()
+    });
+    assert_eq!(calls("t_ids::real"), 1);
+    // Not small even ids: those are the keys of the first spans the other tests (running
+    // meanwhile) make, which may be open.
+    for raw in [closed.into_u64(), 1 << 62, u64::MAX - 1, 1, 3] {
+        let id = Id::from_u64(raw);
+        dispatch.enter(&id);
+        dispatch.exit(&id);
+        let _ = dispatch.clone_span(&id);
+        assert!(!dispatch.try_close(id));
+    }
+    assert_eq!(calls("t_ids::real"), 1);
+}
+
 #[test]
 fn events_are_counted_per_callsite_only_when_asked() {
     use tracing_subscriber::prelude::*;
