@@ -6,9 +6,9 @@
 //!   mutex: a span may be entered on two threads at once). Its id is its slab key (plus one,
 //!   doubled: bit 0 clear); the key's generation makes an id that names no open span find
 //!   nothing. `clone_span` adds a reference, `try_close` drops one, and the last one records
-//!   the call ([`SplitCall::finish`]) and frees the entry. Each enter holds a reference too,
-//!   until its exit, so the data outlives every segment on every thread's stack (an `Entered`
-//!   guard forgotten, then the span closed: the call is recorded at that exit).
+//!   the call ([`SplitCall::finish`]) and frees the entry. An enter holds no reference: a
+//!   span is closed while entered only if an `Entered` guard was forgotten, and then its
+//!   exit finds no data and records the segment's time without the call.
 //! - A span whose callsite has no point (the pool or the table is full) keeps no state: its
 //!   id carries the callsite's slot plus one in bits 1..=13 (bit 0 set: never an address)
 //!   and a serial number above (blocks of 1,024 handed to each thread from one atomic
@@ -66,7 +66,7 @@ fn serial() -> u64 {
 struct SpanData {
     /// The callsite's slot (it has a point).
     slot: usize,
-    /// `tracing`'s handles to the span plus the enters not yet exited.
+    /// `tracing`'s handles to the span.
     refs: AtomicUsize,
     call: Mutex<SplitCall>,
 }
@@ -96,16 +96,16 @@ fn release(id: u64) -> bool {
         return false;
     };
     let last = match SPANS.get(key) {
-        // AcqRel: this thread's uses of the call happen before the last reference's `take`,
-        // on whichever thread (the mutex orders the call itself; this orders the count).
+        // AcqRel: this thread's uses of the span happen before the last reference's `take`,
+        // on whichever thread (as `Arc`'s drop).
         Some(d) => d.refs.fetch_sub(1, Ordering::AcqRel) == 1,
         None => return false,
     };
     if !last {
         return false;
     }
-    // The entry guard above is dropped: `take` waits for other guards only (none but
-    // a passing enter's or exit's).
+    // The entry guard above is dropped: `take` waits for other guards only (a passing
+    // enter's or exit's, on a span closed while entered).
     let Some(d) = SPANS.take(key) else {
         return false;
     };
@@ -211,9 +211,6 @@ impl Subscriber for ProfpointSubscriber {
             return;
         };
         stack::enter(id, || {
-            // The enter's own reference, dropped at its exit (see the module docs).
-            // Relaxed: as in `clone_span`.
-            d.refs.fetch_add(1, Ordering::Relaxed);
             let mut call = d.call.lock().unwrap_or_else(|e| e.into_inner());
             Some((point, call.enter(point)))
         });
@@ -221,7 +218,8 @@ impl Subscriber for ProfpointSubscriber {
 
     fn exit(&self, span: &Id) {
         stack::exit(span.into_u64(), |id, _point, segment| {
-            // The stack's entry holds a reference (taken at its enter): the data is there.
+            // Gone only if the span was closed while entered (an `Entered` guard forgotten):
+            // the segment's time is recorded, its call was at the close.
             match data(id) {
                 Some(d) => d
                     .call
@@ -230,9 +228,6 @@ impl Subscriber for ProfpointSubscriber {
                     .exit(segment),
                 None => stack::end_lost(segment),
             }
-            // The entry's reference, dropped once (the guard above is gone: `take` would
-            // wait for it).
-            release(id);
         });
     }
 
