@@ -67,6 +67,7 @@ fn big(seed: u64, slow: bool) -> Report {
             total_ci95_ns: 0,
             hist,
             sampled_self: None,
+            idle_ns: 0,
         });
     }
     r.points.sort_by_key(|p| std::cmp::Reverse(p.total_ns));

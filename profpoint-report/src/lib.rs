@@ -71,5 +71,6 @@ pub(crate) fn test_point(name: &str, line: u32) -> PointReport {
         total_ci95_ns: 0,
         hist: vec![[10, 1]],
         sampled_self: None,
+        idle_ns: 0,
     }
 }

@@ -135,6 +135,7 @@ pub fn write_table(report: &Report, w: &mut dyn Write) -> io::Result<()> {
             " ? an estimate whose 95% interval is wider than itself: listed after the others, its order unknown"
         )?;
     }
+    write_idle(report, w)?;
     write_budget(report, w)?;
     write_sampled_self(report, w)?;
     write_interval(report, w)?;
@@ -169,6 +170,34 @@ const BY_FUNCTION_VS_SAMPLED_SELF: &str = "note: a row counts a sample for the s
      pc, so code inlined into a function (an annotated one's too) counts for it and callees (the \
      vDSO's clock_gettime, libc) for themselves; the stacks' self time above counts both for the \
      innermost annotated function on the stack";
+
+/// The points whose calls were made in segments and waited between them (`tracing` spans over
+/// futures: `PointReport::idle_ns`): their busy time (the row's total) beside their idle time,
+/// one line each; nothing when no point has idle time.
+fn write_idle(report: &Report, w: &mut dyn Write) -> io::Result<()> {
+    let mut idle: Vec<&PointReport> = report.points.iter().filter(|p| p.idle_ns > 0).collect();
+    if idle.is_empty() {
+        return Ok(());
+    }
+    idle.sort_by(|a, b| b.idle_ns.cmp(&a.idle_ns).then(a.name.cmp(&b.name)));
+    writeln!(w)?;
+    writeln!(
+        w,
+        "Idle time (calls alive between their segments, not entered: async spans waiting to be \
+         polled; busy = the row's total):"
+    )?;
+    for p in idle {
+        writeln!(
+            w,
+            "  {:>15} idle  {:>15} busy  {:>12} calls  {}",
+            secs(p.idle_ns, false),
+            secs(p.total_ns, p.estimated),
+            p.nr,
+            escape(&p.name)
+        )?;
+    }
+    Ok(())
+}
 
 /// The points' self time as the sampler's stacks saw it (`PointReport::sampled_self`), when
 /// it ran with them: the ten with most samples.
@@ -686,6 +715,25 @@ mod tests {
             .map(|l| l.chars().count())
             .collect();
         assert!(widths.iter().all(|w| *w == widths[0]), "{widths:?}\n{t}");
+    }
+
+    #[test]
+    fn idle_time_is_listed_only_for_points_that_have_some() {
+        let mut waited = point("a::polled", 1);
+        waited.idle_ns = 2_500_000_000;
+        let none = table_of(vec![point("a::plain", 2)]);
+        assert!(!none.contains("Idle time"), "{none}");
+        let some = table_of(vec![point("a::plain", 2), waited]);
+        let line = some
+            .lines()
+            .find(|l| l.contains("idle") && l.contains("a::polled"))
+            .unwrap_or_else(|| panic!("{some}"));
+        assert!(line.contains("2.500000000 idle"), "{line}");
+        assert!(
+            !some
+                .lines()
+                .any(|l| l.contains("idle") && l.contains("a::plain"))
+        );
     }
 
     #[test]

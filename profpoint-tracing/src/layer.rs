@@ -2,14 +2,16 @@
 //! looks spans up (`Registry`, and `fmt` or other layers on it).
 
 use crate::{callsites, count_event, stack};
+use profpoint::__private::SplitCall;
 use tracing_core::span::Id;
 use tracing_core::subscriber::Interest;
 use tracing_core::{Event, Metadata, Subscriber};
 use tracing_subscriber::layer::{Context, Layer};
 use tracing_subscriber::registry::LookupSpan;
 
-/// Times every span's enter..exit as a call of its callsite's profile point; made by
-/// [`crate::layer`].
+/// Records every span as one call of its callsite's profile point: its enters' time (busy)
+/// and, for a span entered more than once (a future's, on every poll), the time between them
+/// (idle); made by [`crate::layer`]. The call is recorded when the span closes.
 ///
 /// It enables everything (its `register_callsite` says `always`): what is recorded is for the
 /// other layers and their filters to decide, and a span a filter turns off reaches no layer.
@@ -39,15 +41,47 @@ where
     }
 
     fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
-        let point = ctx
-            .metadata(id)
-            .and_then(callsites::slot)
-            .and_then(callsites::point);
-        stack::enter(id.into_u64(), point);
+        let Some(span) = ctx.span(id) else {
+            stack::enter(id.into_u64(), || None);
+            return;
+        };
+        let Some(point) = callsites::slot(span.metadata()).and_then(callsites::point) else {
+            stack::enter(id.into_u64(), || None);
+            return;
+        };
+        // The span's call, kept in its extensions from its first enter to its close.
+        let mut ext = span.extensions_mut();
+        if ext.get_mut::<SplitCall>().is_none() {
+            ext.insert(SplitCall::new());
+        }
+        let Some(call) = ext.get_mut::<SplitCall>() else {
+            return;
+        };
+        stack::enter(id.into_u64(), || Some((point, call.enter(point))));
     }
 
-    fn on_exit(&self, id: &Id, _ctx: Context<'_, S>) {
-        stack::exit(id.into_u64());
+    fn on_exit(&self, id: &Id, ctx: Context<'_, S>) {
+        stack::exit(id.into_u64(), |id, _point, segment| {
+            let span = ctx.span(&Id::from_u64(id));
+            let mut ext = span.as_ref().map(|s| s.extensions_mut());
+            match ext.as_mut().and_then(|e| e.get_mut::<SplitCall>()) {
+                Some(call) => call.exit(segment),
+                None => stack::end_lost(segment),
+            }
+        });
+    }
+
+    fn on_close(&self, id: Id, ctx: Context<'_, S>) {
+        let Some(span) = ctx.span(&id) else {
+            return;
+        };
+        let Some(call) = span.extensions_mut().remove::<SplitCall>() else {
+            return;
+        };
+        // The callsite's point was claimed at the span's first enter.
+        if let Some(point) = callsites::find(span.metadata()).and_then(callsites::point) {
+            call.finish(point);
+        }
     }
 
     fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {

@@ -38,15 +38,21 @@
 //!   and line. Points are claimed from a pool of 1,024 reserved in profpoint's linker slice
 //!   (unclaimed, they are in no report); past it, further callsites are not profiled and
 //!   profpoint says so once on stderr.
-//! - **One call per enter..exit on a thread**, timed with [`Point::start`](profpoint::Point::start)
-//!   and [`Point::leave`](profpoint::Point::leave): a span entered once counts one call; its
-//!   parent in the points tree is whatever point or span is active on the thread.
+//! - **One call per span**, recorded when the span closes, however many times it was entered
+//!   and on whichever threads. Its **busy** time (entered, summed over its enters) is the
+//!   point's total and self time and its min, max and histogram entry; its **idle** time (the
+//!   time between its enters) is the report's `idle_ns` for the point
+//!   ([`PointReport::idle_ns`](profpoint::PointReport::idle_ns)), listed under the table. Its
+//!   parent in the points tree is whatever point or span is active on the thread of its first
+//!   enter; the points and spans entered inside it, on any thread, are its children.
+//! - **Sync spans** entered once: one call, timed from enter to exit, no idle time, as a
+//!   `#[profile_point]` function's.
 //! - **Async spans** (`.instrument(span)`, `#[instrument] async fn`) are entered on every poll,
-//!   and once more when the future is dropped (`tracing` drops it inside its span), so today
-//!   each of those is one call: a future polled 4 times counts 5 calls, its total is the time
-//!   spent inside them (busy time), the time between polls (idle) is in no figure, and its
-//!   histogram is of polls. One call per span with busy and idle time is not done (see the
-//!   crate's README); `#[profile_point]` on the `async fn` counts one call per future.
+//!   and once more when the future is dropped (`tracing` drops it inside its span): one call,
+//!   whose busy time is the time spent in those polls and whose idle time is the time between
+//!   them (waiting to be woken and polled again), as tokio-console and `tracing-subscriber`'s
+//!   fmt timings tell them apart. The time before the first poll and after the last exit is in
+//!   neither figure.
 //! - **Events** are not counted unless asked ([`ProfpointLayer::with_events`],
 //!   [`ProfpointSubscriber::with_events`]): then each event callsite has a count-only point
 //!   named `target::event@file:line`.

@@ -1,27 +1,29 @@
-//! The spans entered on this thread, innermost last, each with its point's token.
+//! The spans entered on this thread, innermost last, each with its segment.
 //!
 //! # Mechanism
-//! - Entering a span starts its point ([`Point::start`]) and pushes the token with the span's
-//!   id; exiting pops it and leaves the point ([`Point::leave`]). Tokens are not `Send` and
-//!   must be left in reverse order of starting, which a per-thread stack gives.
+//! - Entering a span starts a segment of its call ([`SplitCall::enter`], under the span's own
+//!   state: the caller's closure) and pushes it with the span's id; exiting pops it and hands
+//!   it back to the caller, which ends it under the span's state ([`SplitCall::exit`]).
+//!   Segments hold tokens, which are not `Send` and must be ended in reverse order of
+//!   starting, which a per-thread stack gives.
 //! - An exit of a span that is not the innermost (its `Entered` guards dropped out of order)
-//!   leaves the spans entered inside it first, as if they exited with it; their own exits later
-//!   find nothing and do nothing. An exit of a span this thread never entered (entered before
-//!   the subscriber was installed) does nothing.
+//!   ends the segments of the spans entered inside it first, as if they exited with it; their
+//!   own exits later find nothing and do nothing. An exit of a span this thread never entered
+//!   (entered before the subscriber was installed) does nothing.
 //! - Nothing here panics: the thread-local may be gone (a span exited during the thread's
 //!   destruction) or borrowed (profpoint calling back into `tracing`, which it does not): the
-//!   enter or exit is then dropped.
-//! - At thread exit, the tokens still on the stack are forgotten, not left: the thread's
+//!   enter or exit is then dropped (an enter's closure is not run).
+//! - At thread exit, the segments still on the stack are forgotten, not ended: the thread's
 //!   profpoint state may already be torn down, and its shard unmarks what they marked.
 
-use profpoint::{Point, Token};
+use profpoint::__private::{Point, Segment, SplitCall};
 use std::cell::RefCell;
 
 struct Entry {
     id: u64,
-    /// The span's point and token (`None`: the span has no point; kept so that the stack's
-    /// order stays the spans').
-    timed: Option<(&'static Point, Token)>,
+    /// The span's point and its segment (`None`: the span has no point; kept so that the
+    /// stack's order stays the spans').
+    timed: Option<(&'static Point, Segment)>,
 }
 
 struct Stack(Vec<Entry>);
@@ -29,8 +31,8 @@ struct Stack(Vec<Entry>);
 impl Drop for Stack {
     fn drop(&mut self) {
         for e in self.0.drain(..) {
-            if let Some((_, token)) = e.timed {
-                std::mem::forget(token);
+            if let Some((_, segment)) = e.timed {
+                std::mem::forget(segment);
             }
         }
     }
@@ -40,23 +42,28 @@ thread_local! {
     static STACK: RefCell<Stack> = const { RefCell::new(Stack(Vec::new())) };
 }
 
-/// Enters span `id` on this thread, timing `point` if it has one.
+/// Enters span `id` on this thread: `start` starts its segment (`None`: the span has no
+/// point). Returns whether the enter was recorded (`start` ran).
 #[inline]
-pub(crate) fn enter(id: u64, point: Option<&'static Point>) {
-    let _ = STACK.try_with(|s| {
-        let Ok(mut s) = s.try_borrow_mut() else {
-            return;
-        };
-        // Room first: an allocation must not land in the span's time.
-        s.0.reserve(1);
-        let timed = point.map(|p| (p, p.start()));
-        s.0.push(Entry { id, timed });
-    });
+pub(crate) fn enter(id: u64, start: impl FnOnce() -> Option<(&'static Point, Segment)>) -> bool {
+    STACK
+        .try_with(|s| {
+            let Ok(mut s) = s.try_borrow_mut() else {
+                return false;
+            };
+            // Room first: an allocation must not land in the span's time.
+            s.0.reserve(1);
+            let timed = start();
+            s.0.push(Entry { id, timed });
+            true
+        })
+        .unwrap_or(false)
 }
 
-/// Exits span `id` on this thread (see the module docs for an exit out of order).
+/// Exits span `id` on this thread (see the module docs for an exit out of order): `end` gets
+/// each segment ended, innermost first, with its span's id and point.
 #[inline]
-pub(crate) fn exit(id: u64) {
+pub(crate) fn exit(id: u64, mut end: impl FnMut(u64, &'static Point, Segment)) {
     let _ = STACK.try_with(|s| {
         let Ok(mut s) = s.try_borrow_mut() else {
             return;
@@ -66,14 +73,20 @@ pub(crate) fn exit(id: u64) {
         };
         while s.0.len() > at {
             if let Some(Entry {
-                timed: Some((p, token)),
-                ..
+                id,
+                timed: Some((p, segment)),
             }) = s.0.pop()
             {
-                p.leave(token);
+                end(id, p, segment);
             }
         }
     });
+}
+
+/// Ends `segment` of a span whose call state is not at hand (none was kept): its time is
+/// recorded, the call is not.
+pub(crate) fn end_lost(segment: Segment) {
+    SplitCall::new().exit(segment);
 }
 
 /// The innermost span entered on this thread.

@@ -1,20 +1,31 @@
 //! [`ProfpointSubscriber`]: the bridge as a subscriber of its own, with nothing else to run.
 //!
 //! # Mechanism
-//! A span id carries the span's callsite: its slot in the callsite table plus one in the low
-//! 13 bits, and a serial number above (blocks of 1,024 handed to each thread from one atomic
-//! counter), so ids of open spans are unique and entering a span needs no lookup beyond the
-//! table's point. Spans keep no state: `clone_span` returns the same id and closing does
-//! nothing.
+//! - A span whose callsite has a point gets a [`SpanData`] in a lock-free slab ([`SPANS`]):
+//!   its callsite's slot, a count of references and its call's state ([`SplitCall`], under a
+//!   mutex: a span may be entered on two threads at once). Its id is its slab key (plus one,
+//!   doubled: bit 0 clear); the key's generation makes an id that names no open span find
+//!   nothing. `clone_span` adds a reference, `try_close` drops one, and the last one records
+//!   the call ([`SplitCall::finish`]) and frees the entry. An enter holds no reference: a
+//!   span is closed while entered only if an `Entered` guard was forgotten, and then its
+//!   exit finds no data and records the segment's time without the call.
+//! - A span whose callsite has no point (the pool or the table is full) keeps no state: its
+//!   id carries the callsite's slot plus one in bits 1..=13 (bit 0 set: never an address)
+//!   and a serial number above (blocks of 1,024 handed to each thread from one atomic
+//!   counter), so ids of open spans are unique.
 
 use crate::{callsites, count_event, stack};
+use profpoint::__private::SplitCall;
+use sharded_slab::Slab;
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{LazyLock, Mutex};
 use tracing_core::span::{Attributes, Current, Id, Record};
 use tracing_core::subscriber::Interest;
 use tracing_core::{Event, Metadata, Subscriber};
 
-/// Bits of a span id that hold its callsite's slot plus one (0: none).
+/// Bits of a stateless span id that hold its callsite's slot plus one (0: none), above the
+/// tag bit.
 const SLOT_BITS: u32 = 13;
 const _: () = assert!(callsites::CAP < 1 << SLOT_BITS);
 
@@ -51,13 +62,72 @@ fn serial() -> u64 {
         .unwrap_or_else(|_| new_block())
 }
 
-/// The slot (plus one) a span id carries.
-fn slot_of(id: u64) -> Option<usize> {
-    ((id & ((1 << SLOT_BITS) - 1)) as usize).checked_sub(1)
+/// A span with a point: its entry in [`SPANS`].
+struct SpanData {
+    /// The callsite's slot (it has a point).
+    slot: usize,
+    /// `tracing`'s handles to the span.
+    refs: AtomicUsize,
+    call: Mutex<SplitCall>,
 }
 
-/// A standalone subscriber that times every span's enter..exit as a call of its callsite's
-/// profile point; made by [`crate::subscriber`]. It records no fields and prints nothing.
+/// The spans with a point, open or entered: a lock-free slab (the one `tracing-subscriber`'s
+/// registry uses), whose keys carry a generation, so an id that names no open span (stale, or
+/// not this subscriber's) finds nothing rather than another span's data.
+static SPANS: LazyLock<Slab<SpanData>> = LazyLock::new(Slab::new);
+
+/// The slab key of a span id with data (`None`: a stateless id, bit 0 set).
+fn key_of(id: u64) -> Option<usize> {
+    if id & 1 != 0 {
+        return None;
+    }
+    usize::try_from(id >> 1).ok()?.checked_sub(1)
+}
+
+/// The data of span `id`, if it has some.
+fn data(id: u64) -> Option<sharded_slab::Entry<'static, SpanData>> {
+    SPANS.get(key_of(id)?)
+}
+
+/// Drops one reference to the span of `id` (with data); the last records its call and frees
+/// its data. Whether it was the last.
+fn release(id: u64) -> bool {
+    let Some(key) = key_of(id) else {
+        return false;
+    };
+    let last = match SPANS.get(key) {
+        // AcqRel: this thread's uses of the span happen before the last reference's `take`,
+        // on whichever thread (as `Arc`'s drop).
+        Some(d) => d.refs.fetch_sub(1, Ordering::AcqRel) == 1,
+        None => return false,
+    };
+    if !last {
+        return false;
+    }
+    // The entry guard above is dropped: `take` waits for other guards only (a passing
+    // enter's or exit's, on a span closed while entered).
+    let Some(d) = SPANS.take(key) else {
+        return false;
+    };
+    let call = d.call.into_inner().unwrap_or_else(|e| e.into_inner());
+    if let Some(point) = callsites::point(d.slot) {
+        call.finish(point);
+    }
+    true
+}
+
+/// The callsite slot of a span id.
+fn slot_of(id: u64) -> Option<usize> {
+    if key_of(id).is_some() {
+        return data(id).map(|d| d.slot);
+    }
+    (((id >> 1) & ((1 << SLOT_BITS) - 1)) as usize).checked_sub(1)
+}
+
+/// A standalone subscriber that records every span as one call of its callsite's profile
+/// point (busy time entered, idle time between enters; see [`crate::layer`]'s
+/// [`ProfpointLayer`](crate::ProfpointLayer)); made by [`crate::subscriber`]. It records no
+/// fields and prints nothing.
 #[derive(Debug, Clone, Default)]
 pub struct ProfpointSubscriber {
     events: bool,
@@ -88,10 +158,36 @@ impl Subscriber for ProfpointSubscriber {
     }
 
     fn new_span(&self, span: &Attributes<'_>) -> Id {
-        let slot = callsites::slot(span.metadata()).map_or(0, |s| s as u64 + 1);
-        // Never 0: the serial is not.
-        let id = serial().wrapping_shl(SLOT_BITS) | slot;
-        Id::from_u64(id.max(1))
+        let slot = callsites::slot(span.metadata());
+        if let Some(slot) = slot.filter(|&s| callsites::point(s).is_some()) {
+            let data = SpanData {
+                slot,
+                refs: AtomicUsize::new(1),
+                call: Mutex::new(SplitCall::new()),
+            };
+            // Bit 0 clear, never 0. A full slab (not expected) leaves the span stateless.
+            if let Some(id) = SPANS
+                .insert(data)
+                .and_then(|key| u64::try_from(key).ok()?.checked_add(1)?.checked_mul(2))
+            {
+                return Id::from_u64(id);
+            }
+        }
+        let slot = slot.map_or(0, |s| s as u64 + 1);
+        // Bit 0 set: never a slab key, never 0.
+        Id::from_u64((serial().wrapping_shl(SLOT_BITS) | slot) << 1 | 1)
+    }
+
+    fn clone_span(&self, id: &Id) -> Id {
+        if let Some(d) = data(id.into_u64()) {
+            // Relaxed: a new reference from one held (as `Arc::clone`).
+            d.refs.fetch_add(1, Ordering::Relaxed);
+        }
+        id.clone()
+    }
+
+    fn try_close(&self, id: Id) -> bool {
+        release(id.into_u64())
     }
 
     fn record(&self, _span: &Id, _values: &Record<'_>) {}
@@ -106,11 +202,33 @@ impl Subscriber for ProfpointSubscriber {
 
     fn enter(&self, span: &Id) {
         let id = span.into_u64();
-        stack::enter(id, slot_of(id).and_then(callsites::point));
+        let Some(d) = data(id) else {
+            stack::enter(id, || None);
+            return;
+        };
+        let Some(point) = callsites::point(d.slot) else {
+            stack::enter(id, || None);
+            return;
+        };
+        stack::enter(id, || {
+            let mut call = d.call.lock().unwrap_or_else(|e| e.into_inner());
+            Some((point, call.enter(point)))
+        });
     }
 
     fn exit(&self, span: &Id) {
-        stack::exit(span.into_u64());
+        stack::exit(span.into_u64(), |id, _point, segment| {
+            // Gone only if the span was closed while entered (an `Entered` guard forgotten):
+            // the segment's time is recorded, its call was at the close.
+            match data(id) {
+                Some(d) => d
+                    .call
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .exit(segment),
+                None => stack::end_lost(segment),
+            }
+        });
     }
 
     fn current_span(&self) -> Current {

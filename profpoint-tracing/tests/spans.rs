@@ -1,5 +1,6 @@
 //! Spans as points: exact counts, the points tree with `#[profile_point]` functions both
-//! ways, threads, `#[instrument]`, async spans polled many times, events, both subscribers.
+//! ways, threads, `#[instrument]`, async spans polled many times on two threads (one call,
+//! busy and idle time), events, both subscribers.
 
 mod common;
 
@@ -105,8 +106,10 @@ fn spans_and_profile_point_functions_nest_both_ways() {
     );
 }
 
+/// A span entered 400 times on four threads is one call (its enters' time is its busy
+/// time); the spans made inside it, one per enter, are 400 calls nested under it.
 #[test]
-fn a_span_entered_on_many_threads_counts_every_enter() {
+fn a_span_entered_on_many_threads_is_one_call() {
     no_budget();
     let dispatch = profpoint_tracing::subscriber();
     let span = tracing::subscriber::with_default(
@@ -131,14 +134,14 @@ fn a_span_entered_on_many_threads_counts_every_enter() {
     for h in handles {
         h.join().unwrap();
     }
-    assert_eq!(calls("t_threads::shared"), 400);
+    // Not closed yet: no call.
+    assert_eq!(calls("t_threads::shared"), 0);
+    drop(span);
+    assert_eq!(calls("t_threads::shared"), 1);
     assert_eq!(calls("t_threads::child"), 400);
     assert_eq!(
         paths("t_threads::"),
-        vec![
-            ("shared".to_string(), 400),
-            ("shared;child".to_string(), 400)
-        ]
+        vec![("shared".to_string(), 1), ("shared;child".to_string(), 400)]
     );
 }
 
@@ -169,16 +172,28 @@ fn instrumented_functions_are_named_after_their_module_and_count_recursion() {
     assert_eq!(point(&r, "spans::instrumented::lex").nr, 6);
 }
 
-/// A future pending `left` more times before it is ready.
+/// What each poll of the async tests' future runs: a point nested in the async span.
+#[profpoint::profile_point(name = "t_async::work")]
+fn poll_work(left: u32) -> u32 {
+    std::hint::black_box(left)
+}
+
+/// The same for the standalone subscriber's test (its own names: tests run in parallel).
+#[profpoint::profile_point(name = "t_async_alone::work")]
+fn poll_work_alone(left: u32) -> u32 {
+    std::hint::black_box(left)
+}
+
+/// A future pending `left` more times before it is ready; each poll runs `work`.
 struct Pending {
     left: u32,
+    work: fn(u32) -> u32,
 }
 
 impl Future for Pending {
     type Output = u32;
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<u32> {
-        // Time in a poll: a span entered inside it is a child of the async span.
-        let _inner = tracing::info_span!(target: "t_async", "in_poll").entered();
+        (self.work)(self.left);
         if self.left == 0 {
             return Poll::Ready(7);
         }
@@ -188,37 +203,192 @@ impl Future for Pending {
     }
 }
 
-/// Polls `f` to completion on this thread; returns its output and the number of polls.
-fn block_on<F: Future>(f: F) -> (F::Output, u32) {
-    let mut f = std::pin::pin!(f);
-    let mut cx = Context::from_waker(Waker::noop());
-    let mut polls = 0;
-    loop {
-        polls += 1;
-        if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
-            return (v, polls);
-        }
+/// A tiny executor: polls `f` to completion, alternately on this thread and on a new thread
+/// each time, sleeping between polls (the future waits: idle time), then drops it on another
+/// new thread. Returns its output, the number of polls and the time from just before the
+/// first poll to just after the drop.
+fn run_across_threads<F>(f: F) -> (F::Output, u32, std::time::Duration)
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    fn poll_once<F: Future>(f: &mut Pin<Box<F>>) -> Poll<F::Output> {
+        f.as_mut().poll(&mut Context::from_waker(Waker::noop()))
     }
+    let began = std::time::Instant::now();
+    let mut f = Box::pin(f);
+    let mut polls = 0;
+    let out = loop {
+        polls += 1;
+        let ready = if polls % 2 == 0 {
+            let (g, ready) = std::thread::spawn(move || {
+                let ready = poll_once(&mut f);
+                (f, ready)
+            })
+            .join()
+            .unwrap();
+            f = g;
+            ready
+        } else {
+            poll_once(&mut f)
+        };
+        if let Poll::Ready(v) = ready {
+            break v;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    };
+    std::thread::spawn(move || drop(f)).join().unwrap();
+    (out, polls, began.elapsed())
 }
 
-/// What a span over a future polled several times reports today: one call per poll, and one
-/// more for the future's drop, which `tracing` runs inside the span (its total is the time
-/// inside those), as the crate docs say.
+/// An async span is one call: its busy time (entered, summed over the polls on two threads
+/// and the drop, which `tracing` runs inside the span) is its total, min, max and
+/// distribution; its idle time (between polls) is reported beside it; the points its polls
+/// run are counted exactly and nested under it.
+fn check_async_span(prefix: &str, alive: std::time::Duration, polls: u32) {
+    let r = profpoint::snapshot();
+    let task = point(&r, &format!("{prefix}task"));
+    assert_eq!((task.nr, task.timed, task.nested), (1, 1, 0));
+    assert_eq!(point(&r, &format!("{prefix}work")).nr, u64::from(polls));
+    assert_eq!(
+        paths(prefix),
+        vec![
+            ("task".to_string(), 1),
+            ("task;work".to_string(), u64::from(polls)),
+        ]
+    );
+    // The one call's busy time is the distribution's only entry.
+    assert_eq!(task.min_ns, task.max_ns);
+    assert_eq!(task.hist.iter().map(|b| b[1]).sum::<u64>(), 1);
+    // Busy plus idle is the span's time from first poll to drop: within what the executor saw.
+    let alive = alive.as_nanos() as u64;
+    assert!(
+        task.idle_ns > 0,
+        "the future waited between polls: {task:?}"
+    );
+    assert!(
+        task.total_ns + task.idle_ns <= alive,
+        "busy {} + idle {} ns over {alive} ns alive",
+        task.total_ns,
+        task.idle_ns
+    );
+    assert!(task.self_ns.is_some_and(|own| own <= task.total_ns));
+    assert_eq!(r.impossible(), Vec::<String>::new());
+    // In the JSON, and in the table's idle list.
+    let json = r.to_json();
+    assert!(
+        json.contains(&format!("\"idle_ns\": {}", task.idle_ns)),
+        "{json}"
+    );
+    let table = r.to_table();
+    assert!(
+        table
+            .lines()
+            .any(|l| l.contains(" idle ") && l.ends_with(&format!("{prefix}task"))),
+        "{table}"
+    );
+}
+
 #[test]
-fn an_async_span_counts_one_call_per_poll_and_one_for_the_drop() {
+fn an_async_span_polled_on_two_threads_is_one_call_with_busy_and_idle_time() {
     no_budget();
+    let dispatch = tracing::Dispatch::new(layered());
+    let span = tracing::dispatcher::with_default(
+        &dispatch,
+        || tracing::info_span!(target: "t_async", "task"),
+    );
+    let fut = Pending {
+        left: 3,
+        work: poll_work,
+    }
+    .instrument(span);
+    let (v, polls, alive) = run_across_threads(fut);
+    assert_eq!((v, polls), (7, 4));
+    check_async_span("t_async::", alive, polls);
+}
+
+#[test]
+fn the_standalone_subscriber_reports_an_async_span_alike() {
+    no_budget();
+    let dispatch = tracing::Dispatch::new(profpoint_tracing::subscriber());
+    let span = tracing::dispatcher::with_default(
+        &dispatch,
+        || tracing::info_span!(target: "t_async_alone", "task"),
+    );
+    let fut = Pending {
+        left: 5,
+        work: poll_work_alone,
+    }
+    .instrument(span);
+    let (v, polls, alive) = run_across_threads(fut);
+    assert_eq!((v, polls), (7, 6));
+    check_async_span("t_async_alone::", alive, polls);
+}
+
+/// Counts stay exact whatever the point's status: counted only (no segment timed), sampled
+/// (a span is timed or not as a whole), and a status changed while spans are alive.
+#[test]
+fn async_spans_count_exactly_counted_only_sampled_and_switched() {
+    no_budget();
+    profpoint::count_only("t_async_count::*");
+    profpoint::set_sampling("t_async_sampled::*", 3);
+    fn poll_here<F: Future>(f: F) -> F::Output {
+        let mut f = std::pin::pin!(f);
+        loop {
+            if let Poll::Ready(v) = f.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+                return v;
+            }
+        }
+    }
+    fn idle(left: u32) -> u32 {
+        left
+    }
     tracing::subscriber::with_default(layered(), || {
-        let span = tracing::info_span!(target: "t_async", "task");
-        let (v, polls) = block_on(Pending { left: 3 }.instrument(span));
-        assert_eq!((v, polls), (7, 4));
+        for _ in 0..20 {
+            let counted = tracing::info_span!(target: "t_async_count", "task");
+            let sampled = tracing::info_span!(target: "t_async_sampled", "task");
+            let pending = |left| Pending { left, work: idle };
+            assert_eq!(poll_here(pending(2).instrument(counted)), 7);
+            assert_eq!(poll_here(pending(2).instrument(sampled)), 7);
+        }
+        // Switched between polls: the span started timed stays one call.
+        let switched = tracing::info_span!(target: "t_async_switch", "task");
+        let mut f = Box::pin(
+            Pending {
+                left: 1,
+                work: idle,
+            }
+            .instrument(switched),
+        );
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(f.as_mut().poll(&mut cx).is_pending());
+        profpoint::count_only("t_async_switch::*");
+        assert!(f.as_mut().poll(&mut cx).is_ready());
+        drop(f);
     });
     let r = profpoint::snapshot();
-    let task = point(&r, "t_async::task");
-    assert_eq!((task.nr, task.timed), (5, 5));
-    assert_eq!(
-        paths("t_async::"),
-        vec![("task".to_string(), 5), ("task;in_poll".to_string(), 4)]
-    );
+    let counted = point(&r, "t_async_count::task");
+    assert_eq!((counted.nr, counted.timed, counted.total_ns), (20, 0, 0));
+    let sampled = point(&r, "t_async_sampled::task");
+    assert_eq!(sampled.nr, 20);
+    assert!(sampled.timed <= 20);
+    let switched = point(&r, "t_async_switch::task");
+    assert_eq!((switched.nr, switched.timed), (1, 1));
+}
+
+/// A sync span entered once has no idle time (and nothing in the idle section).
+#[test]
+fn a_sync_span_entered_once_has_no_idle_time() {
+    no_budget();
+    tracing::subscriber::with_default(layered(), || {
+        for _ in 0..3 {
+            let _s = tracing::info_span!(target: "t_once", "once").entered();
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    });
+    let p = point(&profpoint::snapshot(), "t_once::once");
+    assert_eq!((p.nr, p.timed, p.idle_ns), (3, 3, 0));
+    assert!(p.min_ns <= p.max_ns && p.total_ns >= 3_000_000, "{p:?}");
 }
 
 #[test]
@@ -250,6 +420,31 @@ fn exits_out_of_order_unwind_the_stack_without_panicking() {
             ("after".to_string(), 1),
         ]
     );
+}
+
+/// Ids the standalone subscriber did not make (or that name a closed span) find nothing:
+/// entering, exiting, cloning and closing them does nothing, and counts stay exact.
+#[test]
+fn the_standalone_subscriber_ignores_ids_it_did_not_make() {
+    use tracing::span::Id;
+    no_budget();
+    let dispatch = tracing::Dispatch::new(profpoint_tracing::subscriber());
+    let closed = tracing::dispatcher::with_default(&dispatch, || {
+        let s = tracing::info_span!(target: "t_ids", "real");
+        s.in_scope(|| {});
+        s.id().unwrap()
+    });
+    assert_eq!(calls("t_ids::real"), 1);
+    // Not small even ids: those are the keys of the first spans the other tests (running
+    // meanwhile) make, which may be open.
+    for raw in [closed.into_u64(), 1 << 62, u64::MAX - 1, 1, 3] {
+        let id = Id::from_u64(raw);
+        dispatch.enter(&id);
+        dispatch.exit(&id);
+        let _ = dispatch.clone_span(&id);
+        assert!(!dispatch.try_close(id));
+    }
+    assert_eq!(calls("t_ids::real"), 1);
 }
 
 #[test]

@@ -1,6 +1,8 @@
 //! What macro expansions use. **Not a stable API**: anything here may change in any release.
 
-pub use crate::point::{AsyncGuard, FnGuard, Kind, Name, OffPoint, OffToken, POINTS, Point};
+pub use crate::point::{
+    AsyncGuard, FnGuard, Kind, Name, OffPoint, OffToken, POINTS, Point, Segment, SplitCall,
+};
 pub use crate::tracepoint::TRACEPOINTS;
 #[cfg(all(
     target_arch = "x86_64",

@@ -525,3 +525,15 @@ impl Drop for Token {
         }
     }
 }
+
+impl Point {
+    /// Starts a timed interval whatever the point's sampling, as an on point's call starts:
+    /// a later segment of a call already timed as a whole (`segment.rs`). The status is the
+    /// caller's to check (not off, not counted-only).
+    #[inline]
+    pub(super) fn start_timed(&'static self) -> Token {
+        let mut t = Token::OFF;
+        self.start_on(ON, &mut t);
+        t
+    }
+}

@@ -25,7 +25,8 @@
 //!   the future, and are not folded for recursion: concurrent futures overlap.
 //!
 //! - The hot path is `hot.rs`, whole; this file holds the statics, the settings and the
-//!   macros; `async_guard.rs` the async timing.
+//!   macros; `async_guard.rs` the async timing; `segment.rs` calls made in segments (a
+//!   `tracing` span over a future: one call, its busy and idle time).
 //!
 //! # Extending
 //! A new per-call statistic: a field in `slot::Slot`, written in `hot.rs`'s `leave_on`, summed
@@ -44,10 +45,12 @@ use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, Ordering};
 
 mod async_guard;
 mod hot;
+mod segment;
 pub(crate) mod spare;
 
 pub use async_guard::AsyncGuard;
 pub use hot::{FnGuard, Guard};
+pub use segment::{Segment, SplitCall};
 
 /// The linker-gathered section of every point (the seed's `.profile.point`).
 #[cfg(not(feature = "off"))]

@@ -546,6 +546,8 @@ fn point_report(
         hist: hist_ns(&c.hist, to_ns),
         // Filled from the sampler's stacks, when it ran with them (`collect`).
         sampled_self: None,
+        // Calls made in segments only (`point/segment.rs`); never estimated.
+        idle_ns: clock.to_ns(c.idle),
         wall_percent: percent(total_ns, wall_ns),
     }
 }
@@ -882,6 +884,7 @@ mod tests {
                 total_ci95_ns: next(s) % 7,
                 hist: vec![[5, next(s) % 9], [u64::MAX, 1]],
                 sampled_self: (round % 3 == 1).then(|| next(s)),
+                idle_ns: next(s) % 11,
             });
             report.tracepoints.push(TracepointInfo {
                 name: format!("net::rx{round}"),

@@ -148,6 +148,14 @@ pub(crate) fn add_timed(n: &Node, dur: u64, self_ticks: u64) {
     bump(&n.self_ticks, self_ticks);
 }
 
+/// Adds time to node `n` without a call (owner only): a segment of a call made in segments
+/// (`point/segment.rs`), whose call is added once, as it ends.
+#[inline]
+pub(crate) fn add_time(n: &Node, dur: u64, self_ticks: u64) {
+    bump(&n.total, dur);
+    bump(&n.self_ticks, self_ticks);
+}
+
 /// Adds one untimed call to node `n` (owner only).
 #[inline(always)]
 pub(crate) fn add_untimed(n: &Node) {

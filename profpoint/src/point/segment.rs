@@ -1,0 +1,362 @@
+//! Calls made in segments: one call of a point whose time is spent in several intervals,
+//! maybe on several threads (a `tracing` span over a future, entered on every poll).
+//!
+//! # Mechanism
+//! - A [`SplitCall`] is the call's state, kept by its owner (the span) and handed to each
+//!   segment's [`SplitCall::enter`] and [`SplitCall::exit`] and, once, to
+//!   [`SplitCall::finish`]. Each part is recorded on the thread where it happens, in that
+//!   thread's shard: shards stay written by their own thread alone.
+//! - A segment is an interval like a call's on its thread: it starts with the hot path's own
+//!   start, takes part in the points tree, the child-time accumulator and self time, and adds
+//!   its duration to the point's `total` and `self` (and its node's), but adds no call, no
+//!   min, max or distribution entry.
+//! - The first segment decides the call as a call's start does: timed (on, or picked by
+//!   sampling), nested (the point is active on the thread: recursion), untimed (left untimed
+//!   by sampling, or counted-only), or nothing (off). The later segments of a timed or nested
+//!   call are all timed, whatever the sampling (half a call's time would be no figure of it),
+//!   unless the point is off or counted-only by then; those of an untimed call are not.
+//! - [`SplitCall::finish`] records the one call on the thread where it ends: a timed call
+//!   adds its busy time (the sum of its segments) to the min, max and distribution, and its
+//!   idle time (the time between its segments: from the end of one to the start of the next)
+//!   to the slot's `idle`; its node in the points tree gets the call (the node of its first
+//!   segment's path, made on this thread if it ends on another).
+//! - Gaps are measured with the segments' own clock reads (the shard clock plus its offset:
+//!   the raw clock), so idle time costs no clock read. A gap across an untimed segment is not
+//!   counted: busy plus idle never exceeds the call's time from first enter to last exit.
+
+use super::*;
+use crate::tree::Origin;
+
+/// States of a [`SplitCall`].
+const S_NEW: u8 = 0;
+/// The point was off at the first segment: nothing is recorded.
+const S_OFF: u8 = 1;
+const S_TIMED: u8 = 2;
+const S_NESTED: u8 = 3;
+/// Left untimed by sampling (in the points tree) or counted only (not in it).
+const S_UNTIMED: u8 = 4;
+/// Left untimed by sampling, the point active on the thread (recursion).
+const S_NESTED_UNTIMED: u8 = 5;
+
+/// One call of a point made in segments (see the module docs): enter and exit each segment
+/// with it, on any thread, then [`SplitCall::finish`] it once.
+pub struct SplitCall {
+    state: u8,
+    /// Whether the first segment entered the points tree (not a counted-only one).
+    in_tree: bool,
+    /// Sum of the timed segments' intervals, ticks.
+    busy: u64,
+    /// Sum of the gaps between timed segments, ticks.
+    idle: u64,
+    /// The raw clock at the end of the last timed segment (0: none, or an untimed segment
+    /// since).
+    last_exit: u64,
+    /// The first segment's node in the points tree and its shard.
+    node: Option<(&'static Shard, u32)>,
+    /// The thread's current node at the first segment (the call's parent in the tree).
+    origin: Origin,
+}
+
+impl std::fmt::Debug for SplitCall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SplitCall")
+            .field("state", &self.state)
+            .field("busy", &self.busy)
+            .field("idle", &self.idle)
+            .finish()
+    }
+}
+
+impl Default for SplitCall {
+    fn default() -> Self {
+        SplitCall::new()
+    }
+}
+
+/// A segment of a [`SplitCall`] in progress on this thread: hand it back to
+/// [`SplitCall::exit`] on the same thread, segments in reverse order of entering (as tokens).
+#[must_use = "a segment must be exited"]
+#[derive(Debug)]
+pub struct Segment(Token);
+
+impl Segment {
+    /// A segment that records nothing (a span with no point).
+    pub const OFF: Segment = Segment(Token::OFF);
+}
+
+impl SplitCall {
+    /// A call not entered yet.
+    pub const fn new() -> SplitCall {
+        SplitCall {
+            state: S_NEW,
+            in_tree: false,
+            busy: 0,
+            idle: 0,
+            last_exit: 0,
+            node: None,
+            origin: None,
+        }
+    }
+
+    /// Whether a segment was entered.
+    pub fn entered(&self) -> bool {
+        self.state != S_NEW
+    }
+
+    /// Busy time so far: the timed segments' intervals, in the clock's ticks.
+    pub fn busy_ticks(&self) -> u64 {
+        self.busy
+    }
+
+    /// Idle time so far: the gaps between timed segments, in the clock's ticks.
+    pub fn idle_ticks(&self) -> u64 {
+        self.idle
+    }
+
+    /// Starts a segment of this call of `point` on this thread.
+    #[inline]
+    pub fn enter(&mut self, point: &'static Point) -> Segment {
+        match self.state {
+            S_NEW => {
+                self.origin = tree::origin();
+                let token = point.start();
+                let mode = token.mode & !(T_BORROWED | T_MONO);
+                self.state = match mode {
+                    T_OFF => S_OFF,
+                    T_TIMED => S_TIMED,
+                    T_NESTED => S_NESTED,
+                    T_SKIPPED_NESTED => S_NESTED_UNTIMED,
+                    _ => S_UNTIMED,
+                };
+                self.in_tree = mode != T_OFF && mode != T_COUNTED;
+                if self.in_tree && token.node != tree::NO_NODE {
+                    // SAFETY: a started token's shard is never freed.
+                    self.node = Some((unsafe { &*token.shard }, token.node));
+                }
+                Segment(token)
+            }
+            S_TIMED | S_NESTED => {
+                // Relaxed: see `is_enabled`.
+                let status = point.status.load(Ordering::Relaxed);
+                if status == OFF || status == COUNT {
+                    self.last_exit = 0;
+                    return Segment::OFF;
+                }
+                let token = point.start_timed();
+                if token.mode != T_OFF && self.last_exit != 0 {
+                    // SAFETY: a started token's shard is never freed.
+                    let shard = unsafe { &*token.shard };
+                    // The raw clock at the start: the shard's clock plus its offset (owner only;
+                    // nothing changed it since the start's read).
+                    let began = token.t0.wrapping_add(owned::get(&shard.setup));
+                    self.idle = self
+                        .idle
+                        .saturating_add(began.saturating_sub(self.last_exit));
+                }
+                Segment(token)
+            }
+            _ => Segment::OFF,
+        }
+    }
+
+    /// Ends a segment entered on this thread (see [`Segment`] for the order).
+    #[inline]
+    pub fn exit(&mut self, segment: Segment) {
+        let token = segment.0;
+        let mode = token.mode & !(T_BORROWED | T_MONO);
+        if mode == T_TIMED || mode == T_NESTED {
+            let (dur, end) = leave_timed(&token);
+            self.busy = self.busy.saturating_add(dur);
+            self.last_exit = end;
+        } else if mode == T_SKIPPED || mode == T_SKIPPED_NESTED {
+            leave_untimed(&token, mode);
+        } else {
+            // Off or counted: the token's drop does what is left (a borrowed shard goes back).
+            drop(token);
+            return;
+        }
+        if token.mode & T_BORROWED != 0 {
+            // SAFETY: a started token's shard is never freed.
+            shard::release(unsafe { &*token.shard });
+        }
+        // Left: its drop must not run.
+        std::mem::forget(token);
+    }
+
+    /// Records the call of `point` on this thread, once its last segment is exited: one call
+    /// whatever the point's status now (none if it was off at the first segment, or no segment
+    /// was entered).
+    pub fn finish(self, point: &'static Point) {
+        if self.state == S_NEW || self.state == S_OFF {
+            return;
+        }
+        let index = point.index();
+        // `slot_for_read`, not `slot`: the latter serves no slot without the TSC.
+        let fast = shard::current().and_then(|s| Some((s, s.slot_for_read(index as usize)?)));
+        let (shard, slot, borrowed) = match fast {
+            Some((shard, slot)) => (shard, slot, false),
+            None => {
+                // First use on this thread: outside the intervals open here.
+                let (shard, slot, flags) = point.slot_cold();
+                (shard, slot, flags & T_BORROWED != 0)
+            }
+        };
+        if self.in_tree {
+            let node = match self.node {
+                Some((s, id)) if std::ptr::eq(s, shard) => id,
+                _ => tree::async_node(shard, self.origin, index),
+            };
+            if node != tree::NO_NODE {
+                let n = tree::node(shard, node);
+                if self.state == S_UNTIMED || self.state == S_NESTED_UNTIMED {
+                    tree::add_untimed(n);
+                } else {
+                    tree::add_timed(n, 0, 0);
+                }
+            }
+        }
+        slot.write_begin();
+        match self.state {
+            S_TIMED => {
+                bump(&slot.timed, 1);
+                // Relaxed: owner-only fields.
+                if self.busy < owned::get(&slot.min) {
+                    owned::set(&slot.min, self.busy);
+                }
+                if self.busy > owned::get(&slot.max) {
+                    owned::set(&slot.max, self.busy);
+                }
+                bump(&slot.hist[hist::index(self.busy)], 1);
+                bump(&slot.idle, self.idle);
+            }
+            S_NESTED | S_NESTED_UNTIMED => bump(&slot.nested, 1),
+            _ => bump(&slot.skipped, 1),
+        }
+        slot.write_end();
+        if borrowed {
+            shard::release(shard);
+        }
+    }
+}
+
+/// Ends a timed segment as `leave_on` ends a timed call, without the call: its time goes to
+/// the point's total (outermost only) and self time, its node's, and the intervals around it.
+/// Returns its duration and the raw clock at its end.
+#[inline]
+fn leave_timed(token: &Token) -> (u64, u64) {
+    // SAFETY: the token was made by `start_in` on this thread (Token is !Send), from a
+    // shard and slot that are never freed.
+    let (shard, slot) = unsafe { (&*token.shard, &*token.slot) };
+    let mode = token.mode & !(T_BORROWED | T_MONO);
+    let end = clock::now_with(token.mode & T_MONO == 0);
+    // Relaxed: owner-only (the shard's clock is the raw one minus this offset).
+    let raw = end
+        .wrapping_sub(owned::get(&shard.setup))
+        .saturating_sub(token.t0);
+    // Overhead compensation, as in `leave_on`. Relaxed: constants.
+    let inside = COMPENSATION.inside.load(Ordering::Relaxed);
+    let full = COMPENSATION.full.load(Ordering::Relaxed);
+    let dur = raw.saturating_sub(inside);
+    // Relaxed: owner-only fields.
+    let children = owned::get(&shard.child_acc).wrapping_sub(token.saved_child);
+    owned::set(&shard.child_acc, token.saved_child.wrapping_add(dur));
+    let self_ticks = dur.wrapping_sub(children);
+    if token.node != tree::NO_NODE {
+        let n = tree::node(shard, token.node);
+        tree::add_time(n, dur, self_ticks);
+        tree::restore(shard, n);
+    }
+    if full != 0 {
+        bump(&shard.setup, full);
+    }
+    if mode == T_TIMED {
+        owned::set32(&slot.depth, 0);
+    }
+    slot.write_begin();
+    bump(&slot.self_ticks, self_ticks);
+    if mode == T_TIMED {
+        bump(&slot.total, dur);
+    }
+    slot.write_end();
+    (dur, end)
+}
+
+/// Ends a segment that sampling left untimed, as `leave_on` does without the call.
+#[inline]
+fn leave_untimed(token: &Token, mode: u8) {
+    // SAFETY: as in `leave_timed`.
+    let (shard, slot) = unsafe { (&*token.shard, &*token.slot) };
+    if token.node != tree::NO_NODE {
+        tree::restore(shard, tree::node(shard, token.node));
+    }
+    if mode == T_SKIPPED {
+        // Relaxed: owner-only.
+        owned::set32(&slot.depth, 0);
+        // The point's stand-in for the intervals around it (see `leave_on`).
+        if token.t0 != 0 {
+            owned::set(&shard.child_acc, token.saved_child.wrapping_add(token.t0));
+        }
+    }
+}
+
+#[cfg(all(test, not(loom), not(feature = "off")))]
+mod tests {
+    use super::{Kind, Name, POINTS, Point, SplitCall};
+
+    #[linkme::distributed_slice(POINTS)]
+    static SPLIT: Point = Point::new(Name::Static("segment::split"), Kind::Sync, file!(), line!());
+    #[linkme::distributed_slice(POINTS)]
+    static INSIDE: Point = Point::new(
+        Name::Static("segment::inside"),
+        Kind::Sync,
+        file!(),
+        line!(),
+    );
+
+    /// One segment: time on this thread with a point nested in it.
+    fn segment(call: &mut SplitCall) {
+        let s = call.enter(&SPLIT);
+        drop(INSIDE.guard());
+        call.exit(s);
+    }
+
+    /// Two segments on two threads, a wait between them: one call, its busy time the point's
+    /// total and its only distribution entry, its idle time reported; the nested point counts
+    /// each of its calls, under the split point in the tree.
+    #[test]
+    fn a_call_in_segments_on_two_threads_is_one_call_with_its_idle_time() {
+        crate::set_budget(None);
+        let mut call = SplitCall::new();
+        assert!(!call.entered());
+        segment(&mut call);
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        let call = std::thread::spawn(move || {
+            segment(&mut call);
+            call
+        })
+        .join()
+        .unwrap();
+        assert!(call.entered() && call.idle_ticks() > 0 && call.busy_ticks() > 0);
+        let report = crate::snapshot();
+        let point = |name: &str| report.points.iter().find(|p| p.name == name).cloned();
+        // Not finished: its time is in, its call is not.
+        assert!(point("segment::split").is_none_or(|p| p.nr == 0));
+        call.finish(&SPLIT);
+        let report = crate::snapshot();
+        let point = |name: &str| report.points.iter().find(|p| p.name == name).unwrap();
+        let split = point("segment::split");
+        assert_eq!((split.nr, split.timed), (1, 1));
+        assert_eq!(split.min_ns, split.max_ns);
+        assert!(split.idle_ns > 0 && split.total_ns > 0);
+        assert_eq!(point("segment::inside").nr, 2);
+        let tree = report.tree.as_ref().unwrap();
+        let calls = |path: &[&str]| {
+            (0..tree.nodes.len())
+                .filter(|&i| tree.path(i) == path)
+                .map(|i| tree.nodes[i].calls)
+                .sum::<u64>()
+        };
+        assert_eq!(calls(&["segment::split"]), 1);
+        assert_eq!(calls(&["segment::split", "segment::inside"]), 2);
+    }
+}
