@@ -358,25 +358,13 @@ fn leave_on(token: &Token) {
         bump(&slot.skipped, 1);
     } else {
         let raw = shard.now(token.mode & T_MONO == 0).saturating_sub(token.t0);
-        // Overhead compensation (0 and 0 while off; see `Compensation`).
-        // Relaxed: constants, see `overhead::set_compensation`.
-        let inside = COMPENSATION.inside.load(Ordering::Relaxed);
-        let full = COMPENSATION.full.load(Ordering::Relaxed);
-        let dur = raw.saturating_sub(inside);
-        // Relaxed: owner-only fields (see shard.rs).
-        let children = owned::get(&shard.child_acc).wrapping_sub(token.saved_child);
-        owned::set(&shard.child_acc, token.saved_child.wrapping_add(dur));
-        let self_ticks = dur.wrapping_sub(children);
+        let (dur, self_ticks) = close_interval(shard, token, raw);
         // The points tree: this call's node gets it; the parent's node and point are current
         // again (see `tree/`; `NO_NODE`: the tree was full, nothing to leave).
         if token.node != tree::NO_NODE {
             let n = tree::node(shard, token.node);
             tree::add_timed(n, dur, self_ticks);
             tree::restore(shard, n);
-        }
-        if full != 0 {
-            // This call's whole cost leaves the intervals still open around it.
-            bump(&shard.setup, full);
         }
         if mode == T_TIMED {
             owned::set32(&slot.depth, 0);
@@ -396,6 +384,29 @@ fn leave_on(token: &Token) {
     if token.mode & T_BORROWED != 0 {
         shard::release(shard);
     }
+}
+
+/// The end of a timed interval, a whole call's (`leave_on`) or a segment's (`segment.rs`):
+/// its duration less the in-interval cost of compensation, its self time (less what the
+/// points nested in it added), the intervals around it told its duration, and, while
+/// compensating, this call's whole cost taken out of those still open. Returns (duration,
+/// self time).
+#[inline(always)]
+pub(super) fn close_interval(shard: &Shard, token: &Token, raw: u64) -> (u64, u64) {
+    // Overhead compensation (0 and 0 while off; see `Compensation`).
+    // Relaxed: constants, see `overhead::set_compensation`.
+    let inside = COMPENSATION.inside.load(Ordering::Relaxed);
+    let full = COMPENSATION.full.load(Ordering::Relaxed);
+    let dur = raw.saturating_sub(inside);
+    // Relaxed: owner-only fields (see shard.rs).
+    let children = owned::get(&shard.child_acc).wrapping_sub(token.saved_child);
+    owned::set(&shard.child_acc, token.saved_child.wrapping_add(dur));
+    let self_ticks = dur.wrapping_sub(children);
+    if full != 0 {
+        // This call's whole cost leaves the intervals still open around it.
+        bump(&shard.setup, full);
+    }
+    (dur, self_ticks)
 }
 
 /// An untimed call leaves the points tree: one call on its node, the parent current again.

@@ -253,21 +253,11 @@ fn leave_timed(token: &Token) -> (u64, u64) {
     let raw = end
         .wrapping_sub(owned::get(&shard.setup))
         .saturating_sub(token.t0);
-    // Overhead compensation, as in `leave_on`. Relaxed: constants.
-    let inside = COMPENSATION.inside.load(Ordering::Relaxed);
-    let full = COMPENSATION.full.load(Ordering::Relaxed);
-    let dur = raw.saturating_sub(inside);
-    // Relaxed: owner-only fields.
-    let children = owned::get(&shard.child_acc).wrapping_sub(token.saved_child);
-    owned::set(&shard.child_acc, token.saved_child.wrapping_add(dur));
-    let self_ticks = dur.wrapping_sub(children);
+    let (dur, self_ticks) = super::hot::close_interval(shard, token, raw);
     if token.node != tree::NO_NODE {
         let n = tree::node(shard, token.node);
         tree::add_time(n, dur, self_ticks);
         tree::restore(shard, n);
-    }
-    if full != 0 {
-        bump(&shard.setup, full);
     }
     if mode == T_TIMED {
         owned::set32(&slot.depth, 0);
