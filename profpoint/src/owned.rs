@@ -2,7 +2,7 @@
 //!
 //! # Concept
 //! A point's counters are written only by the thread that owns them and read by reporters on
-//! other threads (`shard.rs`), so every access is a relaxed atomic one, which on x86_64 is a
+//! other threads (`shard/`), so every access is a relaxed atomic one, which on x86_64 is a
 //! plain `mov` (and an owner's add a plain `add` to memory). That is what an optimised build
 //! makes of `AtomicU64::load(Relaxed)`. An unoptimised one (a user's debug build, where
 //! profpoint is compiled at the user's opt-level 0) makes each of them two or three function

@@ -2,7 +2,7 @@
 //! every build, loom's in the model-checking build (`RUSTFLAGS="--cfg loom"`, `docs/loom.md`).
 //!
 //! # Concept
-//! The seqlock of the counter slots (`shard.rs`), the grace period of the probe lists
+//! The seqlock of the counter slots (`shard/`), the grace period of the probe lists
 //! (`tracepoint/rcu.rs`) and the key toggling (`tracepoint/key.rs`, `tracepoint/mod.rs`) are
 //! checked by loom, which runs a test under every interleaving (and every value a weak load may
 //! return) within a preemption bound. Loom can only see what goes through its own types, so

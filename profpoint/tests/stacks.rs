@@ -1,5 +1,5 @@
 //! Sampled stacks under profpoint: each sample carries the thread's active point as its tag,
-//! handed to the sampler when the thread takes its shard (`shard.rs`), and the report's stacks
+//! handed to the sampler when the thread takes its shard (`shard/`), and the report's stacks
 //! keep it. The placement of an inlined point's frame from the tag is unit-tested in
 //! `report/attribute.rs`; this checks the wiring end to end: samples taken inside `inner`
 //! carry one tag, samples inside `outer` but not `inner` another, both non-zero; and each

@@ -98,7 +98,7 @@ impl Point {
         } else {
             t.node = tree::enter_cold(shard, slot, parent, index);
         }
-        // Relaxed: owner-only fields (see shard.rs). `depth` says whether the point is active
+        // Relaxed: owner-only fields (see shard/). `depth` says whether the point is active
         // on this thread: 0 no, ACTIVE_TIMED by a timed outermost call, ACTIVE_SKIPPED by an
         // outermost call that sampled timing left untimed.
         let active = owned::get32(&slot.depth);
@@ -338,7 +338,7 @@ fn leave_on(token: &Token) {
     let mode = token.mode & !(T_BORROWED | T_MONO);
     if mode == T_SKIPPED {
         tree_leave_untimed(shard, token);
-        // Relaxed: owner-only (see shard.rs).
+        // Relaxed: owner-only (see shard/).
         owned::set32(&slot.depth, 0);
         // As if timed at the point's stand-in (see `start_in`): what points nested in this call
         // added is part of that. No mean yet (0): the nested points' time is all there is.
@@ -398,7 +398,7 @@ pub(super) fn close_interval(shard: &Shard, token: &Token, raw: u64) -> (u64, u6
     let inside = COMPENSATION.inside.load(Ordering::Relaxed);
     let full = COMPENSATION.full.load(Ordering::Relaxed);
     let dur = raw.saturating_sub(inside);
-    // Relaxed: owner-only fields (see shard.rs).
+    // Relaxed: owner-only fields (see shard/).
     let children = owned::get(&shard.child_acc).wrapping_sub(token.saved_child);
     owned::set(&shard.child_acc, token.saved_child.wrapping_add(dur));
     let self_ticks = dur.wrapping_sub(children);

@@ -6,7 +6,7 @@
 //! `struct profile_point` in `.profile.point`. [`all`] is that section as a slice: every point
 //! compiled into the program, hit or not, with no registration call and no constructor per
 //! point. A point's status (on, off, sampled) is one byte in the static, read relaxed on every
-//! call; its counters live in per-thread shards (`shard.rs`).
+//! call; its counters live in per-thread shards (`shard/`).
 //!
 //! # Mechanism
 //! - [`Point::start`] reads the status; off costs that load and one predictable branch and

@@ -1,5 +1,5 @@
 //! The tree's storage: the node array and the per-shard bookkeeping beside it. The shard
-//! holds these (`shard.rs` imports this file and nothing else of the tree); the operations on
+//! holds these (`shard/` imports this file and nothing else of the tree); the operations on
 //! them, which take the shard, are `mod.rs`'s.
 
 use crate::sync::atomic::AtomicU64;
