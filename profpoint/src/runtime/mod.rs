@@ -5,7 +5,7 @@
 //!   variables) and the `atexit` handler it registers.
 //! - `exit_report.rs`: the exit report, written once, from `atexit`, a signal's thread or
 //!   [`crate::write_exit_report`].
-//! - `deliver.rs`: [`Destination`](deliver::Destination) and the writing itself (files
+//! - `deliver/`: [`Destination`](deliver::Destination) and the writing itself (files
 //!   through an exclusive temporary file renamed over the destination, stderr and stdout).
 //! - `periodic.rs`: the series of reports every `PROFPOINT_REPORT_EVERY`.
 //! - `signals.rs`: SIGINT, SIGTERM and SIGHUP write the report, then end the process as the
@@ -16,7 +16,7 @@
 //!
 //! A report destination's way, from its variable to the file: `env` parses `PROFPOINT_REPORT`
 //! into destinations; `exit.rs` makes their paths absolute at start-up and plans them in
-//! `deliver.rs`; at exit `exit_report.rs` takes the snapshot (`crate::report`) and hands it to
+//! `deliver/`; at exit `exit_report.rs` takes the snapshot (`crate::report`) and hands it to
 //! `deliver::write_to`, which calls the renderer the destination names (`profpoint-report`).
 
 pub(crate) mod copies;

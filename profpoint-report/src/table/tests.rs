@@ -1,0 +1,219 @@
+use super::*;
+
+use crate::test_point as point;
+
+/// A point whose estimate's interval is wider than itself is marked `?` and explained;
+/// a point in bursts reads `burst` in the status column, as in the budget's section; a
+/// counting floor over the budget is one line naming the points and the knobs.
+#[test]
+fn uncertain_figures_bursts_and_the_counting_floor_are_said() {
+    let mut r = Report::empty();
+    r.points = vec![point("db::sure", 1), point("db::unsure", 2)];
+    r.points[1].estimated = true;
+    r.points[1].total_ns = 10;
+    r.points[1].total_ci95_ns = 11;
+    r.points[1].enabled = false;
+    r.budget.percent = Some(2.0);
+    r.budget.throttled = vec![crate::ThrottledPoint {
+        point: "db::unsure".into(),
+        now: "burst".into(),
+        worst: "burst".into(),
+        changes: 1,
+        first_at_s: 0.1,
+        off_calls_per_s: 1e8,
+        isolated_avg_ns: None,
+    }];
+    r.budget.counting_over = Some(crate::CountingOver {
+        percent: 7.5,
+        rounds: 3,
+        points: vec![crate::CountingShare {
+            point: "db::sure".into(),
+            share: 0.9,
+        }],
+    });
+    let t = text(&r);
+    let row = t
+        .lines()
+        .find(|l| l.contains("db::unsure ~ ?"))
+        .unwrap_or_else(|| panic!("{t}"));
+    assert!(row.trim_start().starts_with("burst"), "{row}");
+    assert!(
+        t.contains(" ? an estimate whose 95% interval is wider than itself"),
+        "{t}"
+    );
+    let line = t
+        .lines()
+        .find(|l| l.starts_with("Counting alone cost 7.5% of the CPU time, over the budget of 2%"))
+        .unwrap_or_else(|| panic!("{t}"));
+    assert!(
+        line.contains("db::sure (90%)") && line.contains(",bursts"),
+        "{line}"
+    );
+    assert!(!text(&Report::empty()).contains(" ? an estimate"));
+    assert!(!t.contains(" %wall = total"), "{t}");
+    r.points[0].wall_percent = 114.17;
+    assert!(
+        text(&r).contains(" %wall = total / the run's wall time: above 100 where several threads")
+    );
+}
+
+/// A budget section that throttled one point says how far its self times rank, and where
+/// the sampler's self times are (or how to get them).
+#[test]
+fn the_budget_section_says_how_far_self_times_rank() {
+    let mut r = Report::empty();
+    r.points = vec![point("db::hot", 1)];
+    r.budget.percent = Some(2.0);
+    r.budget.throttled = vec![crate::ThrottledPoint {
+        point: "db::hot".into(),
+        now: "count".into(),
+        worst: "count".into(),
+        changes: 1,
+        first_at_s: 0.1,
+        off_calls_per_s: 0.0,
+        isolated_avg_ns: None,
+    }];
+    let without = text(&r);
+    assert!(
+        without.contains("may rank out of order; PROFPOINT_HEATMAP=1 adds"),
+        "{without}"
+    );
+    r.points[0].sampled_self = Some(3);
+    let with = text(&r);
+    assert!(
+        with.contains("for their order, see \"Self time from the sampler's stacks\""),
+        "{with}"
+    );
+    assert!(
+        with.contains("Self time from the sampler's stacks ("),
+        "{with}"
+    );
+    assert!(!with.contains("PROFPOINT_HEATMAP=1 adds"), "{with}");
+    // Nothing throttled: no budget section, no such line.
+    r.budget.throttled.clear();
+    assert!(!text(&r).contains("compensation's residue"));
+}
+
+fn table_of(points: Vec<PointReport>) -> String {
+    let mut r = Report::empty();
+    r.points = points;
+    text(&r)
+}
+
+fn text(r: &Report) -> String {
+    let mut out = Vec::new();
+    write_table(r, &mut out).unwrap();
+    String::from_utf8(out).unwrap()
+}
+
+#[test]
+fn control_characters_in_names_are_escaped_one_row_each() {
+    let t = table_of(vec![
+        point("db::\nquery", 1),
+        point("a\tb", 2),
+        point("red\x1b[31m", 3),
+        point("nul\0\u{85}", 4),
+    ]);
+    let rows: Vec<&str> = t
+        .lines()
+        .filter(|l| l.trim_start().starts_with("on "))
+        .collect();
+    assert_eq!(rows.len(), 4, "{t}");
+    for shown in [r"db::\nquery", r"a\tb", r"red\x1b[31m", r"nul\x00\u{85}"] {
+        assert!(rows.iter().any(|r| r.contains(shown)), "{shown}: {t}");
+    }
+    assert!(
+        !t.contains('\x1b') && !t.contains('\t') && !t.contains('\0'),
+        "{t}"
+    );
+}
+
+#[test]
+fn points_sharing_a_name_are_told_apart_by_file_and_line() {
+    let t = table_of(vec![
+        point("db::query", 10),
+        point("db::query", 20),
+        point("db::scan", 30),
+    ]);
+    assert!(t.contains("db::query (src/db.rs:10) "), "{t}");
+    assert!(t.contains("db::query (src/db.rs:20) "), "{t}");
+    assert!(t.contains("db::scan "), "{t}");
+    assert!(!t.contains("db::scan ("), "{t}");
+    // Columns stay aligned: every row is as wide as the header.
+    let widths: Vec<usize> = t
+        .lines()
+        .skip(2)
+        .take(6)
+        .map(|l| l.chars().count())
+        .collect();
+    assert!(widths.iter().all(|w| *w == widths[0]), "{widths:?}\n{t}");
+}
+
+#[test]
+fn idle_time_is_listed_only_for_points_that_have_some() {
+    let mut waited = point("a::polled", 1);
+    waited.idle_ns = 2_500_000_000;
+    let none = table_of(vec![point("a::plain", 2)]);
+    assert!(!none.contains("Idle time"), "{none}");
+    let some = table_of(vec![point("a::plain", 2), waited]);
+    let line = some
+        .lines()
+        .find(|l| l.contains("idle") && l.contains("a::polled"))
+        .unwrap_or_else(|| panic!("{some}"));
+    assert!(line.contains("2.500000000 idle"), "{line}");
+    assert!(
+        !some
+            .lines()
+            .any(|l| l.contains("idle") && l.contains("a::plain"))
+    );
+}
+
+#[test]
+fn seconds_have_nine_decimals() {
+    assert_eq!(secs(154_283, false), "0.000154283");
+    assert_eq!(secs(16_981_247_886, true), "~16.981247886");
+}
+
+#[test]
+fn the_sampled_self_section_lists_points_by_their_stacks_samples() {
+    assert!(!table_of(vec![point("db::get", 1)]).contains("sampler's stacks"));
+    let mut a = point("db::get", 1);
+    a.sampled_self = Some(30);
+    let mut b = point("db::put", 2);
+    b.sampled_self = Some(90);
+    let mut c = point("db::scope", 3);
+    c.sampled_self = None;
+    let t = table_of(vec![a, b, c]);
+    let section = &t[t.find("sampler's stacks (120 samples").expect(&t)..];
+    let put = section.find(" 75.00%        90  db::put").expect(section);
+    let get = section.find(" 25.00%        30  db::get").expect(section);
+    assert!(put < get, "{section}");
+    assert!(!section.contains("db::scope"), "{section}");
+}
+
+/// The heatmap's by-function table says in one line why it differs from the stacks' self
+/// time, when that is shown above it, and only then.
+#[cfg(feature = "heatmap")]
+#[test]
+fn the_heatmap_table_says_why_it_differs_from_the_stacks_self_time() {
+    let note = |r: &Report| -> Vec<String> {
+        text(r)
+            .lines()
+            .filter(|l| l.starts_with("note: a row counts"))
+            .map(str::to_owned)
+            .collect()
+    };
+    let mut r = Report::empty();
+    r.points = vec![point("app::parse", 1)];
+    r.heatmap = Some(crate::folded::tests::heat(None));
+    assert!(note(&r).is_empty(), "no stacks' self time, no note");
+    r.points[0].sampled_self = Some(12);
+    assert_eq!(note(&r), [BY_FUNCTION_VS_SAMPLED_SELF]);
+    let t = text(&r);
+    assert!(
+        t.find("Heatmap (top #").unwrap() < t.find("note: a row counts").unwrap(),
+        "{t}"
+    );
+    r.heatmap.as_mut().unwrap().by = heatmap::By::Bucket;
+    assert!(note(&r).is_empty(), "by bucket, no note");
+}
