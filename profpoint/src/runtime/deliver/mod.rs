@@ -627,6 +627,7 @@ fn temp_name(name: &std::ffi::OsStr, random: u64) -> std::ffi::OsString {
 /// 64 bits nobody can predict: the system's random source (`getrandom`; `/dev/urandom`), or,
 /// failing both, std's per-process random hash keys over the time and a counter.
 fn random_u64() -> u64 {
+    #[cfg(unix)]
     let mut b = [0u8; 8];
     #[cfg(any(target_os = "linux", target_os = "android"))]
     {
