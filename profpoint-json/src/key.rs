@@ -1,7 +1,7 @@
 //! Object keys: JSON keys are strings, so a map whose keys are numbers, bools or chars has them
 //! written as the string of their JSON form, as serde_json does; any other key is an error.
 
-use crate::ser::write_string;
+use crate::string::write_string;
 use crate::{Error, float};
 use serde::ser::{self, Serialize};
 

@@ -93,6 +93,7 @@ mod float;
 mod key;
 mod parse;
 mod ser;
+mod string;
 #[cfg(test)]
 mod tests;
 

@@ -89,6 +89,7 @@ pub use report::{
     ClockReport, CollectReport, Interval, IntervalPoint, PointReport, PointsTree, Report,
     ReportOptions, RunInfo, SCHEMA, SlotMemory, TreeEdge, TreeNode, VERSION, write_table,
 };
+pub use runtime::deliver::Destination;
 #[cfg(feature = "serve")]
 pub use runtime::serve::{ServeError, ServeOptions, Server, serve, serve_with};
 
@@ -324,7 +325,7 @@ pub fn trace_uncount(glob: &str) -> usize {
 
 /// Writes a report to a destination now (as the exit handler would): a file is replaced whole
 /// (a temporary file beside it, renamed over it); an error is returned, not sent elsewhere.
-pub fn write_report(report: &Report, to: &env::Destination) -> std::io::Result<()> {
+pub fn write_report(report: &Report, to: &Destination) -> std::io::Result<()> {
     runtime::deliver::write_to(report, to)
 }
 

@@ -299,7 +299,7 @@ fn child(scenario: &str) {
             // Writes the JSON report to PROFPOINT_TEST_PATH again and again (and once more at
             // exit, through PROFPOINT_REPORT); its command line makes the report large.
             let path = std::env::var_os("PROFPOINT_TEST_PATH").unwrap();
-            let to = profpoint::env::Destination::Json(path.into());
+            let to = profpoint::Destination::Json(path.into());
             for _ in 0..40 {
                 work_fast();
                 profpoint::write_report(&profpoint::snapshot(), &to).unwrap();

@@ -176,12 +176,9 @@ use controller::{Controller, PointState, delta, fold_round, run};
 pub(crate) use estimate::Est;
 pub(crate) use isolation::IsolatedMean;
 
-/// The default budget, in parts per million of the process's CPU time (2%; see the module
-/// docs for why).
-pub(crate) const DEFAULT_PPM: u32 = 20_000;
-
-/// The budget in parts per million of CPU time; 0 when off.
-static PPM: AtomicU32 = AtomicU32::new(DEFAULT_PPM);
+/// The budget in parts per million of CPU time; 0 when off. The default, 2%, is
+/// `PROFPOINT_BUDGET`'s (see the module docs for why).
+static PPM: AtomicU32 = AtomicU32::new(crate::env::DEFAULT_BUDGET_PPM);
 /// Whether the user opted in to bursts (off by default: counting is the budget's floor).
 static BURSTS: AtomicBool = AtomicBool::new(false);
 /// Whether the controller thread was started in this process.

@@ -28,35 +28,6 @@ pub(crate) use samplers::{heatmap_config, pmu_config};
 pub(crate) use table::expected;
 pub use table::{VARS, Var};
 
-use std::path::PathBuf;
-
-/// Where a report goes: delivery's type (`runtime/deliver.rs`), which `PROFPOINT_REPORT`'s
-/// parser fills.
-pub use crate::runtime::deliver::Destination;
-
-/// The destination as `PROFPOINT_REPORT` spells it: `stderr`, `json:PATH`...
-impl std::fmt::Display for Destination {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let (kind, path) = match self {
-            Destination::Stderr => return f.write_str("stderr"),
-            Destination::Stdout => return f.write_str("stdout"),
-            Destination::Json(p) => ("json", p),
-            Destination::Csv(p) => ("csv", p),
-            Destination::Table(p) => ("table", p),
-            Destination::Prometheus(p) => ("prom", p),
-            Destination::Svg(p) => ("svg", p),
-            Destination::Pprof(p) => ("pprof", p),
-            Destination::Folded(p) => ("folded", p),
-            Destination::Flame(p) => ("flame", p),
-            Destination::PointsFolded(p) => ("points-folded", p),
-            Destination::PointsFlame(p) => ("points-flame", p),
-            Destination::PprofStacks(p) => ("pprof-stacks", p),
-            Destination::PointsPprof(p) => ("points-pprof", p),
-        };
-        write!(f, "{kind}:{}", path.display())
-    }
-}
-
 /// A rejected environment variable.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct EnvError {
@@ -126,84 +97,6 @@ pub(crate) fn room(fixed: usize) -> usize {
 }
 
 impl std::error::Error for EnvError {}
-
-/// The destinations `PROFPOINT_REPORT` accepts without a path, as spelled there.
-const PLAIN_DESTINATIONS: &[(&str, Destination)] = &[
-    ("stderr", Destination::Stderr),
-    ("stdout", Destination::Stdout),
-];
-
-/// A file destination's variant, made from its path.
-type FileDestination = fn(PathBuf) -> Destination;
-
-/// The file destinations `PROFPOINT_REPORT` accepts: the prefix before `:PATH`, and the
-/// destination it makes. The parser reads this table, and its error lists it.
-const FILE_DESTINATIONS: &[(&str, FileDestination)] = &[
-    ("json", Destination::Json),
-    ("csv", Destination::Csv),
-    ("table", Destination::Table),
-    ("prom", Destination::Prometheus),
-    ("svg", Destination::Svg),
-    ("pprof", Destination::Pprof),
-    ("folded", Destination::Folded),
-    ("flame", Destination::Flame),
-    ("points-folded", Destination::PointsFolded),
-    ("points-flame", Destination::PointsFlame),
-    ("pprof-stacks", Destination::PprofStacks),
-    ("points-pprof", Destination::PointsPprof),
-];
-
-/// What a bad `PROFPOINT_REPORT` is told, made once from the parser's tables: every
-/// destination it accepts.
-pub(crate) fn report_expected() -> &'static str {
-    static TEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    TEXT.get_or_init(|| {
-        let mut all: Vec<String> = PLAIN_DESTINATIONS
-            .iter()
-            .map(|(name, _)| (*name).to_string())
-            .collect();
-        all.extend(
-            FILE_DESTINATIONS
-                .iter()
-                .map(|(kind, _)| format!("{kind}:PATH")),
-        );
-        let last = all.pop().unwrap_or_default();
-        format!(
-            "a comma-separated list of {} or {last}, or off alone",
-            all.join(", ")
-        )
-    })
-}
-
-/// Parses `PROFPOINT_REPORT`: `Ok(vec![])` means `off`.
-pub(crate) fn parse_report(value: &str) -> Result<Vec<Destination>, EnvError> {
-    let err = || EnvError {
-        var: "PROFPOINT_REPORT",
-        value: value.to_string(),
-        expected: expected("PROFPOINT_REPORT"),
-    };
-    let mut out = Vec::new();
-    let mut off = false;
-    for item in value.split(',').map(str::trim) {
-        if item == "off" {
-            off = true;
-            continue;
-        }
-        if let Some((_, d)) = PLAIN_DESTINATIONS.iter().find(|(name, _)| *name == item) {
-            out.push(d.clone());
-            continue;
-        }
-        let (kind, path) = item.split_once(':').ok_or_else(err)?;
-        match FILE_DESTINATIONS.iter().find(|(k, _)| *k == kind) {
-            Some((_, make)) if !path.is_empty() => out.push(make(PathBuf::from(path))),
-            _ => return Err(err()),
-        }
-    }
-    if off && !out.is_empty() {
-        return Err(err());
-    }
-    Ok(out)
-}
 
 /// What a glob list with a bracket left open before a comma was expected to be (see
 /// [`split_names`]).
@@ -315,6 +208,10 @@ pub(crate) fn parse_bool(var: &'static str, value: &str) -> Result<bool, EnvErro
     }
 }
 
+/// The default overhead budget, in parts per million of the process's CPU time (2%; the
+/// budget's module docs say why).
+pub(crate) const DEFAULT_BUDGET_PPM: u32 = 20_000;
+
 /// The overhead budget a user asked for (`PROFPOINT_BUDGET`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct BudgetSetting {
@@ -352,7 +249,7 @@ pub(crate) fn parse_budget(value: &str) -> Result<BudgetSetting, EnvError> {
             }
         });
     }
-    let percent = percent.unwrap_or(Some(f64::from(crate::budget::DEFAULT_PPM) / 10_000.0));
+    let percent = percent.unwrap_or(Some(f64::from(DEFAULT_BUDGET_PPM) / 10_000.0));
     if bursts && percent.is_none() {
         return Err(EnvError {
             var: "PROFPOINT_BUDGET",

@@ -36,7 +36,11 @@ pub const VARS: &[Var] = &[
                  files are replaced whole, by rename; a PATH that exists and is not a regular \
                  file is refused, except /dev/stdout, /dev/stderr, /dev/null and /dev/full)",
         default: "no report unless the program opted in (then stderr)",
-        expected: "",
+        // The parser's tables (`runtime/deliver/spelling.rs`), spelled out; a test there
+        // holds this text against them.
+        expected: "a comma-separated list of stderr, stdout, json:PATH, csv:PATH, table:PATH, \
+                   prom:PATH, svg:PATH, pprof:PATH, folded:PATH, flame:PATH, points-folded:PATH, \
+                   points-flame:PATH, pprof-stacks:PATH or points-pprof:PATH, or off alone",
     },
     Var {
         name: "PROFPOINT_DISABLE",
@@ -211,9 +215,6 @@ pub const VARS: &[Var] = &[
 
 /// The error text of variable `name` (from [`VARS`]).
 pub(crate) fn expected(name: &str) -> &'static str {
-    if name == "PROFPOINT_REPORT" {
-        return super::report_expected();
-    }
     VARS.iter()
         .find(|v| v.name == name)
         .map_or("a valid value", |v| v.expected)

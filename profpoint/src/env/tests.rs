@@ -3,44 +3,6 @@
 use super::*;
 
 #[test]
-fn report_destinations() {
-    assert_eq!(parse_report("stderr"), Ok(vec![Destination::Stderr]));
-    assert_eq!(parse_report("off"), Ok(vec![]));
-    assert_eq!(
-        parse_report("stderr, json:/tmp/a.json"),
-        Ok(vec![
-            Destination::Stderr,
-            Destination::Json("/tmp/a.json".into())
-        ])
-    );
-    let e = parse_report("xml:foo").unwrap_err();
-    assert_eq!(e.var, "PROFPOINT_REPORT");
-    assert!(e.to_string().contains("\"xml:foo\""), "{e}");
-    assert!(parse_report("json:").is_err());
-    assert!(parse_report("off,stderr").is_err());
-}
-
-#[test]
-fn a_bad_report_value_lists_every_destination_the_parser_takes() {
-    let said = parse_report("xml:foo").unwrap_err().expected;
-    assert_eq!(
-        said,
-        "a comma-separated list of stderr, stdout, json:PATH, csv:PATH, table:PATH, \
-         prom:PATH, svg:PATH, pprof:PATH, folded:PATH, flame:PATH, points-folded:PATH, \
-         points-flame:PATH, pprof-stacks:PATH or points-pprof:PATH, or off alone"
-    );
-    // Every destination named there parses, with a path where it takes one.
-    for (kind, _) in FILE_DESTINATIONS {
-        let d = parse_report(&format!("{kind}:/tmp/r")).unwrap();
-        assert_eq!(d[0].to_string(), format!("{kind}:/tmp/r"));
-        assert!(said.contains(&format!("{kind}:PATH")), "{said}");
-    }
-    for (name, _) in PLAIN_DESTINATIONS {
-        assert_eq!(parse_report(name).unwrap()[0].to_string(), *name);
-    }
-}
-
-#[test]
 fn sample_values() {
     assert_eq!(parse_sample("16"), Ok(vec![("*".into(), 16)]));
     assert_eq!(
@@ -357,30 +319,6 @@ fn readme_lists_every_variable_of_the_table() {
     let mut in_table: Vec<&str> = VARS.iter().map(|v| v.name).collect();
     in_table.sort_unstable();
     assert_eq!(in_readme, in_table, "README.md's variables vs env::VARS");
-}
-
-/// README's list of `PROFPOINT_REPORT` destinations is the parser's table (and `off`).
-#[test]
-fn readme_lists_every_report_destination() {
-    let readme = include_str!("../../README.md");
-    let start = readme
-        .find("`PROFPOINT_REPORT=")
-        .expect("README lists the destinations")
-        + 18;
-    let end = start + readme[start..].find('`').unwrap();
-    let mut in_readme: Vec<String> = readme[start..end].split('|').map(str::to_string).collect();
-    in_readme.sort_unstable();
-    let mut in_table: Vec<String> = PLAIN_DESTINATIONS
-        .iter()
-        .map(|(n, _)| n.to_string())
-        .chain(FILE_DESTINATIONS.iter().map(|(k, _)| format!("{k}:PATH")))
-        .chain(["off".to_string()])
-        .collect();
-    in_table.sort_unstable();
-    assert_eq!(
-        in_readme, in_table,
-        "README.md's destinations vs env's tables"
-    );
 }
 
 /// Every variable the sources name is in the table (so `var` never reads one the table does

@@ -1,7 +1,9 @@
 //! The points tree's section of the report: every thread's tree merged by path, in
 //! nanoseconds, with an estimated point's nodes scaled to its row.
 
-use super::*;
+use crate::clock::ClockInfo;
+use crate::point::{self, Kind};
+use profpoint_report::{PointsTree, TreeNode};
 
 /// An estimated point's row, as the report gives it: what its tree nodes are scaled to.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -19,9 +19,10 @@
 //!   the one the exit report will use), and a glob of `PROFPOINT_DISABLE`, `PROFPOINT_ENABLE`,
 //!   `PROFPOINT_SAMPLE` or `PROFPOINT_TRACE` that matches no point (tracepoint) of this copy.
 
+use super::deliver::{Destination, parse_report};
 use super::deliver::{INIT_PID, absolute, cannot_write, destination_for, plan, refused};
 use super::exit_report::write_exit_report;
-use crate::env::{self, Destination};
+use crate::env;
 use crate::point::spare::Rule;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -170,7 +171,7 @@ fn init_inner() {
         }
     }
     if let Some(v) = env::var("PROFPOINT_REPORT") {
-        match env::parse_report(&v) {
+        match parse_report(&v) {
             // Relative paths name files in the folder the program started in, not the one it
             // happens to be in at exit.
             Ok(d) => {

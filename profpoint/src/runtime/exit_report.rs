@@ -13,8 +13,8 @@
 //!   exit status is not changed.
 //! - The last report of a periodic series ends the series (`super::periodic::end`).
 
+use super::deliver::Destination;
 use super::deliver::{SIGNAL_PATH, destination_for, planned, reason, write_to};
-use crate::env::Destination;
 use crate::report::{ReportOptions, collect};
 use std::sync::atomic::Ordering;
 

@@ -16,7 +16,7 @@
 //!   and tries again every interval), and one when it can be written again.
 //! - A forked child has no `profpoint-report` thread: its exit report is not one of a series.
 
-use crate::env::Destination;
+use super::deliver::Destination;
 use crate::report::{Interval, Report, ReportOptions, collect};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;

@@ -28,6 +28,9 @@
 
 use crate::report::Report;
 use std::path::PathBuf;
+
+mod spelling;
+pub(crate) use spelling::parse_report;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
