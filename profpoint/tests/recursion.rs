@@ -41,7 +41,14 @@ fn recursive_total_never_exceeds_the_wall_time() {
     assert_eq!(p.timed, 1, "one outermost call");
     assert_eq!(p.nested, 176);
     assert!(p.total_ns <= wall, "total {} > wall {wall}", p.total_ns);
-    assert!(p.total_ns >= wall / 2, "total {} wall {wall}", p.total_ns);
+    // fib(10) has 89 leaves, each asleep at least 200 us: the outermost interval holds them
+    // all, whatever the instrumentation costs on this machine (under an emulator the
+    // points' own cost is a large part of the wall time, and it is not the function's).
+    assert!(
+        p.total_ns >= 89 * 200_000,
+        "total {} below the 89 leaves' sleeps (wall {wall})",
+        p.total_ns
+    );
     assert_eq!(
         p.avg_ns, p.total_ns,
         "avg is over the calls that contributed time"

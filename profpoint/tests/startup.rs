@@ -97,9 +97,11 @@ fn median_of_3(env: &[(&str, &str)]) -> (Duration, Output) {
 }
 
 /// 10,000 globs in `PROFPOINT_DISABLE` against 10,000 points: start-up takes milliseconds more
-/// than without (printed; bound here 2 s, so a loaded machine does not fail it: it took 21.9 s
-/// when each glob was matched against each name), the points are off, and the 2,500 globs that
-/// match nothing are one line.
+/// than without (printed; ~30 ms in a debug build here), the points are off, and the 2,500
+/// globs that match nothing are one line. The bound only catches work that grows as globs
+/// times points (21.9 s when each glob was matched against each name, 0.2 s when each glob's
+/// record walked the earlier ones): 2 s, or 20 start-ups without the globs where the machine
+/// is slower than that (an emulator, a loaded machine).
 #[test]
 fn ten_thousand_globs_against_ten_thousand_points_start_fast() {
     assert_eq!(profpoint::points().count(), 10_000);
@@ -111,7 +113,8 @@ fn ten_thousand_globs_against_ten_thousand_points_start_fast() {
         "start-up with 10,000 globs against 10,000 points: {with:?} (without them {bare:?}: \
          {extra:?} more)"
     );
-    assert!(extra < Duration::from_secs(2), "{extra:?} more");
+    let bound = Duration::from_secs(2).max(bare * 20);
+    assert!(extra < bound, "{extra:?} more, bound {bound:?}");
     let lines = profpoint_lines(&o);
     assert_eq!(lines.len(), 1, "{lines:#?}");
     assert!(

@@ -23,6 +23,7 @@
 //! - An exhausted pool says so once on the diagnostics writer; the claim returns `None`.
 
 use super::{Kind, Point, all};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
@@ -54,7 +55,12 @@ impl Rule {
 
 /// The settings by glob, in order, and the spares not yet claimed.
 struct State {
-    rules: Vec<(String, Rule)>,
+    /// The rules in the order they were set; a replaced one leaves a hole (`None`), and the
+    /// holes are squeezed out once they outnumber the rules.
+    rules: Vec<Option<(String, Rule)>>,
+    /// Where each glob's rule is in `rules`: replacing one is a lookup, not a walk (10,000
+    /// globs at start-up would otherwise compare 50 million pairs).
+    at: BTreeMap<String, usize>,
     /// Dense indexes of the spares, found at the first claim; `next` is the first unclaimed.
     spares: Option<Vec<u32>>,
     next: usize,
@@ -62,6 +68,7 @@ struct State {
 
 static STATE: Mutex<State> = Mutex::new(State {
     rules: Vec::new(),
+    at: BTreeMap::new(),
     spares: None,
     next: 0,
 });
@@ -92,9 +99,30 @@ pub(crate) fn any() -> bool {
 /// it to the points there are), under the one lock (see the module docs).
 pub(crate) fn record<R>(glob: &str, rule: Rule, apply: impl FnOnce() -> R) -> R {
     let mut s = state();
-    s.rules.retain(|(g, _)| g != glob);
-    s.rules.push((glob.to_string(), rule));
+    s.set(glob, rule);
     apply()
+}
+
+impl State {
+    /// Records `rule` for `glob` after every other, dropping the earlier rule of that glob.
+    fn set(&mut self, glob: &str, rule: Rule) {
+        if let Some(old) = self.at.remove(glob) {
+            self.rules[old] = None;
+        }
+        self.at.insert(glob.to_string(), self.rules.len());
+        self.rules.push(Some((glob.to_string(), rule)));
+        if self.rules.len() > 2 * self.at.len() + 16 {
+            self.rules.retain(Option::is_some);
+            for (i, (g, _)) in self.rules.iter().flatten().enumerate() {
+                self.at.insert(g.clone(), i);
+            }
+        }
+    }
+
+    /// The rules in the order they were set.
+    fn rules(&self) -> impl Iterator<Item = &(String, Rule)> {
+        self.rules.iter().flatten()
+    }
 }
 
 /// Hands out a spare point named `name` (made printable: a control character becomes a
@@ -136,7 +164,7 @@ pub(crate) fn claim(
     if counted {
         point.set_counting();
     }
-    for (glob, rule) in &s.rules {
+    for (glob, rule) in s.rules() {
         if crate::glob::matches(glob, name) {
             rule.apply(point);
         }
@@ -212,4 +240,45 @@ macro_rules! __spare_points {
 #[macro_export]
 macro_rules! __spare_points {
     ($n:tt) => {};
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{BTreeMap, Rule, State};
+
+    fn globs(s: &State) -> Vec<(&str, String)> {
+        s.rules()
+            .map(|(g, r)| (g.as_str(), format!("{r:?}")))
+            .collect()
+    }
+
+    #[test]
+    fn a_glob_set_again_moves_to_the_end_with_its_new_rule_and_holes_are_squeezed_out() {
+        let mut s = State {
+            rules: Vec::new(),
+            at: BTreeMap::new(),
+            spares: None,
+            next: 0,
+        };
+        s.set("a::*", Rule::Enabled(false));
+        s.set("b", Rule::Sampling(4));
+        s.set("a::*", Rule::Enabled(true));
+        assert_eq!(
+            globs(&s),
+            [("b", "Sampling(4)".into()), ("a::*", "Enabled(true)".into())]
+        );
+        // A program toggling one glob forever keeps a bounded record.
+        for i in 0..10_000 {
+            s.set("a::*", Rule::Enabled(i % 2 == 0));
+            assert!(s.rules.len() <= 2 * 2 + 17, "{}", s.rules.len());
+        }
+        assert_eq!(
+            globs(&s),
+            [("b", "Sampling(4)".into()), ("a::*", "Enabled(false)".into())]
+        );
+        // Each glob's place is where its rule is.
+        for (g, &i) in &s.at {
+            assert_eq!(s.rules[i].as_ref().map(|r| r.0.as_str()), Some(g.as_str()));
+        }
+    }
 }
