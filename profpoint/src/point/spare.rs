@@ -265,7 +265,10 @@ mod tests {
         s.set("a::*", Rule::Enabled(true));
         assert_eq!(
             globs(&s),
-            [("b", "Sampling(4)".into()), ("a::*", "Enabled(true)".into())]
+            [
+                ("b", "Sampling(4)".into()),
+                ("a::*", "Enabled(true)".into())
+            ]
         );
         // A program toggling one glob forever keeps a bounded record.
         for i in 0..10_000 {
@@ -274,7 +277,10 @@ mod tests {
         }
         assert_eq!(
             globs(&s),
-            [("b", "Sampling(4)".into()), ("a::*", "Enabled(false)".into())]
+            [
+                ("b", "Sampling(4)".into()),
+                ("a::*", "Enabled(false)".into())
+            ]
         );
         // Each glob's place is where its rule is.
         for (g, &i) in &s.at {
