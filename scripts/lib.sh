@@ -52,10 +52,13 @@ step() {
     local name=$1
     shift
     echo "=== $STEP_PREFIX: $name" >&2
-    if "$@"; then
+    local t0=$SECONDS rc=0
+    "$@" || rc=$?
+    if ((rc == 0)); then
+        echo "=== $STEP_PREFIX: passed in $((SECONDS - t0)) s: $name" >&2
         passed+=("$name")
     else
-        echo "=== $STEP_PREFIX: FAILED: $name (exit $?)" >&2
+        echo "=== $STEP_PREFIX: FAILED after $((SECONDS - t0)) s: $name (exit $rc)" >&2
         failed+=("$name")
     fi
 }
