@@ -3,6 +3,10 @@
 //! process-global behaviour is tested in a process of its own.
 
 mod common;
+#[path = "exit_report/environment.rs"]
+mod environment;
+
+use environment::*;
 
 use std::process::Output;
 use std::time::Duration;
@@ -105,23 +109,6 @@ fn heatmap_joins_the_exit_report() {
     assert_eq!(samples[points], [0, 0, 0, spin_row]);
     assert!(samples[..points].iter().all(|s| s[3] == 0));
     std::fs::remove_dir_all(&dir).ok();
-}
-
-fn a_bad_heatmap_variable_is_one_line_and_the_program_runs() {
-    let o = run_child(
-        "child_silent",
-        &[
-            ("PROFPOINT_HEATMAP", "1"),
-            ("PROFPOINT_HZ", "fast"),
-            ("PROFPOINT_REPORT", "stderr"),
-        ],
-    );
-    assert!(o.status.success());
-    let e = stderr(&o);
-    if cfg!(feature = "heatmap") {
-        assert!(e.contains("PROFPOINT_HZ=\"fast\": expected"), "{e}");
-    }
-    assert!(e.contains("exit_report::work"), "{e}");
 }
 
 #[cfg(target_os = "linux")]
@@ -435,56 +422,6 @@ fn folded_and_flame_reports_are_written() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
-fn bad_environment_values_get_one_clear_line_and_the_default() {
-    let o = run_child(
-        "child_silent",
-        &[
-            ("PROFPOINT_REPORT", "xml:/tmp/x"),
-            ("PROFPOINT_SAMPLE", "often"),
-            ("PROFPOINT_SUBTRACT_OVERHEAD", "maybe"),
-            ("PROFPOINT_BUDGET", "lots"),
-            ("PROFPOINT_SIGNALS", "yes please"),
-            ("PROFPOINT_REPORT_EVERY", "5"),
-        ],
-    );
-    assert!(o.status.success());
-    let e = stderr(&o);
-    let line = e
-        .lines()
-        .find(|l| l.contains("PROFPOINT_REPORT="))
-        .expect(&e);
-    // Every destination the parser takes, named.
-    assert_eq!(
-        line,
-        "profpoint: PROFPOINT_REPORT=\"xml:/tmp/x\": expected a comma-separated list of \
-         stderr, stdout, json:PATH, csv:PATH, table:PATH, prom:PATH, svg:PATH, pprof:PATH, \
-         folded:PATH, flame:PATH, points-folded:PATH, points-flame:PATH, pprof-stacks:PATH or \
-         points-pprof:PATH, or off alone; using stderr"
-    );
-    assert!(e.contains("PROFPOINT_SAMPLE=\"often\": expected"), "{e}");
-    assert!(
-        e.contains("PROFPOINT_SUBTRACT_OVERHEAD=\"maybe\": expected 0 or 1"),
-        "{e}"
-    );
-    assert!(
-        e.lines().any(|l| l
-            == "profpoint: PROFPOINT_BUDGET=\"lots\": expected a percentage of CPU time above 0 and at most 100 (e.g. 2%), or off, optionally followed by `,bursts` (e.g. 2%,bursts); using 2%"),
-        "{e}"
-    );
-    assert!(
-        e.lines().any(|l| l
-            == "profpoint: PROFPOINT_SIGNALS=\"yes please\": expected 0 or 1; using 1 (a report on SIGINT, SIGTERM and SIGHUP)"),
-        "{e}"
-    );
-    assert!(
-        e.lines().any(|l| l
-            == "profpoint: PROFPOINT_REPORT_EVERY=\"5\": expected a duration with its unit from 10ms to 30 days (e.g. 500ms, 10s, 5m, 1h); using a report at exit only"),
-        "{e}"
-    );
-    // The default for a bad PROFPOINT_REPORT is stderr: the table is there.
-    assert!(e.contains("exit_report::work"), "{e}");
-}
-
 #[cfg(unix)]
 /// A forked child that exits normally writes its own report, beside its parent's: `.PID`
 /// appended to a file path, or `{pid}` in the path replaced in both.
@@ -535,194 +472,9 @@ fn a_forked_child_does_not_overwrite_the_parents_report() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
-#[cfg(unix)]
-/// A value that is not UTF-8, in any variable profpoint reads: one line naming it, and the
-/// program runs (a variable read only when another turns its feature on gets that one set).
-fn non_utf8_environment_values_get_one_clear_line() {
-    use std::os::unix::ffi::OsStrExt;
-    let bad = std::ffi::OsStr::from_bytes(b"\xff\xfe");
-    for (var, with) in [
-        ("PROFPOINT_REPORT", None),
-        ("PROFPOINT_ENABLE", None),
-        ("PROFPOINT_DISABLE", None),
-        ("PROFPOINT_SAMPLE", None),
-        ("PROFPOINT_SUBTRACT_OVERHEAD", None),
-        ("PROFPOINT_BUDGET", None),
-        ("PROFPOINT_CLOCK", None),
-        ("PROFPOINT_TRACE", None),
-        ("PROFPOINT_HEATMAP", None),
-        ("PROFPOINT_HZ", Some(("PROFPOINT_HEATMAP", "1"))),
-        ("PROFPOINT_SHIFT", Some(("PROFPOINT_HEATMAP", "1"))),
-        ("PROFPOINT_HEATMAP_TOP", Some(("PROFPOINT_HEATMAP", "1"))),
-        ("PROFPOINT_HEATMAP_SOURCE", Some(("PROFPOINT_HEATMAP", "1"))),
-        (
-            "PROFPOINT_HEATMAP_EXCLUDE",
-            Some(("PROFPOINT_HEATMAP", "1")),
-        ),
-        ("PROFPOINT_PMU", None),
-        ("PROFPOINT_PMU_LONG", Some(("PROFPOINT_PMU", "software"))),
-        ("PROFPOINT_PMU_WINDOW", Some(("PROFPOINT_PMU", "software"))),
-        ("PROFPOINT_PMU_EVENTS", Some(("PROFPOINT_PMU", "software"))),
-    ] {
-        if cfg!(not(feature = "heatmap")) && (var.contains("HEATMAP") || var.contains("PMU")) {
-            continue;
-        }
-        let mut cmd = common::runner::target_command(std::env::current_exe().unwrap());
-        cmd.env("PROFPOINT_TEST_CHILD", "child_silent")
-            .env_remove("PROFPOINT_REPORT")
-            .env(var, bad);
-        if let Some((k, v)) = with {
-            cmd.env(k, v);
-        }
-        let o = cmd.output().unwrap();
-        let e = stderr(&o);
-        assert!(o.status.success(), "{var}: {}: {e}", o.status);
-        let expected = format!("profpoint: {var}=\"\\xFF\\xFE\": expected UTF-8 text; ignoring it");
-        assert_eq!(
-            e.lines()
-                .filter(|l| l.contains(var) && l.contains("UTF-8"))
-                .count(),
-            1,
-            "{var}: {e}"
-        );
-        assert!(e.lines().any(|l| l == expected), "{var}: {expected}\n{e}");
-    }
-}
-
-fn environment_globs_set_the_status_at_start() {
-    let o = run_child(
-        "child_silent",
-        &[
-            ("PROFPOINT_REPORT", "stderr"),
-            ("PROFPOINT_DISABLE", "*"),
-            ("PROFPOINT_ENABLE", "exit_report::wo*"),
-        ],
-    );
-    let e = stderr(&o);
-    let row = e
-        .lines()
-        .find(|l| l.contains("exit_report::work"))
-        .expect(&e);
-    assert!(row.trim_start().starts_with("on"), "{row}");
-    let o = run_child(
-        "child_silent",
-        &[
-            ("PROFPOINT_REPORT", "stderr"),
-            ("PROFPOINT_DISABLE", "exit_report::*"),
-        ],
-    );
-    let e = stderr(&o);
-    let row = e
-        .lines()
-        .find(|l| l.contains("exit_report::work"))
-        .expect(&e);
-    let f: Vec<&str> = row.split_whitespace().collect();
-    assert_eq!((f[0], f[4]), ("off", "0"), "{row}");
-}
-
 /// The `profpoint:` lines of a child's stderr.
 fn profpoint_lines(e: &str) -> Vec<&str> {
     e.lines().filter(|l| l.starts_with("profpoint")).collect()
-}
-
-/// The name this test binary's copy of profpoint calls itself by in warnings: its file name
-/// where copies find themselves through their ELF note (x86_64 Linux, `copies.rs`), else
-/// "the program" (seen under qemu-aarch64 in CI).
-fn this_object() -> String {
-    if cfg!(all(target_arch = "x86_64", target_os = "linux")) {
-        let exe = std::env::current_exe().unwrap();
-        exe.file_name().unwrap().to_string_lossy().into_owned()
-    } else {
-        "the program".to_owned()
-    }
-}
-
-/// A glob that matches nothing, in any variable that takes globs: one line each, naming the
-/// variable, the glob and a name that looks like it; the program runs as before.
-fn globs_that_match_nothing_get_one_line_each() {
-    let o = run_child(
-        "child_opted_in_then_process_exit",
-        &[
-            ("PROFPOINT_DISABLE", "nosuch::*,["),
-            ("PROFPOINT_ENABLE", "exit_report::*, exit_report::work_fats"),
-            ("PROFPOINT_SAMPLE", "exit_report::work=2,nosuch=count"),
-            ("PROFPOINT_TRACE", "nosuch::*"),
-        ],
-    );
-    let e = stderr(&o);
-    assert_eq!(o.status.code(), Some(3), "{e}");
-    let points = profpoint::points().count();
-    let in_here = format!("{points} points in {}", this_object());
-    let like = |name: &str| format!("(names look like {name})");
-    let traces = if cfg!(target_os = "linux") {
-        format!(
-            "matches none of the 1 tracepoints in {} (names look like {})",
-            this_object(),
-            profpoint::tracepoints()[0].name
-        )
-    } else {
-        format!(
-            "matches nothing: there are no tracepoints in {}",
-            this_object()
-        )
-    };
-    assert_eq!(
-        profpoint_lines(&e),
-        [
-            format!(
-                "profpoint: PROFPOINT_DISABLE=nosuch::*: matches none of the {in_here} {}",
-                like(profpoint::points().next().unwrap().name())
-            ),
-            format!(
-                "profpoint: PROFPOINT_DISABLE=[: matches none of the {in_here} {}; only * and ? \
-                 are wildcards, [ matches itself",
-                like(profpoint::points().next().unwrap().name())
-            ),
-            format!(
-                "profpoint: PROFPOINT_ENABLE=exit_report::work_fats: matches none of the \
-                 {in_here} {}",
-                like("exit_report::work_fast")
-            ),
-            format!(
-                "profpoint: PROFPOINT_SAMPLE=nosuch: matches none of the {in_here} {}",
-                like(profpoint::points().next().unwrap().name())
-            ),
-            format!("profpoint: PROFPOINT_TRACE=nosuch::*: {traces}"),
-        ],
-        "{e}"
-    );
-    // The globs that matched did their work: the report is there, work timed one call in 2.
-    let row = e
-        .lines()
-        .find(|l| l.contains("exit_report::work "))
-        .expect(&e);
-    assert!(row.trim_start().starts_with("1/2 "), "{row}");
-}
-
-/// Every variable set to something that works: not one line from profpoint.
-fn a_good_configuration_prints_nothing() {
-    let dir = std::env::temp_dir().join(format!("profpoint-good-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let spec = format!(
-        "json:{},csv:{}",
-        dir.join("r-{pid}.json").display(),
-        dir.join("r.csv").display()
-    );
-    let mut env = vec![
-        ("PROFPOINT_REPORT", spec.as_str()),
-        ("PROFPOINT_DISABLE", "exit_report::work_fast"),
-        ("PROFPOINT_ENABLE", "exit_report::w*, exit_report::?ork"),
-        ("PROFPOINT_SAMPLE", "exit_report::work=2"),
-    ];
-    if cfg!(target_os = "linux") {
-        env.push(("PROFPOINT_TRACE", "*::refused"));
-    }
-    let o = run_child("child_silent", &env);
-    let e = stderr(&o);
-    assert!(o.status.success(), "{e}");
-    assert_eq!(e, "");
-    assert!(dir.join("r.csv").is_file());
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// A report folder that does not exist is said at start-up, for the path the exit report
@@ -1033,139 +785,48 @@ fn main() {
         return;
     }
     let args = libtest_mimic::Arguments::from_args();
+    /// A test function as a trial of its own name.
+    macro_rules! trial {
+        ($f:ident) => {
+            libtest_mimic::Trial::test(stringify!($f), || {
+                $f();
+                Ok(())
+            })
+        };
+    }
     #[cfg_attr(not(unix), allow(unused_mut))] // every push below is Unix-only
     let mut tests = vec![
-        libtest_mimic::Trial::test("reports_are_replaced_whole_while_being_read", || {
-            reports_are_replaced_whole_while_being_read();
-            Ok(())
-        }),
-        libtest_mimic::Trial::test("relative_report_paths_name_the_starting_folder", || {
-            relative_report_paths_name_the_starting_folder();
-            Ok(())
-        }),
-        libtest_mimic::Trial::test(
-            "a_bad_heatmap_variable_is_one_line_and_the_program_runs",
-            || {
-                a_bad_heatmap_variable_is_one_line_and_the_program_runs();
-                Ok(())
-            },
-        ),
-        libtest_mimic::Trial::test("the_main_attribute_opts_in", || {
-            the_main_attribute_opts_in();
-            Ok(())
-        }),
-        libtest_mimic::Trial::test(
-            "an_opted_in_program_prints_the_table_even_through_process_exit",
-            || {
-                an_opted_in_program_prints_the_table_even_through_process_exit();
-                Ok(())
-            },
-        ),
-        libtest_mimic::Trial::test(
-            "a_program_that_did_not_opt_in_stays_silent_unless_asked",
-            || {
-                a_program_that_did_not_opt_in_stays_silent_unless_asked();
-                Ok(())
-            },
-        ),
-        libtest_mimic::Trial::test("report_off_silences_an_opted_in_program", || {
-            report_off_silences_an_opted_in_program();
-            Ok(())
-        }),
-        libtest_mimic::Trial::test("folded_and_flame_reports_are_written", || {
-            folded_and_flame_reports_are_written();
-            Ok(())
-        }),
-        libtest_mimic::Trial::test("json_and_csv_reports_are_written_and_parse_back", || {
-            json_and_csv_reports_are_written_and_parse_back();
-            Ok(())
-        }),
-        libtest_mimic::Trial::test(
-            "bad_environment_values_get_one_clear_line_and_the_default",
-            || {
-                bad_environment_values_get_one_clear_line_and_the_default();
-                Ok(())
-            },
-        ),
-        libtest_mimic::Trial::test("environment_globs_set_the_status_at_start", || {
-            environment_globs_set_the_status_at_start();
-            Ok(())
-        }),
-        libtest_mimic::Trial::test("globs_that_match_nothing_get_one_line_each", || {
-            globs_that_match_nothing_get_one_line_each();
-            Ok(())
-        }),
-        libtest_mimic::Trial::test("a_good_configuration_prints_nothing", || {
-            a_good_configuration_prints_nothing();
-            Ok(())
-        }),
-        libtest_mimic::Trial::test(
-            "a_missing_report_folder_is_said_at_start_and_the_table_kept",
-            || {
-                a_missing_report_folder_is_said_at_start_and_the_table_kept();
-                Ok(())
-            },
-        ),
-        libtest_mimic::Trial::test("subtracting_the_overhead_is_said_in_the_header", || {
-            subtracting_the_overhead_is_said_in_the_header();
-            Ok(())
-        }),
+        trial!(reports_are_replaced_whole_while_being_read),
+        trial!(relative_report_paths_name_the_starting_folder),
+        trial!(a_bad_heatmap_variable_is_one_line_and_the_program_runs),
+        trial!(the_main_attribute_opts_in),
+        trial!(an_opted_in_program_prints_the_table_even_through_process_exit),
+        trial!(a_program_that_did_not_opt_in_stays_silent_unless_asked),
+        trial!(report_off_silences_an_opted_in_program),
+        trial!(folded_and_flame_reports_are_written),
+        trial!(json_and_csv_reports_are_written_and_parse_back),
+        trial!(bad_environment_values_get_one_clear_line_and_the_default),
+        trial!(environment_globs_set_the_status_at_start),
+        trial!(globs_that_match_nothing_get_one_line_each),
+        trial!(a_good_configuration_prints_nothing),
+        trial!(a_missing_report_folder_is_said_at_start_and_the_table_kept),
+        trial!(subtracting_the_overhead_is_said_in_the_header),
     ];
     #[cfg(all(feature = "heatmap", target_os = "linux"))]
-    tests.push(libtest_mimic::Trial::test(
-        "hardware_metrics_or_a_clear_reason_why_not",
-        || {
-            hardware_metrics_or_a_clear_reason_why_not();
-            Ok(())
-        },
-    ));
+    tests.push(trial!(hardware_metrics_or_a_clear_reason_why_not));
     #[cfg(all(feature = "heatmap", target_os = "linux"))]
-    tests.push(libtest_mimic::Trial::test(
-        "software_clock_metrics_join_the_exit_report",
-        || {
-            software_clock_metrics_join_the_exit_report();
-            Ok(())
-        },
-    ));
+    tests.push(trial!(software_clock_metrics_join_the_exit_report));
     #[cfg(all(feature = "heatmap", target_os = "linux"))]
-    tests.push(libtest_mimic::Trial::test(
-        "heatmap_joins_the_exit_report",
-        || {
-            heatmap_joins_the_exit_report();
-            Ok(())
-        },
-    ));
+    tests.push(trial!(heatmap_joins_the_exit_report));
     #[cfg(target_os = "linux")]
-    tests.push(libtest_mimic::Trial::test(
-        "a_w_xor_x_policy_refuses_patching_with_a_clear_error",
-        || {
-            a_w_xor_x_policy_refuses_patching_with_a_clear_error();
-            Ok(())
-        },
+    tests.push(trial!(a_w_xor_x_policy_refuses_patching_with_a_clear_error));
+    #[cfg(unix)]
+    tests.push(trial!(
+        an_unwritable_report_is_one_line_and_the_table_goes_to_stderr
     ));
     #[cfg(unix)]
-    tests.push(libtest_mimic::Trial::test(
-        "an_unwritable_report_is_one_line_and_the_table_goes_to_stderr",
-        || {
-            an_unwritable_report_is_one_line_and_the_table_goes_to_stderr();
-            Ok(())
-        },
-    ));
+    tests.push(trial!(a_forked_child_does_not_overwrite_the_parents_report));
     #[cfg(unix)]
-    tests.push(libtest_mimic::Trial::test(
-        "a_forked_child_does_not_overwrite_the_parents_report",
-        || {
-            a_forked_child_does_not_overwrite_the_parents_report();
-            Ok(())
-        },
-    ));
-    #[cfg(unix)]
-    tests.push(libtest_mimic::Trial::test(
-        "non_utf8_environment_values_get_one_clear_line",
-        || {
-            non_utf8_environment_values_get_one_clear_line();
-            Ok(())
-        },
-    ));
+    tests.push(trial!(non_utf8_environment_values_get_one_clear_line));
     libtest_mimic::run(&args, tests).exit();
 }
