@@ -2,7 +2,7 @@
 //! not UTF-8 or a glob that matches nothing is one clear line and the program runs; a good
 //! configuration prints nothing; globs set the points' status before `main`.
 
-use super::{common, profpoint_lines, run_child, stderr};
+use super::{profpoint_lines, run_child, stderr};
 
 pub(super) fn a_bad_heatmap_variable_is_one_line_and_the_program_runs() {
     let o = run_child(
@@ -103,7 +103,7 @@ pub(super) fn non_utf8_environment_values_get_one_clear_line() {
         if cfg!(not(feature = "heatmap")) && (var.contains("HEATMAP") || var.contains("PMU")) {
             continue;
         }
-        let mut cmd = common::runner::target_command(std::env::current_exe().unwrap());
+        let mut cmd = super::common::runner::target_command(std::env::current_exe().unwrap());
         cmd.env("PROFPOINT_TEST_CHILD", "child_silent")
             .env_remove("PROFPOINT_REPORT")
             .env(var, bad);

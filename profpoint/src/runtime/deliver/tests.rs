@@ -1,3 +1,4 @@
+use super::file::{NAME_MAX, random_u64, temp_name};
 use super::*;
 use std::path::Path;
 
