@@ -51,6 +51,8 @@ fn big(seed: u64, slow: bool) -> Report {
             sampling: None,
             estimated: false,
             nr: timed,
+            nr_ci95: None,
+            nr_estimated: false,
             timed,
             nested: 0,
             total_ns: total,

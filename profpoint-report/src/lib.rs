@@ -55,6 +55,8 @@ pub(crate) fn test_point(name: &str, line: u32) -> PointReport {
         sampling: None,
         estimated: false,
         nr: 1,
+        nr_ci95: None,
+        nr_estimated: false,
         timed: 1,
         nested: 0,
         total_ns: 10,

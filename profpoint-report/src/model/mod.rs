@@ -228,6 +228,16 @@ pub struct PointReport {
     /// overhead budget times in bursts, the calls between bursts are estimated (from each
     /// burst's calls and its share of the round) and `estimated` is true.
     pub nr: u64,
+    /// When `nr` holds calls estimated between bursts: the half-width of its 95% confidence
+    /// interval (`nr` plus or minus this); `None` when every call was counted (`nr` is exact,
+    /// as it is for every point the user did not put in bursts).
+    #[serde(default)]
+    pub nr_ci95: Option<u64>,
+    /// Whether `nr` holds calls estimated between bursts, or is only a lower bound: calls
+    /// went unseen in bursts and no burst has told how many yet (`nr_ci95` is then `None`).
+    /// False: `nr` is exact.
+    #[serde(default)]
+    pub nr_estimated: bool,
     /// Calls whose interval is in `total_ns` (outermost and timed).
     pub timed: u64,
     /// Calls re-entered while the point was already active on the thread (recursion): counted

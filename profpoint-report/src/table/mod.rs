@@ -89,7 +89,7 @@ pub fn write_table(report: &Report, w: &mut dyn Write) -> io::Result<()> {
             secs(p.total_ns, p.estimated),
             p.self_ns
                 .map_or_else(|| "-".to_string(), |ns| secs(ns, p.estimated)),
-            p.nr,
+            calls(p),
             p.avg_ns,
             p.p50_ns,
             p.p99_ns,
@@ -197,6 +197,18 @@ fn write_idle(report: &Report, w: &mut dyn Write) -> io::Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// A point's calls as the table shows them: exact as they are, `~N` when some were estimated
+/// between bursts, `≥N` when some went unseen and none has been estimated yet.
+fn calls(p: &PointReport) -> String {
+    if p.nr_ci95.is_some() {
+        format!("~{}", p.nr)
+    } else if p.nr_estimated {
+        format!("≥{}", p.nr)
+    } else {
+        p.nr.to_string()
+    }
 }
 
 /// The points' self time as the sampler's stacks saw it (`PointReport::sampled_self`), when
@@ -342,23 +354,30 @@ fn write_budget(report: &Report, w: &mut dyn Write) -> io::Result<()> {
         .max(16);
     writeln!(
         w,
-        "{:>7}  {:>7}  {:>7}  {:>9}  {:>9}  {:<name_w$}",
-        "now", "worst", "changes", "first(s)", "total±95%", "name"
+        "{:>7}  {:>7}  {:>7}  {:>9}  {:>9}  {:>9}  {:<name_w$}",
+        "now", "worst", "changes", "first(s)", "calls±95%", "total±95%", "name"
     )?;
     for t in &b.throttled {
-        let ci = report
-            .points
-            .iter()
-            .find(|p| p.name == t.point && p.total_ns > 0)
-            .map_or_else(
-                || "-".to_string(),
-                |p| {
-                    format!(
-                        "±{:.1}%",
-                        100.0 * p.total_ci95_ns as f64 / p.total_ns as f64
-                    )
-                },
-            );
+        let row = report.points.iter().find(|p| p.name == t.point);
+        // The count's interval where calls between bursts were estimated; "exact" otherwise.
+        let calls = row.map_or_else(
+            || "-".to_string(),
+            |p| match p.nr_ci95 {
+                Some(ci) if p.nr > 0 => format!("±{:.1}%", 100.0 * ci as f64 / p.nr as f64),
+                Some(_) => "-".to_string(),
+                None if p.nr_estimated => "at least".to_string(),
+                None => "exact".to_string(),
+            },
+        );
+        let ci = row.filter(|p| p.total_ns > 0).map_or_else(
+            || "-".to_string(),
+            |p| {
+                format!(
+                    "±{:.1}%",
+                    100.0 * p.total_ci95_ns as f64 / p.total_ns as f64
+                )
+            },
+        );
         let worst = if t.worst == "off" {
             format!("off@{:.0}/s", t.off_calls_per_s)
         } else {
@@ -366,17 +385,18 @@ fn write_budget(report: &Report, w: &mut dyn Write) -> io::Result<()> {
         };
         writeln!(
             w,
-            "{:>7}  {:>7}  {:>7}  {:>9.3}  {:>9}  {:<name_w$}",
+            "{:>7}  {:>7}  {:>7}  {:>9.3}  {:>9}  {:>9}  {:<name_w$}",
             t.now,
             worst,
             t.changes,
             t.first_at_s,
+            calls,
             ci,
             escape(&t.point)
         )?;
     }
     let counts = if b.throttled.iter().any(|t| t.worst == "burst") {
-        "counts stay exact but for points in bursts (estimated between them)"
+        "counts stay exact but for points in bursts (estimated between them: ~ in the nr column, calls±95% here; ≥ where no burst has told yet)"
     } else {
         "every count is exact"
     };

@@ -217,3 +217,54 @@ fn the_heatmap_table_says_why_it_differs_from_the_stacks_self_time() {
     r.heatmap.as_mut().unwrap().by = heatmap::By::Bucket;
     assert!(note(&r).is_empty(), "by bucket, no note");
 }
+
+/// Calls estimated between bursts read `~N` in the nr column and their interval in the
+/// throttle section; calls no burst has told yet read `≥N` and "at least"; others as they are.
+#[test]
+fn estimated_and_lower_bound_counts_are_marked() {
+    let mut r = Report::empty();
+    r.points = vec![
+        point("db::exact", 1),
+        point("db::estimated", 2),
+        point("db::unknown", 3),
+    ];
+    r.points[0].nr = 7;
+    r.points[1].nr = 1_000;
+    r.points[1].nr_ci95 = Some(100);
+    r.points[1].nr_estimated = true;
+    r.points[2].nr = 5;
+    r.points[2].nr_estimated = true;
+    r.budget.percent = Some(2.0);
+    r.budget.throttled = ["db::estimated", "db::unknown"]
+        .iter()
+        .map(|p| crate::ThrottledPoint {
+            point: p.to_string(),
+            now: "burst".into(),
+            worst: "burst".into(),
+            changes: 1,
+            first_at_s: 0.1,
+            off_calls_per_s: 1e8,
+            isolated_avg_ns: None,
+        })
+        .collect();
+    let t = r.to_table();
+    let nr = |name: &str| {
+        let l = t
+            .lines()
+            .find(|l| l.split_whitespace().nth(1) == Some(name))
+            .unwrap_or_else(|| panic!("{name}: {t}"));
+        l.split_whitespace().nth(4).unwrap().to_string()
+    };
+    assert_eq!(nr("db::exact"), "7", "{t}");
+    assert_eq!(nr("db::estimated"), "~1000", "{t}");
+    assert_eq!(nr("db::unknown"), "≥5", "{t}");
+    let throttle = |name: &str| {
+        t.lines()
+            .rev()
+            .find(|l| l.trim_end().ends_with(name))
+            .unwrap_or_else(|| panic!("{name}: {t}"))
+            .to_string()
+    };
+    assert!(throttle("db::estimated").contains("±10.0%"), "{t}");
+    assert!(throttle("db::unknown").contains("at least"), "{t}");
+}

@@ -336,7 +336,10 @@ impl BurstRound {
             );
         }
         if !self.reliable || !(self.saw || state.pool.1 >= MIN_REFERENCE) {
-            // Seen calls are exact; the rest of the round waits for a burst that tells.
+            // Seen calls are exact; the rest of the round waits for a burst that tells (until
+            // one does, the count is a lower bound, and says so).
+            est.estimated = true;
+            est.unseen_unknown = true;
             est.fold(d);
             state.seen += d.nr();
             state.reference += self.reference.all;

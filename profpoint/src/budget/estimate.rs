@@ -27,6 +27,14 @@ pub(crate) struct Est {
     pub(super) burst_var: f64,
     /// The last burst round's total per tick of the round (for the next one's variance).
     pub(super) burst_rate: Option<f64>,
+    /// The variance of the calls estimated between bursts, summed over the rounds, and the
+    /// last round's estimated calls per tick (for the next one's), as `burst_var` and
+    /// `burst_rate` are for the total.
+    pub(super) count_var: f64,
+    pub(super) count_rate: Option<f64>,
+    /// Whether rounds in bursts wait for a burst that tells their calls (none has yet): their
+    /// unseen calls are unknown, and the count is a lower bound with no interval.
+    pub(super) unseen_unknown: bool,
     /// The mean call of its last bursts, which a burst is judged against, and how many
     /// bursts (or calls in them) were taken as stalled (see `fold_burst`).
     pub(super) burst_means: Recent,
@@ -135,6 +143,8 @@ impl Est {
         round_ticks: f64,
     ) {
         self.estimated = true;
+        // The rounds that waited are estimated with this one (`seen_before`, `round_ticks`).
+        self.unseen_unknown = false;
         // Seen: before the burst began (in the state the round started in), and in it.
         self.fold(&delta(d, w));
         self.fold(w);
@@ -175,6 +185,17 @@ impl Est {
             }
         }
         let unseen_all = (calls - (d.nr() + seen_before) as f64).max(0.0);
+        // The calls are counted whether or not the bursts can price them (a burst that timed
+        // none leaves them unpriced, not uncounted). Their error bar as the total's below:
+        // the spread between successive rounds' estimated call rates stands for one round's;
+        // the first round's counts as uncertain by its estimate over the calls it saw.
+        self.unseen_all += unseen_all;
+        let count_rate = unseen_all / round_ticks.max(1.0);
+        self.count_var += match self.count_rate {
+            Some(prev) => (count_rate - prev).powi(2) / 2.0 * round_ticks * round_ticks,
+            None => unseen_all * unseen_all / w.nr().max(1) as f64,
+        };
+        self.count_rate = Some(count_rate);
         if unseen_all == 0.0 || self.burst_pool_timed <= 0.0 {
             return;
         }
@@ -183,7 +204,6 @@ impl Est {
         self.total += x;
         self.self_ticks += unseen_outer * self.burst_pool_self / self.burst_pool_timed;
         self.unseen_outer += unseen_outer;
-        self.unseen_all += unseen_all;
         // One burst is a sample of its round: the spread between successive rounds' estimated
         // rates (half the mean squared successive difference, which a slow drift of the rate
         // does not inflate) stands for the spread of one round's; the first, with nothing to
@@ -219,6 +239,20 @@ impl Est {
     /// Calls estimated between bursts: (outermost, all).
     pub(crate) fn unseen(&self) -> (f64, f64) {
         (self.unseen_outer, self.unseen_all)
+    }
+
+    /// The 95% half-width of the calls estimated between bursts; `None` when no call was
+    /// estimated (every call was counted: the count is exact) or when some are unknown
+    /// ([`Est::count_unknown`]).
+    pub(crate) fn unseen_ci95(&self) -> Option<f64> {
+        (!self.unseen_unknown && (self.unseen_all > 0.0 || self.count_var > 0.0))
+            .then(|| 1.96 * self.count_var.sqrt())
+    }
+
+    /// Whether some of its calls went unseen in bursts and no burst has told how many yet:
+    /// the count is then a lower bound.
+    pub(crate) fn count_unknown(&self) -> bool {
+        self.unseen_unknown
     }
 
     /// Closes the pending stratum. One with fewer than [`MIN_TIMED`] timed calls (the last,
@@ -304,6 +338,7 @@ impl Est {
             unseen_outer: (a.unseen_outer - b.unseen_outer).max(0.0),
             unseen_all: (a.unseen_all - b.unseen_all).max(0.0),
             burst_var: (a.burst_var - b.burst_var).max(0.0),
+            count_var: (a.count_var - b.count_var).max(0.0),
             burst_stalls: a.burst_stalls.saturating_sub(b.burst_stalls),
             ..a
         }
@@ -321,6 +356,8 @@ impl Est {
             unseen_outer: a.unseen_outer + b.unseen_outer,
             unseen_all: a.unseen_all + b.unseen_all,
             burst_var: a.burst_var + b.burst_var,
+            count_var: a.count_var + b.count_var,
+            count_rate: a.count_rate.or(b.count_rate),
             burst_stalls: a.burst_stalls + b.burst_stalls,
             ..a
         }

@@ -275,12 +275,38 @@ fn a_burst_that_tells_nothing_waits_for_one_that_does() {
     );
     assert_eq!(st.pool, (0.0, 0.0));
     assert_eq!((st.seen, st.reference), (5, 10_000));
+    // Until a burst tells, the count is a lower bound: estimated, with no interval.
+    assert!(
+        e.estimated && e.count_unknown() && e.unseen_ci95().is_none(),
+        "{e:?}"
+    );
     // The next burst tells for both rounds: 100 per reference call, 20,000 of theirs.
     let w = calls(1000, 10);
     let got = round(10, 10_000, true, true).fold(&mut e, &mut st, &w, &w, &Scalars::default());
     assert_eq!(got, Some(2_000_000.0));
     assert_eq!(e.unseen().1, 2_000_000.0 - 1005.0);
     assert_eq!((st.seen, st.reference, st.ticks), (0, 0, 0.0));
+    assert!(!e.count_unknown() && e.unseen_ci95().is_some(), "{e:?}");
+}
+
+#[test]
+fn estimated_calls_carry_an_interval_from_the_rounds_spread() {
+    let (mut e, mut st) = (Est::default(), BurstState::default());
+    let w = calls(1000, 10);
+    // Never in bursts: exact, no interval.
+    assert_eq!(e.unseen_ci95(), None);
+    // One round: its estimate over the calls it saw (999,000 unseen, 1,000 seen).
+    round(10, 10_000, true, true).fold(&mut e, &mut st, &w, &w, &Scalars::default());
+    let first = e.unseen_ci95().unwrap();
+    assert!(
+        (first - 1.96 * 999_000.0 / 1000f64.sqrt()).abs() < 1.0,
+        "{first}"
+    );
+    // A second round at the same rate adds nothing; one at twice the rate adds its spread.
+    round(10, 10_000, true, true).fold(&mut e, &mut st, &w, &w, &Scalars::default());
+    assert!((e.unseen_ci95().unwrap() - first).abs() < 1e-6);
+    round(10, 20_000, true, true).fold(&mut e, &mut st, &w, &w, &Scalars::default());
+    assert!(e.unseen_ci95().unwrap() > first * 1.5, "{e:?}");
 }
 
 #[test]

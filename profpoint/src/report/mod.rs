@@ -400,6 +400,8 @@ fn point_report(
         sampling: p.sampling(),
         estimated,
         nr: c.nr() + unseen_all.round() as u64,
+        nr_ci95: est.unseen_ci95().map(|ci| ci.round() as u64),
+        nr_estimated: est.count_unknown() || est.unseen_ci95().is_some(),
         timed: c.timed,
         nested: c.nested,
         total_ns,

@@ -223,6 +223,8 @@ fn json_is_what_serde_json_writes() {
             sampling: (round % 2 == 1).then_some(round),
             estimated: round % 2 == 1,
             nr: next(s),
+            nr_ci95: None,
+            nr_estimated: false,
             timed: next(s) >> 3,
             nested: 0,
             total_ns: u64::MAX,
