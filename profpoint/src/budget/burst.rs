@@ -55,11 +55,16 @@ pub(super) fn burst(points: &[(usize, Mode)], window: Duration) {
     let zeroth = timed_read(&mut start);
     std::thread::sleep(warm_up(window));
     let from = clock::now();
+    let (process0, own0) = (cpu_ns(Cpu::Process), cpu_ns(Cpu::Thread));
     let mut before = Vec::new();
     let first = timed_read(&mut before);
     std::thread::sleep(window);
     let mut after = Vec::new();
     let second = timed_read(&mut after);
+    // The program's CPU time in the window: the process's less the controller's own.
+    let program_ns = cpu_ns(Cpu::Process)
+        .saturating_sub(process0)
+        .saturating_sub(cpu_ns(Cpu::Thread).saturating_sub(own0));
     let edges_after = crate::tree::edges();
     let mut c = state();
     c.fold_edges(&edges_before, &edges_after);
@@ -69,6 +74,7 @@ pub(super) fn burst(points: &[(usize, Mode)], window: Duration) {
     c.window_reliable = [zeroth, first, second]
         .iter()
         .all(|&t| clk.to_ns(t) < quick);
+    c.window_ran = program_ns >= window.as_nanos() as u64 / 2;
     // The counts are the span between the reads' middles: the window less half of each.
     c.window_reads = (first + second) / 2;
     c.window_warm_ticks = from.saturating_sub(c.window_start);
@@ -194,6 +200,7 @@ impl Controller {
                 .max(1) as f64,
             warm: self.window_warm_ticks as f64,
             saw: burst_saw_calls(&self.points, &self.window_calls),
+            ran: self.window_ran,
             reliable: self.window_reliable,
         })
     }
@@ -298,6 +305,9 @@ pub(super) struct BurstRound {
     pub(super) warm: f64,
     /// Whether the burst saw a call of any point in it.
     pub(super) saw: bool,
+    /// Whether the program ran during it (see `Controller::window_ran`): then a burst that
+    /// saw no call tells the round's calls too (none, at its share of the round).
+    pub(super) ran: bool,
     /// Whether its counts compare (see `Controller::window_reliable`).
     pub(super) reliable: bool,
 }
@@ -305,7 +315,8 @@ pub(super) struct BurstRound {
 impl BurstRound {
     /// Folds the round `d` of a point in bursts into `est`, `w` its calls in the burst's
     /// window and `u` in its warm-up: estimated if the burst tells (reliable, and with
-    /// reference points or a call seen), else kept for the next burst that does (`state`).
+    /// reference points, a call seen, or the program running through it without calling
+    /// them), else kept for the next burst that does (`state`).
     /// Returns the round's estimated calls (the kept rounds' included), if estimated.
     ///
     /// The warm-up's calls count in the ratio to the reference points, theirs too: control
@@ -335,7 +346,7 @@ impl BurstRound {
                 state.pool.1 * KEEP + (self.reference.inside + self.reference.warm) as f64,
             );
         }
-        if !self.reliable || !(self.saw || state.pool.1 >= MIN_REFERENCE) {
+        if !self.reliable || !(self.saw || self.ran || state.pool.1 >= MIN_REFERENCE) {
             // Seen calls are exact; the rest of the round waits for a burst that tells (until
             // one does, the count is a lower bound, and says so).
             est.estimated = true;
@@ -392,7 +403,7 @@ pub(super) fn burst_extra(round: &BurstRound, timed: u64) -> Option<(f64, f64)> 
 }
 
 /// Whether the last burst saw a call of any point in it (none: the program's threads did not
-/// run during it, on a loaded machine, and it stands for nothing).
+/// run during it, on a loaded machine, or ran without calling them: `window_ran` tells which).
 pub(super) fn burst_saw_calls(points: &[PointState], window_calls: &[Scalars]) -> bool {
     points
         .iter()

@@ -86,6 +86,11 @@ pub(super) struct Controller {
     /// preempted read some points' counters milliseconds after
     /// others', and its calls in the burst do not compare.
     pub(super) window_reliable: bool,
+    /// Whether the program ran during the last burst's window (its threads, the controller's
+    /// aside, had at least half of a CPU for it): a burst that then saw no call of its points
+    /// tells that they were not called (a quiet phase), where one the program did not run in
+    /// (a loaded machine) tells nothing.
+    pub(super) window_ran: bool,
     /// The reference set of the last burst round folded ([`burst::Reference::set_of`]).
     pub(super) reference_set: u64,
     /// Ticks at the last burst's window's two reads of the counters, half of each (the window's

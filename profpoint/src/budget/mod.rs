@@ -67,8 +67,10 @@
 //!   0.49-2.06x the true count beside two busy loops; the ratio 0.86-1.02x, with rare outliers
 //!   near 1.5x: `tests/budget.rs`). With no point beside the bursts, a burst stands for its
 //!   share of the round's time. A burst whose counter reads were slow (the controller
-//!   preempted between two points' reads) or that saw nothing tells nothing: its round waits
-//!   for the next burst that tells. The pools start again when the set of points beside the
+//!   preempted between two points' reads), or that saw nothing while the program did not
+//!   run (a loaded machine), tells nothing: its round waits for the next burst that tells. One
+//!   that saw nothing while the program ran tells a quiet round (its points not called: a
+//!   phase without them), which, waiting, a busy phase's burst would have stood for. The pools start again when the set of points beside the
 //!   bursts changes (a ratio to one set is not a ratio to another);
 //! - times: the calls not seen at the bursts' mean call (pooled too); a burst whose mean call
 //!   is over 4 times the median of the point's last 15 bursts' means, or whose longest call
@@ -395,6 +397,7 @@ impl Controller {
         window_warm: Vec::new(),
         window_warm_ticks: 0,
         window_reliable: false,
+        window_ran: false,
         reference_set: 0,
         window_reads: 0,
         in_context: (0.0, 0.0),

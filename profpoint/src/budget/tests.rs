@@ -214,6 +214,7 @@ fn round(inside: u64, all: u64, saw: bool, reliable: bool) -> BurstRound {
         on: 1e5,
         warm: 0.0,
         saw,
+        ran: false,
         reliable,
     }
 }
@@ -287,6 +288,27 @@ fn a_burst_that_tells_nothing_waits_for_one_that_does() {
     assert_eq!(e.unseen().1, 2_000_000.0 - 1005.0);
     assert_eq!((st.seen, st.reference, st.ticks), (0, 0, 0.0));
     assert!(!e.count_unknown() && e.unseen_ci95().is_some(), "{e:?}");
+}
+
+#[test]
+fn a_burst_that_saw_no_call_while_the_program_ran_tells_a_quiet_round() {
+    // No reference points, no call in the burst: the program did not run (a loaded
+    // machine), and the round waits; or it ran and did not call the point (a quiet phase),
+    // and the round had none but those seen before the burst.
+    let none = Scalars::default();
+    let seen = calls(5, 10);
+    let (mut e, mut st) = (Est::default(), BurstState::default());
+    assert_eq!(
+        round(0, 0, false, true).fold(&mut e, &mut st, &seen, &none, &none),
+        None
+    );
+    assert!(e.count_unknown());
+    let (mut e, mut st) = (Est::default(), BurstState::default());
+    let mut quiet = round(0, 0, false, true);
+    quiet.ran = true;
+    assert_eq!(quiet.fold(&mut e, &mut st, &seen, &none, &none), Some(0.0));
+    assert!(!e.count_unknown(), "{e:?}");
+    assert_eq!(e.unseen().1, 0.0);
 }
 
 #[test]
