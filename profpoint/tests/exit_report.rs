@@ -413,6 +413,19 @@ fn folded_and_flame_reports_are_written() {
     let ns: u64 = line["exit_report::work ".len()..].parse().unwrap();
     assert!(ns >= 20_000_000, "{line}");
     for svg in ["a.svg", "p.svg"] {
+        if cfg!(not(feature = "flame")) {
+            // Built without flame graphs: each flame destination is one line naming the
+            // feature, and the others are written.
+            let e = stderr(&o);
+            assert_eq!(
+                e.matches("flame graphs need profpoint's `flame` feature")
+                    .count(),
+                2,
+                "{e}"
+            );
+            assert!(!std::path::Path::new(&path(svg)).exists());
+            continue;
+        }
         let text = std::fs::read_to_string(path(svg)).unwrap();
         assert!(
             text.contains("<svg") && text.contains("exit_report::work ("),
@@ -812,6 +825,8 @@ fn main() {
         trial!(a_missing_report_folder_is_said_at_start_and_the_table_kept),
         trial!(subtracting_the_overhead_is_said_in_the_header),
     ];
+    #[cfg(not(feature = "heatmap"))]
+    tests.push(trial!(a_sampler_asked_for_without_its_feature_is_one_line));
     #[cfg(all(feature = "heatmap", target_os = "linux"))]
     tests.push(trial!(hardware_metrics_or_a_clear_reason_why_not));
     #[cfg(all(feature = "heatmap", target_os = "linux"))]

@@ -202,6 +202,15 @@ fn init_inner() {
         // PROFPOINT_REPORT says where.
         plan().opted_in = true;
     }
+    #[cfg(not(feature = "heatmap"))]
+    for var in ["PROFPOINT_HEATMAP", "PROFPOINT_PMU"] {
+        if env::var(var).is_some_and(|v| !matches!(v.trim(), "" | "0")) {
+            crate::diag::warn_line!(
+                "profpoint: {var} is set, but this program was built without profpoint's \
+                 `heatmap` feature (the sampler); no sampler, the rest of the report as asked"
+            );
+        }
+    }
     #[cfg(feature = "serve")]
     super::serve::start_from_env();
     #[cfg(not(feature = "serve"))]

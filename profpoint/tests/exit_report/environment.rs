@@ -100,7 +100,11 @@ pub(super) fn non_utf8_environment_values_get_one_clear_line() {
         ("PROFPOINT_PMU_WINDOW", Some(("PROFPOINT_PMU", "software"))),
         ("PROFPOINT_PMU_EVENTS", Some(("PROFPOINT_PMU", "software"))),
     ] {
-        if cfg!(not(feature = "heatmap")) && (var.contains("HEATMAP") || var.contains("PMU")) {
+        // Without the sampler its variables are not read (asking for it is one line of its
+        // own: `a_sampler_asked_for_without_its_feature_is_one_line`).
+        let sampler = |v: &str| v.contains("HEATMAP") || v.contains("PMU");
+        if cfg!(not(feature = "heatmap")) && (sampler(var) || with.is_some_and(|(k, _)| sampler(k)))
+        {
             continue;
         }
         let mut cmd = super::common::runner::target_command(std::env::current_exe().unwrap());
@@ -254,4 +258,27 @@ pub(super) fn a_good_configuration_prints_nothing() {
     assert_eq!(e, "");
     assert!(dir.join("r.csv").is_file());
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A sampler asked for in a build without it (`--no-default-features`): one line naming the
+/// variable and the feature, and the rest of the report as asked.
+#[cfg(not(feature = "heatmap"))]
+pub(super) fn a_sampler_asked_for_without_its_feature_is_one_line() {
+    let o = run_child(
+        "child_silent",
+        &[
+            ("PROFPOINT_HEATMAP", "1"),
+            ("PROFPOINT_PMU", "software"),
+            ("PROFPOINT_REPORT", "stderr"),
+        ],
+    );
+    assert!(o.status.success());
+    let e = stderr(&o);
+    for var in ["PROFPOINT_HEATMAP", "PROFPOINT_PMU"] {
+        let said = format!(
+            "profpoint: {var} is set, but this program was built without profpoint's `heatmap` feature"
+        );
+        assert_eq!(e.matches(&said).count(), 1, "{e}");
+    }
+    assert!(e.contains("exit_report::work"), "{e}");
 }
