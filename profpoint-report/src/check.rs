@@ -18,7 +18,9 @@ impl Report {
     ///   none estimated) whose children's totals add up to more than its own (a child runs
     ///   inside its parent's interval), or, with no compensation anywhere in the run, whose
     ///   self time is negative;
-    /// - a negative or non-finite cost in the budget's section.
+    /// - a negative or non-finite cost in the budget's section;
+    /// - an interval on a figure not marked an estimate (`nr_ci95` without `nr_estimated`,
+    ///   `total_ci95_ns` without `estimated`): a reader would take the figure as exact.
     pub fn impossible(&self) -> Vec<String> {
         let mut out = Vec::new();
         let threads = self.run.shards.max(1) as u64;
@@ -39,6 +41,18 @@ impl Report {
                 out.push(format!(
                     "{}: self time {own} ns above its total {} ns",
                     p.name, p.total_ns
+                ));
+            }
+            if p.nr_ci95.is_some() && !p.nr_estimated {
+                out.push(format!(
+                    "{}: a count interval of {:?} on a count not marked estimated",
+                    p.name, p.nr_ci95
+                ));
+            }
+            if p.total_ci95_ns > 0 && !p.estimated {
+                out.push(format!(
+                    "{}: a total interval of {} ns on a total not marked estimated",
+                    p.name, p.total_ci95_ns
                 ));
             }
             if p.timed > 0 {
@@ -116,5 +130,24 @@ impl Report {
             }
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Report, test_point};
+
+    #[test]
+    fn an_interval_on_a_figure_not_marked_estimated_is_impossible() {
+        let mut r = Report::empty();
+        r.points = vec![test_point("a", 1), test_point("b", 2)];
+        assert_eq!(r.impossible(), Vec::<String>::new());
+        r.points[0].nr_ci95 = Some(5);
+        r.points[1].total_ci95_ns = 7;
+        let bad = r.impossible();
+        assert_eq!(bad.len(), 2, "{bad:?}");
+        r.points[0].nr_estimated = true;
+        r.points[1].estimated = true;
+        assert_eq!(r.impossible(), Vec::<String>::new());
     }
 }

@@ -110,6 +110,8 @@ pub(crate) fn collect(opts: &ReportOptions) -> Report {
                 r.total_ns = ns(split.total);
                 r.self_ns = Some(ns(split.own));
                 r.total_ci95_ns = ns(split.ci95);
+                // Its mean call times its calls: an estimate, and marked so.
+                r.estimated = true;
                 r.avg_ns = ns(split.mean);
                 r.wall_percent = percent(r.total_ns, wall_ns);
             }
