@@ -82,3 +82,7 @@ tidy_target() {
     echo "=== $STEP_PREFIX: removing $1 ($(du -sh "$1" 2>/dev/null | cut -f1))" >&2
     rm -rf "$1"
 }
+
+# The features of profpoint's build for the consumers' tests in scripts/test-ci, which
+# scripts/render-svg reuses (the same features: no second build).
+export PROFPOINT_CI_FEATURES="serve,criterion"
