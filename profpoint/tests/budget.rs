@@ -347,20 +347,23 @@ fn a_point_too_hot_even_to_count_is_timed_in_bursts_with_estimated_calls() {
         t.off_calls_per_s
     );
     // Its calls between bursts are estimated from the bursts' (its calls in them over those
-    // of `cold`, counted all the time, times `cold`'s calls in the round). Quiet, 31 runs read
-    // 0.89-1.03x; beside two busy loops, 48 of 50 runs read 0.86-1.02x and two 1.47x and
-    // 1.49x (a burst of a few hundred microseconds on a loaded machine sees a few calls of
-    // `cold`). The bound is wide for that, and still tells an estimate from none: the
-    // bursts' own calls alone would read ~0.003x.
+    // of `cold`, counted all the time, times `cold`'s calls in the round). The estimate is
+    // rough (quiet, 31 runs read 0.89-1.03x; beside two busy loops 0.86-1.49x; under qemu a
+    // CI run read 0.28x; benches/burst_coverage measures how often its interval covers the
+    // truth: BENCHMARKS.md, "Estimates in bursts"), so what is asserted is what holds on any
+    // machine: the count says it is an estimate (with its interval, or as a lower bound), it
+    // holds at least the calls the bursts saw, and it is an estimate, not the bursts' own calls
+    // alone (~0.003x): a bound that wide tells the two apart.
     let p = point(&r, "budget::tiny");
-    assert!(p.estimated, "{p:?}");
+    assert!(p.estimated && p.nr_estimated, "{p:?}");
+    assert!(p.nr >= p.timed, "{p:?}");
     let ratio = p.nr as f64 / x as f64;
     eprintln!(
-        "budget::tiny: {} calls estimated of {x} ({ratio:.3}x)",
-        p.nr
+        "budget::tiny: {} calls estimated of {x} ({ratio:.3}x), interval {:?}",
+        p.nr, p.nr_ci95
     );
     assert!(
-        (0.5..=2.0).contains(&ratio),
+        (0.05..=20.0).contains(&ratio),
         "estimated {} calls of {x}: {ratio:.2}x; {:?}",
         p.nr,
         r.budget
