@@ -113,6 +113,20 @@ impl Recent {
     }
 }
 
+/// The variance one burst round adds to an estimate of `x` over `round_ticks`: half the
+/// squared difference between its rate and the last round's (`last`, updated here), times
+/// the round squared; the first round, with nothing to compare, is uncertain by its whole
+/// estimate over the `seen` calls it stands on.
+fn round_variance(last: &mut Option<f64>, x: f64, round_ticks: f64, seen: u64) -> f64 {
+    let rate = x / round_ticks.max(1.0);
+    let var = match *last {
+        Some(prev) => (rate - prev).powi(2) / 2.0 * round_ticks * round_ticks,
+        None => x * x / seen.max(1) as f64,
+    };
+    *last = Some(rate);
+    var
+}
+
 impl Est {
     /// Adds the change `d` of a point's counters over one round.
     pub(crate) fn fold(&mut self, d: &Scalars) {
@@ -190,12 +204,7 @@ impl Est {
         // the spread between successive rounds' estimated call rates stands for one round's;
         // the first round's counts as uncertain by its estimate over the calls it saw.
         self.unseen_all += unseen_all;
-        let count_rate = unseen_all / round_ticks.max(1.0);
-        self.count_var += match self.count_rate {
-            Some(prev) => (count_rate - prev).powi(2) / 2.0 * round_ticks * round_ticks,
-            None => unseen_all * unseen_all / w.nr().max(1) as f64,
-        };
-        self.count_rate = Some(count_rate);
+        self.count_var += round_variance(&mut self.count_rate, unseen_all, round_ticks, w.nr());
         if unseen_all == 0.0 || self.burst_pool_timed <= 0.0 {
             return;
         }
@@ -208,12 +217,7 @@ impl Est {
         // rates (half the mean squared successive difference, which a slow drift of the rate
         // does not inflate) stands for the spread of one round's; the first, with nothing to
         // compare, counts as uncertain by its whole estimate over the calls it timed.
-        let rate = x / round_ticks.max(1.0);
-        self.burst_var += match self.burst_rate {
-            Some(prev) => (rate - prev).powi(2) / 2.0 * round_ticks * round_ticks,
-            None => x * x / w.timed.max(1) as f64,
-        };
-        self.burst_rate = Some(rate);
+        self.burst_var += round_variance(&mut self.burst_rate, x, round_ticks, w.timed);
     }
 
     /// Adds a round of a point not in bursts while others were: `d` is the round, `w` what

@@ -70,8 +70,9 @@
 //!   preempted between two points' reads), or that saw nothing while the program did not
 //!   run (a loaded machine), tells nothing: its round waits for the next burst that tells. One
 //!   that saw nothing while the program ran tells a quiet round (its points not called: a
-//!   phase without them), which, waiting, a busy phase's burst would have stood for. The pools start again when the set of points beside the
-//!   bursts changes (a ratio to one set is not a ratio to another);
+//!   phase without them), which, waiting, a busy phase's burst would have stood for. The
+//!   pools start again when the set of points beside the bursts changes (a ratio to one set
+//!   is not a ratio to another);
 //! - times: the calls not seen at the bursts' mean call (pooled too); a burst whose mean call
 //!   is over 4 times the median of the point's last 15 bursts' means, or whose longest call
 //!   (a new maximum) is over 1,000 times the others' mean, held a stall, which is counted

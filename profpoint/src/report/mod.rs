@@ -376,6 +376,7 @@ fn point_report(
     let in_hist: u64 = c.hist.iter().sum();
     // Calls made between the budget's bursts, estimated (none for a point never in bursts).
     let (unseen_outer, unseen_all) = est.unseen();
+    let nr_ci95 = est.unseen_ci95();
     // Outermost calls: the timed ones and those left untimed (estimated like them).
     let outer = (c.timed + c.skipped) as f64 + unseen_outer;
     let total_ticks = (est_total - sub_ticks * outer).max(0.0);
@@ -402,8 +403,8 @@ fn point_report(
         sampling: p.sampling(),
         estimated,
         nr: c.nr() + unseen_all.round() as u64,
-        nr_ci95: est.unseen_ci95().map(|ci| ci.round() as u64),
-        nr_estimated: est.count_unknown() || est.unseen_ci95().is_some(),
+        nr_ci95: nr_ci95.map(|ci| ci.round() as u64),
+        nr_estimated: est.count_unknown() || nr_ci95.is_some(),
         timed: c.timed,
         nested: c.nested,
         total_ns,
