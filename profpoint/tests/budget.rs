@@ -400,15 +400,36 @@ fn a_point_too_hot_even_to_count_is_timed_in_bursts_with_estimated_calls() {
         own.abs_diff(row_self) as f64 <= rounding,
         "tree {own} ns of self time, row {row_self} (rounding {rounding:.0})"
     );
-    // The cheap point, the estimate's reference, was never off nor in bursts.
-    assert!(
-        r.budget
-            .events
-            .iter()
-            .all(|e| e.point != "budget::cold" || (e.to != "off" && e.to != "burst")),
-        "{:?}",
-        r.budget
-    );
+    // The cheap point, the estimate's reference, was never off nor in bursts, where the
+    // budget can hold it counted. Under emulation it cannot: qemu-aarch64 prices a counted
+    // call at ~58 ns, and `cold`'s ~16,000 calls a second then cost ~0.09% of a CPU, nearly
+    // the whole 0.1%, on top of `tiny`'s bursts; the controller is right to put it in bursts
+    // then, and the estimate above holds without it.
+    let cold_peak = r
+        .budget
+        .events
+        .iter()
+        .filter(|e| e.point == "budget::cold")
+        .map(|e| e.calls_per_s)
+        .fold(0.0, f64::max);
+    let cold_share = r.budget.cost_counted_ns * cold_peak / 1e9 * 100.0;
+    if cold_share < 0.05 {
+        assert!(
+            r.budget
+                .events
+                .iter()
+                .all(|e| e.point != "budget::cold" || (e.to != "off" && e.to != "burst")),
+            "{:?}",
+            r.budget
+        );
+    } else {
+        eprintln!(
+            "budget::cold counted costs {cold_share:.3}% of a CPU at its peak rate \
+             ({cold_peak:.0} calls/s at {:.1} ns a call), over half the 0.1% budget: \
+             whether it stays counted is not checked on this machine",
+            r.budget.cost_counted_ns
+        );
+    }
 }
 
 #[test]
