@@ -84,5 +84,6 @@ tidy_target() {
 }
 
 # The features of profpoint's build for the consumers' tests in scripts/test-ci, which
-# scripts/render-svg reuses (the same features: no second build).
-export PROFPOINT_CI_FEATURES="serve,criterion"
+# scripts/render-svg reuses (the same features: no second build). The sampler and the flame
+# graphs are opt-in features; the consumers read their exports too.
+export PROFPOINT_CI_FEATURES="serve,criterion,heatmap,flame"

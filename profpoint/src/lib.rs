@@ -29,7 +29,8 @@
 //! - [`tracepoint!`] declares a tracepoint: a site that costs one instruction until a probe
 //!   is attached at run time (see the [`mod@tracepoint`] module); [`trace!`] fires one with lazily
 //!   evaluated arguments.
-//! - [`start_heatmap`] (or `PROFPOINT_HEATMAP=1`) adds the sampling heatmap to the report.
+//! - `start_heatmap` (or `PROFPOINT_HEATMAP=1`; the `heatmap` feature) adds the sampling
+//!   heatmap to the report.
 //!
 //! Every point is a `static` gathered by the linker into one section, so the table lists every
 //! point compiled into the program, hit or not. Counters live in per-thread shards written with
@@ -40,7 +41,12 @@
 //! `PROFPOINT_DISABLE`, `PROFPOINT_SAMPLE`, `PROFPOINT_SUBTRACT_OVERHEAD`, `PROFPOINT_CLOCK`.
 //!
 //! ## Features
-//! - `heatmap` (default): link the `heatmap` sampler.
+//! None by default: the points, tracepoints, the budget, the table and every export but flame
+//! graphs' SVG. README's "Features" has what each costs a build.
+//! - `heatmap`: link the `heatmap` sampler (`start_heatmap`, `PROFPOINT_HEATMAP`, its stacks,
+//!   `PROFPOINT_PMU`).
+//! - `flame`: flame graphs as SVG (`flame:PATH`, `points-flame:PATH`), drawn by `inferno`.
+//! - `serve`: live reports over HTTP (`profpoint::serve`, `PROFPOINT_SERVE`).
 //! - `off`: every macro expands to the bare code; the functions stay and report nothing.
 //! - `criterion`: `profpoint::criterion::Profiler`, a points (and heatmap) report per
 //!   benchmark under `cargo bench -- --profile-time N`.

@@ -1,5 +1,6 @@
 //! The criterion hook: a profiled benchmark leaves its own points report (and heatmap dump)
-//! in criterion's profile directory. Run by `scripts/test-ci` with `--features criterion`.
+//! in criterion's profile directory, the dump with the `heatmap` feature. Run by
+//! `scripts/test-ci` with `--features criterion` and the sampler's.
 
 use std::time::Duration;
 
@@ -20,8 +21,11 @@ fn not_in_the_benchmark() {}
 fn a_profiled_benchmark_writes_its_points_report_and_heatmap() {
     not_in_the_benchmark(); // before the benchmark: the hook's reset must drop it
     let dir = std::env::temp_dir().join(format!("profpoint-criterion-{}", std::process::id()));
+    #[cfg(feature = "heatmap")]
     let profiler =
         profpoint::criterion::Profiler::with_heatmap(profpoint::heatmap::Config::new().hz(1000));
+    #[cfg(not(feature = "heatmap"))]
+    let profiler = profpoint::criterion::Profiler::new();
     let mut c = criterion::Criterion::default()
         .output_directory(&dir)
         .with_profiler(profiler)
@@ -49,8 +53,16 @@ fn a_profiled_benchmark_writes_its_points_report_and_heatmap() {
     );
     let table = std::fs::read_to_string(profile.join("profpoint.txt")).unwrap();
     assert!(table.contains("criterion_hook::hashing"), "{table}");
-    let dump = std::fs::read(profile.join("heatmap.dump")).unwrap();
-    let heat = profpoint::heatmap::Profile::read_dump(&dump).unwrap();
-    assert!(heat.total_samples() > 0);
+    #[cfg(feature = "heatmap")]
+    {
+        let dump = std::fs::read(profile.join("heatmap.dump")).unwrap();
+        let heat = profpoint::heatmap::Profile::read_dump(&dump).unwrap();
+        assert!(heat.total_samples() > 0);
+    }
+    #[cfg(not(feature = "heatmap"))]
+    assert!(
+        !profile.join("heatmap.dump").exists(),
+        "no sampler without the heatmap feature"
+    );
     std::fs::remove_dir_all(&dir).ok();
 }

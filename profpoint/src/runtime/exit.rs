@@ -207,7 +207,8 @@ fn init_inner() {
         if env::var(var).is_some_and(|v| !matches!(v.trim(), "" | "0")) {
             crate::diag::warn_line!(
                 "profpoint: {var} is set, but this program was built without profpoint's \
-                 `heatmap` feature (the sampler); no sampler, the rest of the report as asked"
+                 `heatmap` feature (the sampler: features = [\"heatmap\"]); no sampler, the \
+                 rest of the report as asked"
             );
         }
     }

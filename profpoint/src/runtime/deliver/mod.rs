@@ -339,7 +339,7 @@ pub(crate) fn write_to(report: &Report, d: &Destination) -> std::io::Result<()> 
         }
         #[cfg(not(feature = "flame"))]
         Destination::Flame(_) | Destination::PointsFlame(_) => Err(std::io::Error::other(
-            "flame graphs need profpoint's `flame` feature (on by default); \
+            "flame graphs need profpoint's `flame` feature (features = [\"flame\"]); \
              folded:PATH writes the same stacks for inferno-flamegraph",
         )),
     }
