@@ -82,6 +82,23 @@ mod linux {
         }
     }
 
+    /// A subscriber that enables every span and records nothing.
+    struct Nothing;
+
+    impl tracing::Subscriber for Nothing {
+        fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+            true
+        }
+        fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+            tracing::span::Id::from_u64(1)
+        }
+        fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+        fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+        fn event(&self, _: &tracing::Event<'_>) {}
+        fn enter(&self, _: &tracing::span::Id) {}
+        fn exit(&self, _: &tracing::span::Id) {}
+    }
+
     /// `traced` under `dispatch`, the thread's default for these rounds only.
     fn under(rounds: usize, dispatch: tracing::Dispatch) -> f64 {
         tracing::dispatcher::with_default(&dispatch, || cpu_ns_per_call(rounds, calls(traced)))
@@ -110,62 +127,69 @@ mod linux {
         // would otherwise land on every row measured after them.
         profpoint::set_budget(None);
         let mut check = profpoint_benches::Targets::default();
-        let row = |name: &str, ns: f64| {
+        // `TRACING_SPANS_ONLY=text`: only the rows whose name holds it, and no targets (to read
+        // one row under `perf record`).
+        let only = std::env::var("TRACING_SPANS_ONLY").ok();
+        let row = |name: &str, measure: &mut dyn FnMut() -> f64| {
+            if only.as_ref().is_some_and(|o| !name.contains(o.as_str())) {
+                return f64::NAN;
+            }
+            let ns = measure();
             println!("CPU {ns:>8.1}  {name}");
             ns
         };
         println!(
             "== per call, ns (min of {rounds} rounds): the calling thread's wall time, the process's CPU (all threads)"
         );
-        let bare_ns = row("bare function", cpu_ns_per_call(rounds, calls(bare)));
-        let point = row(
-            "#[profile_point], timed",
-            cpu_ns_per_call(rounds, calls(pointed)),
-        );
-        row(
-            "#[instrument], no subscriber",
+        let bare_ns = row("bare function", &mut || {
+            cpu_ns_per_call(rounds, calls(bare))
+        });
+        let point = row("#[profile_point], timed", &mut || {
+            cpu_ns_per_call(rounds, calls(pointed))
+        });
+        row("#[instrument], no subscriber", &mut || {
             under(
                 rounds,
                 tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default()),
-            ),
-        );
-        let registry = row(
-            "#[instrument], Registry alone",
+            )
+        });
+        // What `tracing` itself costs with a subscriber that does nothing (the same id for
+        // every span, nothing recorded): the floor under every subscriber row.
+        row("#[instrument], a subscriber doing nothing", &mut || {
+            under(rounds, tracing::Dispatch::new(Nothing))
+        });
+        let registry = row("#[instrument], Registry alone", &mut || {
             under(
                 rounds,
                 tracing::Dispatch::new(tracing_subscriber::registry()),
-            ),
-        );
-        let layer = row(
-            "#[instrument], profpoint layer on Registry",
+            )
+        });
+        let layer = row("#[instrument], profpoint layer on Registry", &mut || {
             under(
                 rounds,
                 tracing::Dispatch::new(
                     tracing_subscriber::registry().with(profpoint_tracing::layer()),
                 ),
-            ),
-        );
-        let standalone = row(
-            "#[instrument], profpoint subscriber",
+            )
+        });
+        let standalone = row("#[instrument], profpoint subscriber", &mut || {
             under(
                 rounds,
                 tracing::Dispatch::new(profpoint_tracing::subscriber()),
-            ),
-        );
-        row(
-            "#[instrument], fmt layer, output discarded",
+            )
+        });
+        row("#[instrument], fmt layer, output discarded", &mut || {
             under(
                 rounds,
                 tracing::Dispatch::new(
                     tracing_subscriber::registry()
                         .with(tracing_subscriber::fmt::layer().with_writer(std::io::sink)),
                 ),
-            ),
-        );
+            )
+        });
         // tracing-timing times the gaps between a span's events; with close events on, a span
         // with none is timed from its opening to its close.
-        let timing = row(
-            "#[instrument], tracing-timing layer",
+        let timing = row("#[instrument], tracing-timing layer", &mut || {
             under(
                 rounds,
                 tracing::Dispatch::new(
@@ -177,39 +201,40 @@ mod linux {
                             }),
                     ),
                 ),
-            ),
-        );
+            )
+        });
         let flame = row(
             "#[instrument], tracing-flame layer (to a sink)",
-            under(
-                rounds,
-                tracing::Dispatch::new(
-                    tracing_subscriber::registry()
-                        .with(tracing_flame::FlameLayer::new(std::io::sink())),
-                ),
-            ),
+            &mut || {
+                under(
+                    rounds,
+                    tracing::Dispatch::new(
+                        tracing_subscriber::registry()
+                            .with(tracing_flame::FlameLayer::new(std::io::sink())),
+                    ),
+                )
+            },
         );
         puffin::set_scopes_on(false);
-        row(
-            "puffin scope, profiling off",
-            cpu_ns_per_call(rounds, puffin_calls),
-        );
+        row("puffin scope, profiling off", &mut || {
+            cpu_ns_per_call(rounds, puffin_calls)
+        });
         puffin::set_scopes_on(true);
-        row(
-            "puffin scope, profiling on",
-            cpu_ns_per_call(rounds, puffin_calls),
-        );
+        row("puffin scope, profiling on", &mut || {
+            cpu_ns_per_call(rounds, puffin_calls)
+        });
         puffin::set_scopes_on(false);
         let _hotpath = setup();
-        row(
-            "fastrace LocalSpan (with a reporter)",
-            cpu_ns_per_call(rounds, fastrace_calls),
-        );
-        row(
-            "hotpath #[measure]",
-            cpu_ns_per_call(rounds, calls(hp_work)),
-        );
+        row("fastrace LocalSpan (with a reporter)", &mut || {
+            cpu_ns_per_call(rounds, fastrace_calls)
+        });
+        row("hotpath #[measure]", &mut || {
+            cpu_ns_per_call(rounds, calls(hp_work))
+        });
 
+        if only.is_some() {
+            return;
+        }
         check.target(
             "standalone subscriber / #[profile_point]",
             (standalone - bare_ns) / (point - bare_ns),

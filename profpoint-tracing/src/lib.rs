@@ -62,6 +62,7 @@
 
 mod callsites;
 mod layer;
+mod spans;
 mod stack;
 mod subscriber;
 

@@ -1,25 +1,22 @@
 //! [`ProfpointSubscriber`]: the bridge as a subscriber of its own, with nothing else to run.
 //!
 //! # Mechanism
-//! - A span whose callsite has a point gets a [`SpanData`] in a lock-free slab ([`SPANS`]):
-//!   its callsite's slot, a count of references and its call's state ([`SplitCall`], under a
-//!   mutex: a span may be entered on two threads at once). Its id is its slab key (plus one,
-//!   doubled: bit 0 clear); the key's generation makes an id that names no open span find
-//!   nothing. `clone_span` adds a reference, `try_close` drops one, and the last one records
-//!   the call ([`SplitCall::finish`]) and frees the entry. An enter holds no reference: a
-//!   span is closed while entered only if an `Entered` guard was forgotten, and then its
-//!   exit finds no data and records the segment's time without the call.
+//! - A span whose callsite has a point gets a slot in [`crate::spans`]: its callsite, a count
+//!   of references and its call's state (`SplitCall`, under the slot's lock bit: a span may
+//!   be entered on two threads at once). Its id is the slot's index and generation (bit 0
+//!   clear); an id that names no open span finds nothing. `clone_span` adds a reference,
+//!   `try_close` drops one, and the last one records the call (`SplitCall::finish`) and frees
+//!   the slot. An enter holds no reference: a span is closed while entered only if an
+//!   `Entered` guard was forgotten, and then its exit finds no data and records the segment's
+//!   time without the call.
 //! - A span whose callsite has no point (the pool or the table is full) keeps no state: its
 //!   id carries the callsite's slot plus one in bits 1..=13 (bit 0 set: never an address)
 //!   and a serial number above (blocks of 1,024 handed to each thread from one atomic
 //!   counter), so ids of open spans are unique.
 
-use crate::{callsites, count_event, stack};
-use profpoint::__private::SplitCall;
-use sharded_slab::Slab;
+use crate::{callsites, count_event, spans, stack};
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{LazyLock, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
 use tracing_core::span::{Attributes, Current, Id, Record};
 use tracing_core::subscriber::Interest;
 use tracing_core::{Event, Metadata, Subscriber};
@@ -62,55 +59,13 @@ fn serial() -> u64 {
         .unwrap_or_else(|_| new_block())
 }
 
-/// A span with a point: its entry in [`SPANS`].
-struct SpanData {
-    /// The callsite's slot (it has a point).
-    slot: usize,
-    /// `tracing`'s handles to the span.
-    refs: AtomicUsize,
-    call: Mutex<SplitCall>,
-}
-
-/// The spans with a point, open or entered: a lock-free slab (the one `tracing-subscriber`'s
-/// registry uses), whose keys carry a generation, so an id that names no open span (stale, or
-/// not this subscriber's) finds nothing rather than another span's data.
-static SPANS: LazyLock<Slab<SpanData>> = LazyLock::new(Slab::new);
-
-/// The slab key of a span id with data (`None`: a stateless id, bit 0 set).
-fn key_of(id: u64) -> Option<usize> {
-    if id & 1 != 0 {
-        return None;
-    }
-    usize::try_from(id >> 1).ok()?.checked_sub(1)
-}
-
-/// The data of span `id`, if it has some.
-fn data(id: u64) -> Option<sharded_slab::Entry<'static, SpanData>> {
-    SPANS.get(key_of(id)?)
-}
-
-/// Drops one reference to the span of `id` (with data); the last records its call and frees
-/// its data. Whether it was the last.
+/// Drops one reference to the span of `id` (with data); the last records its call. Whether
+/// it was the last.
 fn release(id: u64) -> bool {
-    let Some(key) = key_of(id) else {
+    let Some((call, slot)) = spans::release(id) else {
         return false;
     };
-    let last = match SPANS.get(key) {
-        // AcqRel: this thread's uses of the span happen before the last reference's `take`,
-        // on whichever thread (as `Arc`'s drop).
-        Some(d) => d.refs.fetch_sub(1, Ordering::AcqRel) == 1,
-        None => return false,
-    };
-    if !last {
-        return false;
-    }
-    // The entry guard above is dropped: `take` waits for other guards only (a passing
-    // enter's or exit's, on a span closed while entered).
-    let Some(d) = SPANS.take(key) else {
-        return false;
-    };
-    let call = d.call.into_inner().unwrap_or_else(|e| e.into_inner());
-    if let Some(point) = callsites::point(d.slot) {
+    if let Some(point) = callsites::point(slot) {
         call.finish(point);
     }
     true
@@ -118,8 +73,8 @@ fn release(id: u64) -> bool {
 
 /// The callsite slot of a span id.
 fn slot_of(id: u64) -> Option<usize> {
-    if key_of(id).is_some() {
-        return data(id).map(|d| d.slot);
+    if id & 1 == 0 {
+        return spans::lock(id).map(|l| l.callsite());
     }
     (((id >> 1) & ((1 << SLOT_BITS) - 1)) as usize).checked_sub(1)
 }
@@ -160,16 +115,8 @@ impl Subscriber for ProfpointSubscriber {
     fn new_span(&self, span: &Attributes<'_>) -> Id {
         let slot = callsites::slot(span.metadata());
         if let Some(slot) = slot.filter(|&s| callsites::point(s).is_some()) {
-            let data = SpanData {
-                slot,
-                refs: AtomicUsize::new(1),
-                call: Mutex::new(SplitCall::new()),
-            };
-            // Bit 0 clear, never 0. A full slab (not expected) leaves the span stateless.
-            if let Some(id) = SPANS
-                .insert(data)
-                .and_then(|key| u64::try_from(key).ok()?.checked_add(1)?.checked_mul(2))
-            {
+            // Bit 0 clear, never 0. No slot left (4 M spans open) leaves the span stateless.
+            if let Some(id) = spans::alloc(slot) {
                 return Id::from_u64(id);
             }
         }
@@ -179,10 +126,7 @@ impl Subscriber for ProfpointSubscriber {
     }
 
     fn clone_span(&self, id: &Id) -> Id {
-        if let Some(d) = data(id.into_u64()) {
-            // Relaxed: a new reference from one held (as `Arc::clone`).
-            d.refs.fetch_add(1, Ordering::Relaxed);
-        }
+        spans::add_ref(id.into_u64());
         id.clone()
     }
 
@@ -202,30 +146,24 @@ impl Subscriber for ProfpointSubscriber {
 
     fn enter(&self, span: &Id) {
         let id = span.into_u64();
-        let Some(d) = data(id) else {
+        let Some(mut l) = spans::lock(id) else {
             stack::enter(id, || None);
             return;
         };
-        let Some(point) = callsites::point(d.slot) else {
+        let Some(point) = callsites::point(l.callsite()) else {
+            drop(l);
             stack::enter(id, || None);
             return;
         };
-        stack::enter(id, || {
-            let mut call = d.call.lock().unwrap_or_else(|e| e.into_inner());
-            Some((point, call.enter(point)))
-        });
+        stack::enter(id, || Some((point, l.call().enter(point))));
     }
 
     fn exit(&self, span: &Id) {
         stack::exit(span.into_u64(), |id, _point, segment| {
             // Gone only if the span was closed while entered (an `Entered` guard forgotten):
             // the segment's time is recorded, its call was at the close.
-            match data(id) {
-                Some(d) => d
-                    .call
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .exit(segment),
+            match spans::lock(id) {
+                Some(mut l) => l.call().exit(segment),
                 None => stack::end_lost(segment),
             }
         });

@@ -1,0 +1,382 @@
+//! The standalone subscriber's open spans: a slab of slots, each with its span's call, found
+//! from the span's id with one load and locked with one compare-and-swap.
+//!
+//! # Mechanism
+//! - Slots live in pages of [`PAGE`] allocated on first use and never freed (a page pointer,
+//!   once set, stays), up to [`PAGES`] of them. A slot's index and generation make the span's
+//!   id ([`Spans::alloc`]); an id whose generation is not its slot's (a stale id, or not this
+//!   subscriber's) finds nothing.
+//! - A slot's state is one word: its generation (high 32 bits), its references (`tracing`'s
+//!   handles to the span, bits 1..32) and a lock bit (bit 0). Every change of the state takes
+//!   the lock first (a compare-and-swap from an unlocked state with the id's generation and at
+//!   least one reference), so the holder knows the whole word and releases it with a plain
+//!   store: an enter or an exit costs one locked instruction, where a general slab's guard and
+//!   a mutex took four. The call and the callsite are read and written only under the lock, or
+//!   by the thread that took a free slot and has not published it yet.
+//! - The last reference's close bumps the generation (stale ids then find nothing) and puts
+//!   the slot on this thread's free list; lists past [`BATCH`] slots give half to a shared one,
+//!   and a thread with none takes a batch from it, or a slot never used. A thread's list goes
+//!   to the shared one when the thread ends.
+//! - The lock is held for a few dozen instructions (a segment's start or end); a second thread
+//!   entering the same span at that moment spins, then yields.
+
+use profpoint::__private::SplitCall;
+use std::cell::{RefCell, UnsafeCell};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
+
+/// Slots per page (a power of two).
+const PAGE: usize = 4096;
+const PAGE_BITS: u32 = PAGE.trailing_zeros();
+/// Pages at most: 4 M spans open at once.
+const PAGES: usize = 1024;
+/// Free slots a thread keeps before it hands half to the shared list.
+const BATCH: usize = 64;
+
+const LOCKED: u64 = 1;
+const REF: u64 = 2;
+const REFS: u64 = 0xffff_fffe;
+/// Generations wrap at 2^31 (an id has 31 bits for it).
+const GENERATIONS: u64 = 0x7fff_ffff;
+
+/// One span's state.
+struct Slot {
+    state: AtomicU64,
+    call: UnsafeCell<SplitCall>,
+    /// The span's callsite slot (`crate::callsites`).
+    callsite: UnsafeCell<usize>,
+}
+
+// SAFETY: `call` and `callsite` are accessed only by the holder of the slot's lock bit, or by
+// the one thread that took the slot off a free list and has not yet published it (its state
+// has no reference, so no lock can be taken). `SplitCall` is `Send`.
+unsafe impl Sync for Slot {}
+
+impl Slot {
+    const fn new() -> Slot {
+        Slot {
+            state: AtomicU64::new(0),
+            call: UnsafeCell::new(SplitCall::new()),
+            callsite: UnsafeCell::new(0),
+        }
+    }
+}
+
+static PAGE_PTRS: [AtomicPtr<Slot>; PAGES] =
+    [const { AtomicPtr::new(std::ptr::null_mut()) }; PAGES];
+/// Slots never used start here.
+static NEXT: AtomicU32 = AtomicU32::new(0);
+/// Free slots handed back by threads.
+static SHARED: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+
+/// This thread's free slots; given to [`SHARED`] when the thread ends.
+struct Local(Vec<u32>);
+
+impl Drop for Local {
+    fn drop(&mut self) {
+        if !self.0.is_empty() {
+            shared().extend(self.0.drain(..));
+        }
+    }
+}
+
+thread_local! {
+    static LOCAL: RefCell<Local> = const { RefCell::new(Local(Vec::new())) };
+}
+
+fn shared() -> std::sync::MutexGuard<'static, Vec<u32>> {
+    // A panic under the lock (none is expected) leaves a valid list.
+    SHARED.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The slot of `index`, if its page exists.
+#[inline]
+fn slot(index: u32) -> Option<&'static Slot> {
+    let index = index as usize;
+    let page = PAGE_PTRS.get(index >> PAGE_BITS)?.load(Ordering::Acquire);
+    if page.is_null() {
+        return None;
+    }
+    // SAFETY: a non-null page pointer points at `PAGE` slots, never freed; the offset is
+    // below `PAGE`.
+    Some(unsafe { &*page.add(index & (PAGE - 1)) })
+}
+
+/// The slot of `index`, its page made if missing; `None` past [`PAGES`].
+fn slot_made(index: u32) -> Option<&'static Slot> {
+    let p = PAGE_PTRS.get(index as usize >> PAGE_BITS)?;
+    if p.load(Ordering::Acquire).is_null() {
+        let page: Box<[Slot]> = (0..PAGE).map(|_| Slot::new()).collect();
+        let fresh = Box::into_raw(page).cast::<Slot>();
+        // AcqRel: publishes the page's slots; sees another thread's page if it won.
+        if p.compare_exchange(
+            std::ptr::null_mut(),
+            fresh,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        )
+        .is_err()
+        {
+            // SAFETY: `fresh` came from `Box::into_raw` of a `PAGE`-long slice just above and
+            // was never published.
+            drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(fresh, PAGE)) });
+        }
+    }
+    slot(index)
+}
+
+/// A free slot's index: this thread's list, then the shared one, then one never used.
+fn take_free() -> Option<u32> {
+    let local = LOCAL
+        .try_with(|l| {
+            let mut l = l.try_borrow_mut().ok()?;
+            if l.0.is_empty() {
+                let mut s = shared();
+                let n = s.len().min(BATCH);
+                let from = s.len() - n;
+                l.0.extend(s.drain(from..));
+            }
+            l.0.pop()
+        })
+        .ok()
+        .flatten();
+    if local.is_some() {
+        return local;
+    }
+    // Relaxed: only uniqueness matters; the page's publication orders the slot.
+    let i = NEXT.fetch_add(1, Ordering::Relaxed);
+    ((i as usize) < PAGES * PAGE).then_some(i)
+}
+
+/// Gives `index` back (its slot free, its generation bumped).
+fn put_free(index: u32) {
+    let kept = LOCAL
+        .try_with(|l| {
+            let Ok(mut l) = l.try_borrow_mut() else {
+                return false;
+            };
+            l.0.push(index);
+            if l.0.len() > 2 * BATCH {
+                let from = l.0.len() - BATCH;
+                shared().extend(l.0.drain(from..));
+            }
+            true
+        })
+        .unwrap_or(false);
+    if !kept {
+        shared().push(index);
+    }
+}
+
+/// The slot index and generation of an id made by [`alloc`] (bit 0 clear).
+#[inline]
+fn parts(id: u64) -> Option<(u32, u32)> {
+    if id & 1 != 0 {
+        return None;
+    }
+    let index = u32::try_from((id >> 1) & 0xffff_ffff)
+        .ok()?
+        .checked_sub(1)?;
+    Some((index, (id >> 33) as u32))
+}
+
+/// A new span of callsite `callsite` with one reference; its id (bit 0 clear, never 0), or
+/// `None` when no slot is left.
+pub(crate) fn alloc(callsite: usize) -> Option<u64> {
+    let index = take_free()?;
+    let s = slot_made(index)?;
+    // Relaxed: the slot is free (no reference), so no other thread changes it; it was freed
+    // by a release store this thread synchronised with through the free lists.
+    let generation = s.state.load(Ordering::Relaxed) >> 32;
+    // SAFETY: a free slot is this thread's alone until the store below publishes it.
+    unsafe {
+        *s.call.get() = SplitCall::new();
+        *s.callsite.get() = callsite;
+    }
+    // Release: publishes the call and callsite with the reference.
+    s.state.store(generation << 32 | REF, Ordering::Release);
+    Some(generation << 33 | u64::from(index + 1) << 1)
+}
+
+/// A span's slot, locked: the span's call and callsite until dropped.
+pub(crate) struct Locked {
+    slot: &'static Slot,
+    /// The state as locked (lock bit set).
+    state: u64,
+}
+
+impl Locked {
+    pub(crate) fn call(&mut self) -> &mut SplitCall {
+        // SAFETY: this guard holds the slot's lock bit.
+        unsafe { &mut *self.slot.call.get() }
+    }
+
+    pub(crate) fn callsite(&self) -> usize {
+        // SAFETY: this guard holds the slot's lock bit.
+        unsafe { *self.slot.callsite.get() }
+    }
+}
+
+impl Drop for Locked {
+    fn drop(&mut self) {
+        // Release: what was done under the lock happens before the next holder's acquire. A
+        // plain store: no other thread changes a locked state.
+        self.slot
+            .state
+            .store(self.state & !LOCKED, Ordering::Release);
+    }
+}
+
+/// Locks the span of `id`: `None` for an id with no open span (stale, stateless, or not
+/// made here).
+#[inline]
+pub(crate) fn lock(id: u64) -> Option<Locked> {
+    let (index, generation) = parts(id)?;
+    let slot = slot(index)?;
+    let mut spins = 0u32;
+    loop {
+        // Relaxed: the compare-and-swap below acquires.
+        let s = slot.state.load(Ordering::Relaxed);
+        if (s >> 32) as u32 != generation || s & REFS == 0 {
+            return None;
+        }
+        if s & LOCKED != 0 {
+            spins += 1;
+            if spins < 64 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+            continue;
+        }
+        // Acquire: sees what the last holder did; Relaxed on failure: read again.
+        if slot
+            .state
+            .compare_exchange_weak(s, s | LOCKED, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+        {
+            return Some(Locked {
+                slot,
+                state: s | LOCKED,
+            });
+        }
+    }
+}
+
+/// Adds a reference to the span of `id` (`tracing`'s `clone_span`).
+pub(crate) fn add_ref(id: u64) {
+    if let Some(mut l) = lock(id) {
+        // At most 2^31 - 1 handles: past that the count stays (the span is then never freed,
+        // as an `Arc` would abort).
+        if l.state & REFS != REFS {
+            l.state += REF;
+        }
+    }
+}
+
+/// Drops a reference to the span of `id`; the last one frees the slot and returns the span's
+/// call and callsite, to be recorded.
+pub(crate) fn release(id: u64) -> Option<(SplitCall, usize)> {
+    let index = parts(id)?.0;
+    let mut l = lock(id)?;
+    l.state -= REF;
+    if l.state & REFS != 0 {
+        return None;
+    }
+    let call = std::mem::replace(l.call(), SplitCall::new());
+    let callsite = l.callsite();
+    // The next generation (31 bits: an id holds no more), no reference, unlocked once the
+    // guard drops: stale ids find nothing from here.
+    l.state = (((l.state >> 32) + 1) & GENERATIONS) << 32 | LOCKED;
+    drop(l);
+    put_free(index);
+    Some((call, callsite))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_id_finds_its_span_until_its_last_reference_goes() {
+        let id = alloc(7).expect("a slot");
+        assert_eq!(lock(id).map(|l| l.callsite()), Some(7));
+        add_ref(id);
+        assert!(release(id).is_none(), "one reference left");
+        let (_, callsite) = release(id).expect("the last reference");
+        assert_eq!(callsite, 7);
+        assert!(lock(id).is_none(), "a stale id finds nothing");
+        assert!(release(id).is_none());
+        // The slot is reused with a new generation: the old id still finds nothing.
+        let again = alloc(9).expect("a slot");
+        assert_ne!(again, id);
+        assert!(lock(id).is_none());
+        assert_eq!(lock(again).map(|l| l.callsite()), Some(9));
+        assert!(release(again).is_some());
+    }
+
+    #[test]
+    fn ids_not_made_here_find_nothing() {
+        let unmade = ((PAGES * PAGE) as u64) << 1;
+        for id in [0, 1, 3, u64::MAX, u64::MAX - 1, 1 << 40, unmade] {
+            assert!(lock(id).is_none(), "{id}");
+            assert!(release(id).is_none(), "{id}");
+        }
+    }
+
+    #[test]
+    fn threads_locking_one_span_take_turns_and_free_it_once() {
+        let id = alloc(1).expect("a slot");
+        let threads = 4;
+        for _ in 1..threads {
+            add_ref(id);
+        }
+        let freed = std::sync::atomic::AtomicUsize::new(0);
+        let total = std::sync::atomic::AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..threads {
+                s.spawn(|| {
+                    for _ in 0..10_000 {
+                        let mut l = lock(id).expect("open");
+                        // A non-atomic read-modify-write under the lock: lost updates would
+                        // show in the total.
+                        *l.slot_callsite_mut() += 1;
+                    }
+                    if let Some((_, callsite)) = release(id) {
+                        freed.fetch_add(1, Ordering::Relaxed);
+                        total.store(callsite, Ordering::Relaxed);
+                    }
+                });
+            }
+        });
+        assert_eq!(freed.load(Ordering::Relaxed), 1);
+        assert_eq!(total.load(Ordering::Relaxed), 1 + threads * 10_000);
+        assert!(lock(id).is_none());
+    }
+
+    #[test]
+    fn many_spans_across_threads_get_distinct_live_ids() {
+        std::thread::scope(|s| {
+            for t in 0..4 {
+                s.spawn(move || {
+                    let ids: Vec<u64> = (0..3 * BATCH + 5)
+                        .map(|i| alloc(t * 1000 + i).expect("a slot"))
+                        .collect();
+                    for (i, &id) in ids.iter().enumerate() {
+                        assert_eq!(lock(id).map(|l| l.callsite()), Some(t * 1000 + i));
+                    }
+                    for &id in &ids {
+                        assert!(release(id).is_some());
+                    }
+                });
+            }
+        });
+    }
+
+    impl Locked {
+        fn slot_callsite_mut(&mut self) -> &mut usize {
+            // SAFETY: this guard holds the slot's lock bit.
+            unsafe { &mut *self.slot.callsite.get() }
+        }
+    }
+}
