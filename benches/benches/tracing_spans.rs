@@ -11,9 +11,10 @@
 //! ```
 //!
 //! Figures are process CPU per call, all threads (peers that hand records to a worker thread
-//! pay there), the minimum over rounds (the least disturbed round of a shared 2-vCPU VM). Each
-//! subscriber is the thread's default for its own rounds only
-//! (`tracing::dispatcher::with_default`); the overhead budget is off, so every call is timed.
+//! pay there), the least of rounds that take the rows in turn (the least disturbed round of a
+//! shared 2-vCPU VM, with the same disturbances for every row). Each subscriber is the
+//! thread's default for its own rounds only (`tracing::dispatcher::with_default`); the
+//! overhead budget is off, so every call is timed.
 
 // Shared with the point benches; this one uses the peers' workloads and the set-up.
 #[cfg(target_os = "linux")]
@@ -53,25 +54,58 @@ mod linux {
         black_box(x) + 1
     }
 
-    /// Minimum over rounds of the process CPU per call of `f(CALLS)`, after a warm-up; and
-    /// of the calling thread's wall time per call (printed beside it: the two differ where a
-    /// peer's worker threads do part of the work).
-    fn cpu_ns_per_call(rounds: usize, mut f: impl FnMut(u64)) -> f64 {
-        f(CALLS / 10);
-        let mut wall = f64::MAX;
-        let cpu = (0..rounds)
-            .map(|_| {
-                process_cpu_of(|| {
-                    let t = std::time::Instant::now();
-                    f(CALLS);
-                    wall = wall.min(t.elapsed().as_nanos() as f64 / CALLS as f64);
-                })
-                .as_nanos() as f64
-                    / CALLS as f64
-            })
-            .fold(f64::MAX, f64::min);
-        print!("      wall {wall:>8.1}  ");
-        cpu
+    /// One round of `f(CALLS)`: the process's CPU per call and the calling thread's wall time
+    /// per call (the two differ where a peer's worker threads do part of the work).
+    fn one_round(f: &mut dyn FnMut(u64)) -> (f64, f64) {
+        let mut wall = 0.0;
+        let cpu = process_cpu_of(|| {
+            let t = std::time::Instant::now();
+            f(CALLS);
+            wall = t.elapsed().as_nanos() as f64 / CALLS as f64;
+        })
+        .as_nanos() as f64
+            / CALLS as f64;
+        (cpu, wall)
+    }
+
+    /// A row: its name, its calls, and its least CPU and wall time per call so far.
+    struct Row {
+        name: &'static str,
+        run: Box<dyn FnMut(u64)>,
+        cpu: f64,
+        wall: f64,
+    }
+
+    impl Row {
+        fn new(name: &'static str, run: impl FnMut(u64) + 'static) -> Row {
+            Row {
+                name,
+                run: Box::new(run),
+                cpu: f64::MAX,
+                wall: f64::MAX,
+            }
+        }
+    }
+
+    /// Measures `rows` in turn, `rounds` times, each after a warm-up, keeping each row's
+    /// least round: a disturbance of the shared machine that lasts seconds (the neighbours of
+    /// a 2-vCPU VM) then lands on every row alike, not on whichever rows ran during it.
+    /// Prints each row; `only` keeps the rows whose name holds it.
+    fn interleaved(rounds: usize, rows: &mut Vec<Row>, only: Option<&str>) {
+        rows.retain(|r| only.is_none_or(|o| r.name.contains(o)));
+        for r in rows.iter_mut() {
+            (r.run)(CALLS / 10);
+        }
+        for _ in 0..rounds {
+            for r in rows.iter_mut() {
+                let (cpu, wall) = one_round(&mut r.run);
+                r.cpu = r.cpu.min(cpu);
+                r.wall = r.wall.min(wall);
+            }
+        }
+        for r in rows.iter() {
+            println!("      wall {:>8.1}  CPU {:>8.1}  {}", r.wall, r.cpu, r.name);
+        }
     }
 
     fn calls(f: fn(u64) -> u64) -> impl FnMut(u64) {
@@ -99,11 +133,6 @@ mod linux {
         fn exit(&self, _: &tracing::span::Id) {}
     }
 
-    /// `traced` under `dispatch`, the thread's default for these rounds only.
-    fn under(rounds: usize, dispatch: tracing::Dispatch) -> f64 {
-        tracing::dispatcher::with_default(&dispatch, || cpu_ns_per_call(rounds, calls(traced)))
-    }
-
     /// puffin's scopes, a frame closed every 1,000 calls (as a game loop closes one per frame:
     /// puffin keeps a frame's scopes until it is closed).
     fn puffin_calls(n: u64) {
@@ -122,77 +151,58 @@ mod linux {
         // `cargo bench` passes `--bench`; `cargo test --benches` runs this as a smoke test.
         let quick = !std::env::args().any(|a| a == "--bench");
         let rounds = if quick { 1 } else { ROUNDS };
-        // The budget off (every call timed); the peers with worker threads (fastrace's
-        // reporter, hotpath's) are set up only before their own rows: their threads' CPU time
-        // would otherwise land on every row measured after them.
+        // The budget off: every call timed.
         profpoint::set_budget(None);
         let mut check = profpoint_benches::Targets::default();
         // `TRACING_SPANS_ONLY=text`: only the rows whose name holds it, and no targets (to read
         // one row under `perf record`).
         let only = std::env::var("TRACING_SPANS_ONLY").ok();
-        let row = |name: &str, measure: &mut dyn FnMut() -> f64| {
-            if only.as_ref().is_some_and(|o| !name.contains(o.as_str())) {
-                return f64::NAN;
-            }
-            let ns = measure();
-            println!("CPU {ns:>8.1}  {name}");
-            ns
-        };
         println!(
-            "== per call, ns (min of {rounds} rounds): the calling thread's wall time, the process's CPU (all threads)"
+            "== per call, ns (least of {rounds} rounds, the rows in turn): the calling thread's wall time, the process's CPU (all threads)"
         );
-        let bare_ns = row("bare function", &mut || {
-            cpu_ns_per_call(rounds, calls(bare))
-        });
-        let point = row("#[profile_point], timed", &mut || {
-            cpu_ns_per_call(rounds, calls(pointed))
-        });
-        row("#[instrument], no subscriber", &mut || {
-            under(
-                rounds,
-                tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default()),
-            )
-        });
-        // What `tracing` itself costs with a subscriber that does nothing (the same id for
-        // every span, nothing recorded): the floor under every subscriber row.
-        row("#[instrument], a subscriber doing nothing", &mut || {
-            under(rounds, tracing::Dispatch::new(Nothing))
-        });
-        let registry = row("#[instrument], Registry alone", &mut || {
-            under(
-                rounds,
-                tracing::Dispatch::new(tracing_subscriber::registry()),
-            )
-        });
-        let layer = row("#[instrument], profpoint layer on Registry", &mut || {
-            under(
-                rounds,
-                tracing::Dispatch::new(
+        let under = |dispatch: tracing::Dispatch| {
+            move |n: u64| tracing::dispatcher::with_default(&dispatch, || calls(traced)(n))
+        };
+        let mut rows = vec![
+            Row::new("bare function", calls(bare)),
+            Row::new("#[profile_point], timed", calls(pointed)),
+            Row::new(
+                "#[instrument], no subscriber",
+                under(tracing::Dispatch::new(
+                    tracing::subscriber::NoSubscriber::default(),
+                )),
+            ),
+            // What `tracing` itself costs with a subscriber that does nothing (the same id
+            // for every span, nothing recorded): the floor under every subscriber row.
+            Row::new(
+                "#[instrument], a subscriber doing nothing",
+                under(tracing::Dispatch::new(Nothing)),
+            ),
+            Row::new(
+                "#[instrument], Registry alone",
+                under(tracing::Dispatch::new(tracing_subscriber::registry())),
+            ),
+            Row::new(
+                "#[instrument], profpoint layer on Registry",
+                under(tracing::Dispatch::new(
                     tracing_subscriber::registry().with(profpoint_tracing::layer()),
-                ),
-            )
-        });
-        let standalone = row("#[instrument], profpoint subscriber", &mut || {
-            under(
-                rounds,
-                tracing::Dispatch::new(profpoint_tracing::subscriber()),
-            )
-        });
-        row("#[instrument], fmt layer, output discarded", &mut || {
-            under(
-                rounds,
-                tracing::Dispatch::new(
-                    tracing_subscriber::registry()
-                        .with(tracing_subscriber::fmt::layer().with_writer(std::io::sink)),
-                ),
-            )
-        });
-        // tracing-timing times the gaps between a span's events; with close events on, a span
-        // with none is timed from its opening to its close.
-        let timing = row("#[instrument], tracing-timing layer", &mut || {
-            under(
-                rounds,
-                tracing::Dispatch::new(
+                )),
+            ),
+            Row::new(
+                "#[instrument], profpoint subscriber",
+                under(tracing::Dispatch::new(profpoint_tracing::subscriber())),
+            ),
+            Row::new(
+                "#[instrument], fmt layer, output discarded",
+                under(tracing::Dispatch::new(tracing_subscriber::registry().with(
+                    tracing_subscriber::fmt::layer().with_writer(std::io::sink),
+                ))),
+            ),
+            // tracing-timing times the gaps between a span's events; with close events on, a
+            // span with none is timed from its opening to its close.
+            Row::new(
+                "#[instrument], tracing-timing layer",
+                under(tracing::Dispatch::new(
                     tracing_subscriber::registry().with(
                         tracing_timing::Builder::default()
                             .span_close_events()
@@ -200,38 +210,46 @@ mod linux {
                                 tracing_timing::Histogram::new_with_max(1_000_000_000, 2).unwrap()
                             }),
                     ),
-                ),
-            )
-        });
-        let flame = row(
-            "#[instrument], tracing-flame layer (to a sink)",
-            &mut || {
-                under(
-                    rounds,
-                    tracing::Dispatch::new(
-                        tracing_subscriber::registry()
-                            .with(tracing_flame::FlameLayer::new(std::io::sink())),
-                    ),
-                )
-            },
-        );
-        puffin::set_scopes_on(false);
-        row("puffin scope, profiling off", &mut || {
-            cpu_ns_per_call(rounds, puffin_calls)
-        });
-        puffin::set_scopes_on(true);
-        row("puffin scope, profiling on", &mut || {
-            cpu_ns_per_call(rounds, puffin_calls)
-        });
-        puffin::set_scopes_on(false);
+                )),
+            ),
+            Row::new(
+                "#[instrument], tracing-flame layer (to a sink)",
+                under(tracing::Dispatch::new(
+                    tracing_subscriber::registry()
+                        .with(tracing_flame::FlameLayer::new(std::io::sink())),
+                )),
+            ),
+            Row::new("puffin scope, profiling off", |n| {
+                puffin::set_scopes_on(false);
+                puffin_calls(n);
+            }),
+            Row::new("puffin scope, profiling on", |n| {
+                puffin::set_scopes_on(true);
+                puffin_calls(n);
+                puffin::set_scopes_on(false);
+            }),
+        ];
+        interleaved(rounds, &mut rows, only.as_deref());
+        // The peers with worker threads last, after their set-up: their threads' CPU time
+        // would otherwise land on every row measured beside them.
         let _hotpath = setup();
-        row("fastrace LocalSpan (with a reporter)", &mut || {
-            cpu_ns_per_call(rounds, fastrace_calls)
-        });
-        row("hotpath #[measure]", &mut || {
-            cpu_ns_per_call(rounds, calls(hp_work))
-        });
-
+        let mut peers = vec![
+            Row::new("fastrace LocalSpan (with a reporter)", fastrace_calls),
+            Row::new("hotpath #[measure]", calls(hp_work)),
+        ];
+        interleaved(rounds, &mut peers, only.as_deref());
+        let ns = |name: &str| {
+            rows.iter()
+                .find(|r| r.name == name)
+                .map_or(f64::NAN, |r| r.cpu)
+        };
+        let bare_ns = ns("bare function");
+        let point = ns("#[profile_point], timed");
+        let registry = ns("#[instrument], Registry alone");
+        let layer = ns("#[instrument], profpoint layer on Registry");
+        let standalone = ns("#[instrument], profpoint subscriber");
+        let timing = ns("#[instrument], tracing-timing layer");
+        let flame = ns("#[instrument], tracing-flame layer (to a sink)");
         if only.is_some() {
             return;
         }

@@ -1,9 +1,8 @@
 //! [`ProfpointLayer`]: the bridge as a `tracing-subscriber` layer, over any subscriber that
 //! looks spans up (`Registry`, and `fmt` or other layers on it).
 
-use crate::{callsites, count_event, stack};
-use profpoint::__private::SplitCall;
-use tracing_core::span::Id;
+use crate::{callsites, count_event, ids, spans, stack};
+use tracing_core::span::{Attributes, Id};
 use tracing_core::subscriber::Interest;
 use tracing_core::{Event, Metadata, Subscriber};
 use tracing_subscriber::layer::{Context, Layer};
@@ -15,9 +14,13 @@ use tracing_subscriber::registry::LookupSpan;
 ///
 /// It enables everything (its `register_callsite` says `always`): what is recorded is for the
 /// other layers and their filters to decide, and a span a filter turns off reaches no layer.
-/// A callsite takes a point when one of its spans is first entered (or its event first
-/// counted), not when it is registered: libraries register many callsites that a filter keeps
-/// off, and those would use up the pool.
+/// A callsite takes a point when one of its spans is first made (or its event first counted),
+/// not when it is registered: libraries register many callsites that a filter keeps off, and
+/// those would use up the pool.
+///
+/// A span's call is kept in the standalone subscriber's slab (`crate::spans`), found from the
+/// registry's span id through a lock-free table (`crate::ids`), not through the registry: an
+/// enter, an exit and a close look nothing up in it.
 #[derive(Debug, Clone, Default)]
 pub struct ProfpointLayer {
     events: bool,
@@ -32,6 +35,53 @@ impl ProfpointLayer {
     }
 }
 
+/// A span's slot id (0: its callsite has no point; [`NOT_YET`]: not chosen yet) where the
+/// table of ids had no room for it (see `crate::ids`).
+struct SlotId(u64);
+
+/// The slot id of a span whose callsite had no point claimed when it was made: its first
+/// enter claims one (a span made and never entered claims nothing). Odd: never a slot's id.
+const NOT_YET: u64 = 1;
+
+/// The slot id of span `id` (0: no point): the table's, else the span's extensions'; a span
+/// whose callsite had not claimed a point when it was made, or made before the layer saw it,
+/// gets its slot now.
+fn slot_id<S>(id: &Id, ctx: &Context<'_, S>) -> Option<u64>
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+{
+    let raw = id.into_u64();
+    let in_table = ids::get(raw);
+    if let Some(ours) = in_table.filter(|&v| v != NOT_YET) {
+        return Some(ours);
+    }
+    let span = ctx.span(id)?;
+    // Under the span's extensions lock: two threads entering it at once give it one slot.
+    let mut ext = span.extensions_mut();
+    if let Some(s) = ext.get_mut::<SlotId>().filter(|s| s.0 != NOT_YET) {
+        return Some(s.0);
+    }
+    if let Some(ours) = ids::get(raw).filter(|&v| v != NOT_YET) {
+        return Some(ours);
+    }
+    let ours = new_slot(span.metadata());
+    if in_table.is_some() {
+        ids::set(raw, ours);
+    } else if !ids::insert(raw, ours) {
+        ext.insert(SlotId(ours));
+    }
+    Some(ours)
+}
+
+/// A slot for a span of callsite `meta`, its point claimed (0: the callsite has no point, or
+/// no slot is left).
+fn new_slot(meta: &'static Metadata<'static>) -> u64 {
+    callsites::slot(meta)
+        .filter(|&s| callsites::point(s).is_some())
+        .and_then(spans::alloc)
+        .unwrap_or(0)
+}
+
 impl<S> Layer<S> for ProfpointLayer
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
@@ -40,46 +90,62 @@ where
         Interest::always()
     }
 
-    fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
-        let Some(span) = ctx.span(id) else {
-            stack::enter(id.into_u64(), || None);
-            return;
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
+        // Spans without a point are in the table too (0), so their enters find them at once;
+        // a callsite with no point claimed yet waits for its first enter.
+        let ours = match callsites::find(attrs.metadata()) {
+            Some(_) => new_slot(attrs.metadata()),
+            None => NOT_YET,
         };
-        let Some(point) = callsites::slot(span.metadata()).and_then(callsites::point) else {
-            stack::enter(id.into_u64(), || None);
-            return;
-        };
-        // The span's call, kept in its extensions from its first enter to its close.
-        let mut ext = span.extensions_mut();
-        if ext.get_mut::<SplitCall>().is_none() {
-            ext.insert(SplitCall::new());
+        if !ids::insert(id.into_u64(), ours) {
+            match ctx.span(id) {
+                Some(span) => span.extensions_mut().insert(SlotId(ours)),
+                None => {
+                    spans::release(ours);
+                }
+            }
         }
-        let Some(call) = ext.get_mut::<SplitCall>() else {
+    }
+
+    fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
+        let raw = id.into_u64();
+        let Some(mut l) = slot_id(id, &ctx).and_then(spans::lock) else {
+            stack::enter(raw, || None);
             return;
         };
-        stack::enter(id.into_u64(), || Some((point, call.enter(point))));
+        let Some(point) = callsites::point(l.callsite()) else {
+            drop(l);
+            stack::enter(raw, || None);
+            return;
+        };
+        stack::enter(raw, || Some((point, l.call().enter(point))));
     }
 
     fn on_exit(&self, id: &Id, ctx: Context<'_, S>) {
         stack::exit(id.into_u64(), |id, _point, segment| {
-            let span = ctx.span(&Id::from_u64(id));
-            let mut ext = span.as_ref().map(|s| s.extensions_mut());
-            match ext.as_mut().and_then(|e| e.get_mut::<SplitCall>()) {
-                Some(call) => call.exit(segment),
+            let ours = ids::get(id).filter(|&v| v != NOT_YET).or_else(|| {
+                let span = ctx.span(&Id::from_u64(id))?;
+                let ext = span.extensions();
+                ext.get::<SlotId>().map(|s| s.0)
+            });
+            match ours.and_then(spans::lock) {
+                Some(mut l) => l.call().exit(segment),
                 None => stack::end_lost(segment),
             }
         });
     }
 
     fn on_close(&self, id: Id, ctx: Context<'_, S>) {
-        let Some(span) = ctx.span(&id) else {
-            return;
-        };
-        let Some(call) = span.extensions_mut().remove::<SplitCall>() else {
-            return;
-        };
-        // The callsite's point was claimed at the span's first enter.
-        if let Some(point) = callsites::find(span.metadata()).and_then(callsites::point) {
+        let ours = ids::remove(id.into_u64()).or_else(|| {
+            let span = ctx.span(&id)?;
+            let mut ext = span.extensions_mut();
+            ext.remove::<SlotId>().map(|s| s.0)
+        });
+        // The span's point was claimed when it was made or first entered (a slot id of
+        // NOT_YET, never entered, releases nothing).
+        if let Some((call, callsite)) = ours.and_then(spans::release)
+            && let Some(point) = callsites::point(callsite)
+        {
             call.finish(point);
         }
     }

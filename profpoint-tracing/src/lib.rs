@@ -61,6 +61,7 @@
 //!   settings made before the span's callsite was first seen.
 
 mod callsites;
+mod ids;
 mod layer;
 mod spans;
 mod stack;
