@@ -60,7 +60,7 @@ pub fn points_folded(tree: &PointsTree, value: FoldedValue) -> String {
 /// The sampler's stacks as folded stacks: frames root first, valued by samples. Stacks that
 /// differ only by their tag (the active point) are summed.
 #[cfg(feature = "heatmap")]
-pub fn stacks_folded(stacks: &heatmap::StackReport) -> String {
+pub fn stacks_folded(stacks: &crate::heatmap::StackReport) -> String {
     let mut lines = BTreeMap::new();
     for s in &stacks.stacks {
         let path: Vec<_> = s.frames.iter().map(|f| frame(&f.function)).collect();
@@ -179,20 +179,20 @@ pub(crate) mod tests {
     }
 
     #[cfg(feature = "heatmap")]
-    pub(crate) fn stacks() -> heatmap::StackReport {
-        let f = |name: &str| heatmap::Frame {
+    pub(crate) fn stacks() -> crate::heatmap::StackReport {
+        let f = |name: &str| crate::heatmap::Frame {
             address: 0x1000,
             function: name.to_string(),
             library: None,
             location: None,
             inlined: false,
         };
-        let s = |frames: &[&str], count, tag| heatmap::SampledStack {
+        let s = |frames: &[&str], count, tag| crate::heatmap::SampledStack {
             frames: frames.iter().map(|n| f(n)).collect(),
             count,
             tag,
         };
-        heatmap::StackReport {
+        crate::heatmap::StackReport {
             depth: 64,
             samples: 112,
             stacks: vec![
@@ -242,11 +242,11 @@ pub(crate) mod tests {
 
     /// A heatmap section with `stacks`.
     #[cfg(feature = "heatmap")]
-    pub(crate) fn heat(stacks: Option<heatmap::StackReport>) -> heatmap::Report {
-        heatmap::Report {
+    pub(crate) fn heat(stacks: Option<crate::heatmap::StackReport>) -> crate::heatmap::Report {
+        crate::heatmap::Report {
             source: "perf task-clock".into(),
             mode: "cpu".into(),
-            by: heatmap::By::Function,
+            by: crate::heatmap::By::Function,
             bucket_size: 16,
             requested_hz: 997,
             achieved_hz: None,

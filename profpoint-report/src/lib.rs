@@ -24,6 +24,7 @@ mod csv;
 #[cfg(feature = "flame")]
 mod flame;
 mod folded;
+pub mod heatmap;
 mod model;
 mod pprof;
 mod pprof_stacks;

@@ -104,7 +104,10 @@ fn tree_samples(tree: &PointsTree, table: &mut Table) -> Vec<(Vec<u64>, Vec<u64>
 
 /// The sampled stacks' samples.
 #[cfg(feature = "heatmap")]
-fn stack_samples(stacks: &heatmap::StackReport, table: &mut Table) -> Vec<(Vec<u64>, Vec<u64>)> {
+fn stack_samples(
+    stacks: &crate::heatmap::StackReport,
+    table: &mut Table,
+) -> Vec<(Vec<u64>, Vec<u64>)> {
     stacks
         .stacks
         .iter()
@@ -182,7 +185,7 @@ impl Report {
 /// sampler's table are one sample at `[stack table full]`.
 #[cfg(feature = "heatmap")]
 pub fn cpu_pprof(
-    heat: &heatmap::Report,
+    heat: &crate::heatmap::Report,
     program: &str,
     start_unix_ns: u64,
     duration_ns: u64,
@@ -365,7 +368,7 @@ mod tests {
     fn without_stacks_a_cpu_profile_has_the_rows_and_a_wall_sampler_says_wall() {
         let mut h = heat(None);
         h.mode = "wall".into();
-        h.rows = vec![heatmap::Row {
+        h.rows = vec![crate::heatmap::Row {
             address: 0x1000,
             function: "hot".into(),
             library: None,

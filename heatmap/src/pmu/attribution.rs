@@ -3,8 +3,8 @@
 
 use super::calibration::in_calibration_loop;
 use super::events::{Event, MAX_MEMBERS};
-use super::report::{Method, PmuReport, PmuRow};
 use super::window::{PmuProfile, Window, overlong};
+use super::{Method, PmuReport, PmuRow};
 use crate::symbolize::Symbolizer;
 use std::collections::HashMap;
 

@@ -4,17 +4,7 @@
 //! (`live/calibrate.rs`): it reads the windows, and nothing here names them.
 
 use super::calibration_loop;
-use super::events::MAX_MEMBERS;
-use serde::{Deserialize, Serialize};
-
-/// The fixed cost every window carries, measured at start on a known loop (its own thread).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct Calibration {
-    /// Windows measured on the calibration loop.
-    pub windows: u64,
-    /// Extra counts per window (group order: cycles first), subtracted from every window.
-    pub fixed: [f64; MAX_MEMBERS + 1],
-}
+pub use profpoint_report::heatmap::pmu::Calibration;
 
 /// Whether `pc` is in the calibration loop (it is small: a few hundred bytes).
 pub(super) fn in_calibration_loop(pc: u64) -> bool {

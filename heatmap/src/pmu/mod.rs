@@ -56,19 +56,22 @@
 //! # Files
 //! | file | what |
 //! | --- | --- |
-//! | `events.rs` | [`Event`]: the counters, their names, their `perf_event_attr` encoding |
+//! | `events.rs` | [`Event`]'s `perf_event_attr` encoding (the counters and their names are the report model's) |
 //! | `config.rs` | [`PmuConfig`] and its limits |
 //! | `error.rs` | [`PmuError`]: why the mode cannot run, with the fix |
 //! | `window.rs` | [`Window`] and [`PmuProfile`]: what a run records; the overlong test |
-//! | `calibration.rs` | [`Calibration`]: the fixed cost, where its loop lies |
+//! | `calibration.rs` | where the calibration's loop lies ([`Calibration`], the fixed cost, is the model's) |
 //! | `attribution.rs` | windows credited to functions, summed and ranked |
-//! | `report.rs` | [`PmuReport`], [`PmuRow`], [`Method`] and the seed's table |
 //! | `live.rs` | [`start`], [`PmuSampler`] and its stop (Linux) |
 //! | `live/group.rs` | perf groups: opening, the refusals named, reading; [`Counters`] |
 //! | `live/handler.rs` | the overflow handler and its per-thread window state machine |
 //! | `live/watcher.rs` | the thread scan: new threads given groups, ended ones closed |
 //! | `live/calibrate.rs` | the calibration run at start, on a thread of its own |
 //! | `unsupported.rs` | the same API elsewhere than Linux, every start an error |
+//!
+//! [`PmuReport`], [`PmuRow`], [`Method`], [`Event`] and [`Calibration`], with the seed's table
+//! ([`PmuReport::write_table`]), are the report model's (`profpoint_report::heatmap::pmu`),
+//! re-exported here: the sampler fills them.
 //!
 //! `calibration_loop` stays in this file: reports leave it out by its path,
 //! [`CALIBRATION_LOOP`].
@@ -78,14 +81,15 @@ mod calibration;
 mod config;
 mod error;
 mod events;
-mod report;
 mod window;
 
 pub use calibration::Calibration;
 pub use config::{MIN_LONG_PERIOD, MIN_SOFTWARE_WINDOW, PmuConfig};
 pub use error::PmuError;
 pub use events::{Event, MAX_MEMBERS};
-pub use report::{Method, PmuReport, PmuRow};
+// The report's types are the model's: the sampler fills them, and the report and its
+// renderers read them without linking the sampler.
+pub use profpoint_report::heatmap::pmu::{Method, PmuReport, PmuRow};
 pub use window::{PmuProfile, Window};
 
 /// The symbol of the calibration's loop (`calibration_loop`, below): the heatmap's report

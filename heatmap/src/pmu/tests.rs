@@ -87,8 +87,8 @@ fn l1d_events_use_the_kernel_cache_encoding_and_every_event_has_one_name() {
     // L1D = 0, OP_READ = 0, RESULT_MISS = 1: config 1 << 16 (perf_event.h).
     #[cfg(target_os = "linux")]
     {
-        assert_eq!(Event::L1dReads.kind(), (3, 0));
-        assert_eq!(Event::L1dReadMisses.kind(), (3, 0x10000));
+        assert_eq!(super::events::kind(Event::L1dReads), (3, 0));
+        assert_eq!(super::events::kind(Event::L1dReadMisses), (3, 0x10000));
     }
     for (e, name) in EVENT_NAMES {
         assert_eq!(name.parse::<Event>(), Ok(e));

@@ -6,7 +6,7 @@ use crate::profile::{Segment, SourceUsed};
 fn synthetic() -> (Profile, u64, u64) {
     let (objects, segments) = crate::buckets::discover();
     let f1 = crate::symbolize::demangle as fn(&str) -> String as usize as u64;
-    let f2 = truncate as fn(&str, usize) -> String as usize as u64;
+    let f2 = name_key as fn(&str) -> u64 as usize as u64;
     let seg_of = |pc: u64| {
         segments
             .iter()
@@ -64,7 +64,7 @@ fn by_function_sums_buckets_and_percentages_add_up() {
     assert_eq!(r.rows.len(), 2);
     assert_eq!(r.rows[0].function, "profpoint_heatmap::symbolize::demangle");
     assert_eq!((r.rows[0].address, r.rows[0].nr), (f1, 70));
-    assert_eq!(r.rows[1].function, "profpoint_heatmap::report::truncate");
+    assert_eq!(r.rows[1].function, "profpoint_heatmap::report::name_key");
     assert_eq!((r.rows[1].address, r.rows[1].nr), (f2, 25));
     assert!((r.rows[0].percent - 70.0).abs() < 1e-9);
     assert_eq!(r.achieved_hz, Some(1000.0));

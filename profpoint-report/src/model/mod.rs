@@ -157,10 +157,10 @@ pub struct Report {
     /// The heatmap sampler's top functions, when it runs under profpoint
     /// (`PROFPOINT_HEATMAP`, `profpoint::start_heatmap`).
     #[cfg(feature = "heatmap")]
-    pub heatmap: Option<heatmap::Report>,
+    pub heatmap: Option<crate::heatmap::Report>,
     /// Per-function hardware metrics (`PROFPOINT_PMU=1`), in the exit report.
     #[cfg(feature = "heatmap")]
-    pub pmu: Option<heatmap::pmu::PmuReport>,
+    pub pmu: Option<crate::heatmap::pmu::PmuReport>,
 }
 
 /// What the report says of slot memory.

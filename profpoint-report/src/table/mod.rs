@@ -144,7 +144,7 @@ pub fn write_table(report: &Report, w: &mut dyn Write) -> io::Result<()> {
     if let Some(h) = &report.heatmap {
         writeln!(w)?;
         h.write_table(w)?;
-        if h.by == heatmap::By::Function
+        if h.by == crate::heatmap::By::Function
             && report
                 .points
                 .iter()

@@ -214,7 +214,7 @@ fn the_heatmap_table_says_why_it_differs_from_the_stacks_self_time() {
         t.find("Heatmap (top #").unwrap() < t.find("note: a row counts").unwrap(),
         "{t}"
     );
-    r.heatmap.as_mut().unwrap().by = heatmap::By::Bucket;
+    r.heatmap.as_mut().unwrap().by = crate::heatmap::By::Bucket;
     assert!(note(&r).is_empty(), "by bucket, no note");
 }
 

@@ -49,7 +49,7 @@ pub(super) fn open_event(
     group: libc::c_int,
 ) -> io::Result<libc::c_int> {
     let leader = group < 0;
-    let (kind, config) = ev.kind();
+    let (kind, config) = super::super::events::kind(ev);
     let attr = sys::PerfEventAttr {
         kind,
         size: sys::PERF_ATTR_SIZE_VER0,

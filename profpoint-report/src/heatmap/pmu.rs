@@ -1,10 +1,98 @@
-//! The report: per-function rows ([`PmuRow`]), how they were credited ([`Method`]), and the
-//! seed's table ([`PmuReport::write_table`]).
+//! Per-function hardware metrics: the rows ([`PmuRow`]), how they were credited ([`Method`]),
+//! the counters ([`Event`]) and the calibration they carry, and the seed's table
+//! ([`PmuReport::write_table`]). The sampler (`profpoint_heatmap::pmu`) fills them.
 
-use super::calibration::Calibration;
-use super::events::Event;
 use serde::{Deserialize, Serialize};
 use std::io::{self, Write};
+
+/// A counter of the group: a generic hardware event (`PERF_COUNT_HW_*`) or one of the two
+/// software events the software clock mode uses (`PERF_COUNT_SW_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Event {
+    /// CPU cycles (the leader in the hardware mode).
+    Cycles,
+    /// Instructions retired.
+    Instructions,
+    /// Cache references (on AMD and many Intel parts: last-level or L2 accesses, not L1D).
+    CacheReferences,
+    /// Cache misses (same level as the references).
+    CacheMisses,
+    /// Branch instructions retired.
+    BranchInstructions,
+    /// Mispredicted branches.
+    BranchMisses,
+    /// The thread's CPU time in nanoseconds (software; the leader in the software mode).
+    TaskClock,
+    /// Page faults taken in user space (software).
+    PageFaults,
+    /// Level-1 data cache read accesses (`PERF_TYPE_HW_CACHE`: L1D, read, access).
+    L1dReads,
+    /// Level-1 data cache read misses (`PERF_TYPE_HW_CACHE`: L1D, read, miss).
+    L1dReadMisses,
+}
+
+/// Every event, with the name its parser (`FromStr`) and the JSON report use.
+#[doc(hidden)]
+pub const EVENT_NAMES: [(Event, &str); 10] = [
+    (Event::Cycles, "cycles"),
+    (Event::Instructions, "instructions"),
+    (Event::CacheReferences, "cache-references"),
+    (Event::CacheMisses, "cache-misses"),
+    (Event::BranchInstructions, "branch-instructions"),
+    (Event::BranchMisses, "branch-misses"),
+    (Event::TaskClock, "task-clock"),
+    (Event::PageFaults, "page-faults"),
+    (Event::L1dReads, "l1d-reads"),
+    (Event::L1dReadMisses, "l1d-read-misses"),
+];
+
+impl std::str::FromStr for Event {
+    type Err = String;
+
+    /// An event by its name (`instructions`, `l1d-read-misses`, ...; see `EVENT_NAMES`).
+    fn from_str(name: &str) -> Result<Event, String> {
+        EVENT_NAMES
+            .iter()
+            .find(|(_, n)| *n == name)
+            .map(|(e, _)| *e)
+            .ok_or_else(|| {
+                format!(
+                    "{name:?} is not an event: expected one of {}",
+                    EVENT_NAMES.map(|(_, n)| n).join(", ")
+                )
+            })
+    }
+}
+
+impl Event {
+    /// Whether the kernel counts it without a PMU.
+    pub fn is_software(self) -> bool {
+        // The events `kind` gives `PERF_TYPE_SOFTWARE`.
+        matches!(self, Event::TaskClock | Event::PageFaults)
+    }
+
+    /// The unit of a leader's periods: `ns` for the CPU clock, else `cycles`.
+    pub fn unit(self) -> &'static str {
+        if self == Event::TaskClock {
+            "ns"
+        } else {
+            "cycles"
+        }
+    }
+}
+
+/// Most counters in a group: the leader and up to this many members.
+pub const MAX_MEMBERS: usize = 6;
+
+/// The fixed cost every window carries, measured at start on a known loop (its own thread).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Calibration {
+    /// Windows measured on the calibration loop.
+    pub windows: u64,
+    /// Extra counts per window (group order: cycles first), subtracted from every window.
+    pub fixed: [f64; MAX_MEMBERS + 1],
+}
 
 /// One function's metrics.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
