@@ -72,9 +72,10 @@ pub(crate) fn insert(key: u64, value: u64) -> bool {
     false
 }
 
-/// The slot id of registry id `key`, if the table has it.
+/// The entry of registry id `key`, if the table has it: probed from its home until the key
+/// or an empty entry.
 #[inline]
-pub(crate) fn get(key: u64) -> Option<u64> {
+fn find(key: u64) -> Option<&'static Entry> {
     if key == 0 || key == GONE {
         return None;
     }
@@ -86,58 +87,37 @@ pub(crate) fn get(key: u64) -> Option<u64> {
         // hand-over to this thread).
         let k = e.key.load(Ordering::Acquire);
         if k == key {
-            return Some(e.value.load(Ordering::Acquire));
+            return Some(e);
         }
         if k == 0 {
             return None;
         }
     }
     None
+}
+
+/// The slot id of registry id `key`, if the table has it.
+#[inline]
+pub(crate) fn get(key: u64) -> Option<u64> {
+    Some(find(key)?.value.load(Ordering::Acquire))
 }
 
 /// Sets the slot id of registry id `key`, which the table has (a value chosen late: under
 /// the span's own lock, so no two threads set one key at once).
 pub(crate) fn set(key: u64, value: u64) {
-    if key == 0 || key == GONE {
-        return;
-    }
-    let t = &*TABLE;
-    let start = home(key);
-    for i in 0..PROBE {
-        let e = &t[(start + i) & (CAP - 1)];
-        let k = e.key.load(Ordering::Acquire);
-        if k == key {
-            // Release: pairs with `get`'s acquire.
-            e.value.store(value, Ordering::Release);
-            return;
-        }
-        if k == 0 {
-            return;
-        }
+    if let Some(e) = find(key) {
+        // Release: pairs with `get`'s acquire.
+        e.value.store(value, Ordering::Release);
     }
 }
 
 /// Forgets registry id `key`; its slot id, if the table had it.
 pub(crate) fn remove(key: u64) -> Option<u64> {
-    if key == 0 || key == GONE {
-        return None;
-    }
-    let t = &*TABLE;
-    let start = home(key);
-    for i in 0..PROBE {
-        let e = &t[(start + i) & (CAP - 1)];
-        let k = e.key.load(Ordering::Acquire);
-        if k == key {
-            let v = e.value.load(Ordering::Acquire);
-            // Release: the reads above happen before the entry's reuse.
-            e.key.store(GONE, Ordering::Release);
-            return Some(v);
-        }
-        if k == 0 {
-            return None;
-        }
-    }
-    None
+    let e = find(key)?;
+    let v = e.value.load(Ordering::Acquire);
+    // Release: the reads above happen before the entry's reuse.
+    e.key.store(GONE, Ordering::Release);
+    Some(v)
 }
 
 #[cfg(test)]
