@@ -158,6 +158,10 @@ impl Config {
         self
     }
 
+    // The getters keep the `get_` prefix the API guidelines leave out elsewhere: the plain
+    // names are the builder's setters above (`Config::new().hz(1000)`), as std's
+    // `Command::get_args` stands beside `Command::arg`.
+
     /// The stack depth asked for, if stacks are on.
     pub fn get_stacks(&self) -> Option<u32> {
         self.stack_depth

@@ -67,12 +67,23 @@ fn run_time_globs_reach_span_points_made_before_and_after() {
 fn profpoint_disable_applies_to_spans() {
     let mut stderr = String::new();
     let env = [
-        ("PROFPOINT_DISABLE", "t_env::off_*"),
+        ("PROFPOINT_DISABLE", "t_env::off_*,t_env::never_*"),
         ("PROFPOINT_SAMPLE", "t_env::sampled=8"),
     ];
     if !in_child("profpoint_disable_applies_to_spans", &env, &mut stderr) {
-        // A glob that matches no point at start-up may name spans: no warning for it.
+        // A glob that matches no point at start-up may name spans: no warning for it then.
         assert!(!stderr.contains("matches none"), "{stderr}");
+        // At exit, the one that named no span either is said, once; the others named spans.
+        let said: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.contains("by the end of the run"))
+            .collect();
+        assert_eq!(said.len(), 1, "{stderr}");
+        assert!(
+            said[0]
+                .starts_with("profpoint: PROFPOINT_DISABLE=t_env::never_*: matched none of the "),
+            "{stderr}"
+        );
         return;
     }
     tracing::subscriber::with_default(profpoint_tracing::subscriber(), || {

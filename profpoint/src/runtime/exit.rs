@@ -17,7 +17,9 @@
 //! - Said at start-up rather than after the run, one line each: a file destination whose
 //!   folder is missing or not writable (checked with `access`, nothing created; the path is
 //!   the one the exit report will use), and a glob of `PROFPOINT_DISABLE`, `PROFPOINT_ENABLE`,
-//!   `PROFPOINT_SAMPLE` or `PROFPOINT_TRACE` that matches no point (tracepoint) of this copy.
+//!   `PROFPOINT_SAMPLE` or `PROFPOINT_TRACE` that matches no point (tracepoint) of this copy;
+//!   in a program that names points at run time (the `tracing` bridge's spans) a points' glob
+//!   is checked again at exit instead, against the points named by then.
 
 use super::deliver::{Destination, parse_report};
 use super::deliver::{INIT_PID, absolute, cannot_write, destination_for, plan, refused};
@@ -275,6 +277,46 @@ struct Unmatched {
     names: Names,
     globs: Vec<String>,
     count: usize,
+    /// Checked again at exit (see [`warn_deferred`]): the line says "by the end of the run".
+    at_exit: bool,
+}
+
+/// Globs of points' variables that matched no point at start-up in a program that names points
+/// at run time (the `tracing` bridge's spans): each is checked again against every point at
+/// exit, and said then if it still matches none.
+static DEFERRED: std::sync::Mutex<Vec<(&'static str, String)>> = std::sync::Mutex::new(Vec::new());
+
+/// The most globs kept for the check at exit (the variables' own length bounds them too).
+const DEFERRED_MAX: usize = 1024;
+
+/// Says the globs [`DEFERRED`] at start-up that still match no point, once, at the exit
+/// report (a span's point claimed in the run is a point by then).
+pub(crate) fn warn_deferred() {
+    let deferred = std::mem::take(&mut *DEFERRED.lock().unwrap_or_else(|e| e.into_inner()));
+    if deferred.is_empty() {
+        return;
+    }
+    let names: Vec<&'static str> = crate::points().map(|p| p.name()).collect();
+    let mut var: Option<Unmatched> = None;
+    for (v, glob) in deferred {
+        if var.as_ref().is_some_and(|u| u.var != v)
+            && let Some(u) = var.take()
+        {
+            u.warn();
+        }
+        let u = var.get_or_insert_with(|| Unmatched {
+            at_exit: true,
+            ..Unmatched::new(v, Names::Points)
+        });
+        let matched = names
+            .iter()
+            .filter(|n| crate::glob::matches(&glob, n))
+            .count();
+        u.check(&glob, matched);
+    }
+    if let Some(u) = var {
+        u.warn();
+    }
 }
 
 /// How many globs of one variable that match nothing get a line each.
@@ -287,6 +329,7 @@ impl Unmatched {
             names,
             globs: Vec::new(),
             count: 0,
+            at_exit: false,
         }
     }
 
@@ -296,7 +339,8 @@ impl Unmatched {
             return;
         }
         self.count += 1;
-        if self.globs.len() <= UNMATCHED_EACH {
+        // All of them (bounded: a program with spare points checks them again at exit).
+        if self.globs.len() < DEFERRED_MAX {
             self.globs.push(glob.to_string());
         }
     }
@@ -308,13 +352,17 @@ impl Unmatched {
             return;
         }
         // A program with points named at run time (the `tracing` bridge's spans) may name
-        // them later: a glob that matches nothing yet is not a mistake there.
-        if matches!(self.names, Names::Points) && crate::point::spare::any() {
+        // them later: a glob that matches nothing yet is not a mistake there, and is checked
+        // again at exit.
+        if !self.at_exit && matches!(self.names, Names::Points) && crate::point::spare::any() {
+            let mut d = DEFERRED.lock().unwrap_or_else(|e| e.into_inner());
+            let room = DEFERRED_MAX.saturating_sub(d.len());
+            d.extend(self.globs.into_iter().take(room).map(|g| (self.var, g)));
             return;
         }
         if self.count <= UNMATCHED_EACH {
             for g in &self.globs {
-                warn_unmatched(self.var, g, self.names);
+                warn_unmatched(self.var, g, self.names, self.at_exit);
             }
             return;
         }
@@ -324,11 +372,17 @@ impl Unmatched {
             .map(|g| env::shown(g, 32))
             .collect();
         crate::diag::warn_line!(
-            "profpoint: {}: {} globs match none of the {} {what} in {}, the first {}",
+            "profpoint: {}: {} globs match{} none of the {} {what} in {}{}, the first {}",
             self.var,
             self.count,
+            if self.at_exit { "ed" } else { "" },
             all.len(),
             env::shown(&super::copies::own_name(), 48),
+            if self.at_exit {
+                " by the end of the run"
+            } else {
+                ""
+            },
             first.join(", ")
         );
     }
@@ -353,13 +407,23 @@ fn names_of(names: Names) -> (Vec<&'static str>, &'static str) {
 /// the points this glob names, and this copy cannot read that copy's names: then no warning.
 /// A library loaded later (`dlopen`) is not seen at all; the line names this copy's object,
 /// so a glob meant for such a library's points reads as what it is.
-fn warn_unmatched(var: &str, glob: &str, names: Names) {
+/// `at_exit`: the glob was checked again at exit (a program that names points at run time),
+/// and the line says so.
+fn warn_unmatched(var: &str, glob: &str, names: Names, at_exit: bool) {
     let (all, what) = names_of(names);
     let object = env::shown(&super::copies::own_name(), 48);
     let shown = env::shown(glob, 48);
-    let mut line = match all.len() {
-        0 => format!("profpoint: {var}={shown}: matches nothing: there are no {what} in {object}"),
-        n => format!("profpoint: {var}={shown}: matches none of the {n} {what} in {object}"),
+    let mut line = match (all.len(), at_exit) {
+        (0, false) => {
+            format!("profpoint: {var}={shown}: matches nothing: there are no {what} in {object}")
+        }
+        (n, false) => {
+            format!("profpoint: {var}={shown}: matches none of the {n} {what} in {object}")
+        }
+        (n, true) => format!(
+            "profpoint: {var}={shown}: matched none of the {n} {what} in {object} by the end of \
+             the run (points named at run time, such as spans, included)"
+        ),
     };
     // The name sharing the longest start with the glob's literal part (the first on a tie).
     let literal = &glob[..glob.find(['*', '?']).unwrap_or(glob.len())];
