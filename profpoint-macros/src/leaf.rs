@@ -10,7 +10,7 @@
 //! leaf: its guard calls into profpoint. So each call of an annotated accessor became a real
 //! call: on base64's loop `GeneralPurpose::config` and `encode_padding` (one field read each)
 //! were their own symbols in perf's samples of the annotated build, 2.9% of its time, against
-//! nothing in the bare build (BENCHMARKS.md, "Annotated leaves lose rustc's inlining").
+//! nothing in the bare build (docs/budget.md, "Annotated leaves lose rustc's inlining").
 //!
 //! The macro sees syntax, not MIR, so it asks for less: a body with no call, method call,
 //! macro, index, `?`, `for`, closure, `async` block, `.await`, division or remainder, of at

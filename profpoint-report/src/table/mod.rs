@@ -334,7 +334,7 @@ fn write_budget(report: &Report, w: &mut dyn Write) -> io::Result<()> {
         )?;
     }
     // How far to trust the order of the self times: compensation leaves a residue per nested
-    // call that differs by callee (BENCHMARKS.md, "What the residue is made of"); the
+    // call that differs by callee (docs/budget.md, "What the residue is made of"); the
     // sampler's stacks have none.
     let order = if report.points.iter().any(|p| p.sampled_self.is_some()) {
         "; for their order, see \"Self time from the sampler's stacks\" below"

@@ -113,7 +113,7 @@ pub(super) fn burst(points: &[(usize, Mode)], window: Duration) {
 /// time less its children's less what compensation takes out for their instrumentation; on
 /// base64's loop that figure is off by 2-6 ns a nested call at some sites (how the parent's
 /// code changes when its children's points are on), which moved parents with many children
-/// above their children in perf's order (BENCHMARKS.md, "The floor under the ranking target").
+/// above their children in perf's order (docs/budget.md, "The floor under the ranking target").
 /// Timed alone, a point's mean call holds its children as the program makes them with their
 /// points off, and its self time is that less its children's mean calls: a child that is a
 /// parent too timed alone in its turn, a leaf as its bursts timed it

@@ -118,7 +118,7 @@
 //! tree of points also holds the isolation windows' calls, attached to whatever was on above
 //! them). The bursts' total of such a parent is not used: with every nested point timed and
 //! compensated, base64's `internal_encode` read 10 ns a call there against 23 alone (and in
-//! perf). On base64's loop (BENCHMARKS.md, "Isolation windows" and "Totals from the isolation
+//! perf). On base64's loop (docs/budget.md, "Isolation windows" and "Totals from the isolation
 //! windows"): 0-3 pairs out of perf's order, mean 0.9 over 16 runs, against 1.5 over 12 for
 //! self times capped at the bursts' totals and 2-4 before isolation; the top three in perf's
 //! order in 11 of 16 runs. Its limits: a counted point's calls inside an isolated parent cost

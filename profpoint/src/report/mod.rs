@@ -272,7 +272,7 @@ struct Split {
 /// out for each: on base64's loop it read 10 ns a call of `internal_encode` (23 timed alone,
 /// 23 in perf's samples of the un-annotated build) and 17-45 of `Engine::encode::inner` in
 /// five runs (70-73 alone), so a self time made from the isolated means is measured against
-/// a total from them too (BENCHMARKS.md, "Totals from the isolation windows").
+/// a total from them too (docs/budget.md, "Totals from the isolation windows").
 ///
 /// Its self time is that total less, for each point called inside it (`iso.edges`: who
 /// called whom in the bursts' windows, when every point of the windows was on), that
