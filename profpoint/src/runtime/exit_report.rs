@@ -62,7 +62,7 @@ pub(crate) fn write_exit_report() {
 
 fn write_claimed() {
     // Globs that could only name points of the run (spans) and still name none.
-    super::exit::warn_deferred();
+    super::unmatched::warn_deferred();
     let Some((dests, subtract)) = planned() else {
         return;
     };

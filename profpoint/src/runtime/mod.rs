@@ -3,6 +3,7 @@
 //!
 //! - `exit.rs`: start-up (the `.init_array` initialiser that reads the `PROFPOINT_*`
 //!   variables) and the `atexit` handler it registers.
+//! - `unmatched.rs`: the variables' globs that match nothing, said at start-up or at exit.
 //! - `exit_report.rs`: the exit report, written once, from `atexit`, a signal's thread or
 //!   [`crate::write_exit_report`].
 //! - `deliver/`: [`Destination`](deliver::Destination) and the writing itself (files
@@ -28,3 +29,4 @@ pub(crate) mod periodic;
 #[cfg(feature = "serve")]
 pub(crate) mod serve;
 pub(crate) mod signals;
+pub(crate) mod unmatched;
