@@ -43,23 +43,27 @@ fn home(key: u64) -> usize {
     (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - CAP.trailing_zeros())) as usize
 }
 
+/// The entries `key` may stand in, from its home, at most [`PROBE`] of them (none for 0 and
+/// [`GONE`], which are no registry id).
+#[inline]
+fn path(key: u64) -> impl Iterator<Item = &'static Entry> {
+    let t: &'static [Entry] = &TABLE;
+    let start = home(key);
+    let n = if key == 0 || key == GONE { 0 } else { PROBE };
+    (0..n).map(move |i| &t[(start + i) & (CAP - 1)])
+}
+
 /// Records `key` (a registry id, not 0) as the span of slot id `value`. Whether there was room
 /// within [`PROBE`] entries.
 pub(crate) fn insert(key: u64, value: u64) -> bool {
-    if key == 0 || key == GONE {
-        return false;
-    }
-    let t = &*TABLE;
-    let start = home(key);
-    for i in 0..PROBE {
-        let e = &t[(start + i) & (CAP - 1)];
+    for e in path(key) {
         // Relaxed: a hint; the compare-and-swap decides.
         let k = e.key.load(Ordering::Relaxed);
         if k != 0 && k != GONE {
             continue;
         }
-        // The value first: a lookup of this key happens after the insert returns (see the
-        // module docs), and no lookup of another key reads this entry's value.
+        // The key, then the value: a lookup of this key happens after the insert returns
+        // (see the module docs), and no lookup of another key reads this entry's value.
         // Acquire on success: this entry's last removal happened before.
         if e.key
             .compare_exchange(k, key, Ordering::Acquire, Ordering::Relaxed)
@@ -76,13 +80,7 @@ pub(crate) fn insert(key: u64, value: u64) -> bool {
 /// or an empty entry.
 #[inline]
 fn find(key: u64) -> Option<&'static Entry> {
-    if key == 0 || key == GONE {
-        return None;
-    }
-    let t = &*TABLE;
-    let start = home(key);
-    for i in 0..PROBE {
-        let e = &t[(start + i) & (CAP - 1)];
+    for e in path(key) {
         // Acquire: pairs with the insert's release of the value (through the span id's
         // hand-over to this thread).
         let k = e.key.load(Ordering::Acquire);

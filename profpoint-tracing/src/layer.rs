@@ -64,7 +64,7 @@ where
     if let Some(ours) = ids::get(raw).filter(|&v| v != NOT_YET) {
         return Some(ours);
     }
-    let ours = new_slot(span.metadata());
+    let ours = new_slot(callsites::slot(span.metadata()));
     if in_table.is_some() {
         ids::set(raw, ours);
     } else if !ids::insert(raw, ours) {
@@ -73,10 +73,10 @@ where
     Some(ours)
 }
 
-/// A slot for a span of callsite `meta`, its point claimed (0: the callsite has no point, or
-/// no slot is left).
-fn new_slot(meta: &'static Metadata<'static>) -> u64 {
-    callsites::slot(meta)
+/// A slot for a span of the callsite in table slot `callsite`, whose point was claimed with
+/// it (0: no table slot, the callsite has no point, or no span slot is left).
+fn new_slot(callsite: Option<usize>) -> u64 {
+    callsite
         .filter(|&s| callsites::point(s).is_some())
         .and_then(spans::alloc)
         .unwrap_or(0)
@@ -94,7 +94,7 @@ where
         // Spans without a point are in the table too (0), so their enters find them at once;
         // a callsite with no point claimed yet waits for its first enter.
         let ours = match callsites::find(attrs.metadata()) {
-            Some(_) => new_slot(attrs.metadata()),
+            Some(callsite) => new_slot(Some(callsite)),
             None => NOT_YET,
         };
         if !ids::insert(id.into_u64(), ours) {

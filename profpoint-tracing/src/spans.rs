@@ -201,6 +201,8 @@ pub(crate) fn alloc(callsite: usize) -> Option<u64> {
 /// A span's slot, locked: the span's call and callsite until dropped.
 pub(crate) struct Locked {
     slot: &'static Slot,
+    /// The slot's index.
+    index: u32,
     /// The state as locked (lock bit set).
     state: u64,
 }
@@ -257,6 +259,7 @@ pub(crate) fn lock(id: u64) -> Option<Locked> {
         {
             return Some(Locked {
                 slot,
+                index,
                 state: s | LOCKED,
             });
         }
@@ -277,7 +280,6 @@ pub(crate) fn add_ref(id: u64) {
 /// Drops a reference to the span of `id`; the last one frees the slot and returns the span's
 /// call and callsite, to be recorded.
 pub(crate) fn release(id: u64) -> Option<(SplitCall, usize)> {
-    let index = parts(id)?.0;
     let mut l = lock(id)?;
     l.state -= REF;
     if l.state & REFS != 0 {
@@ -288,6 +290,7 @@ pub(crate) fn release(id: u64) -> Option<(SplitCall, usize)> {
     // The next generation (31 bits: an id holds no more), no reference, unlocked once the
     // guard drops: stale ids find nothing from here.
     l.state = (((l.state >> 32) + 1) & GENERATIONS) << 32 | LOCKED;
+    let index = l.index;
     drop(l);
     put_free(index);
     Some((call, callsite))

@@ -37,7 +37,9 @@ pub(crate) fn warn_deferred() {
     if deferred.is_empty() {
         return;
     }
-    let names: Vec<&'static str> = crate::points().map(|p| p.name()).collect();
+    // The index start-up matches the globs with: a glob with a literal start looks only at
+    // the names that share it.
+    let index = profpoint_glob::NameIndex::new(crate::points().map(|p| p.name()));
     let mut var: Option<Unmatched> = None;
     for (v, glob) in deferred {
         if var.as_ref().is_some_and(|u| u.var != v)
@@ -49,11 +51,7 @@ pub(crate) fn warn_deferred() {
             at_exit: true,
             ..Unmatched::new(v, Names::Points)
         });
-        let matched = names
-            .iter()
-            .filter(|n| crate::glob::matches(&glob, n))
-            .count();
-        u.check(&glob, matched);
+        u.check(&glob, index.for_each_match(&glob, |_| {}));
     }
     if let Some(u) = var {
         u.warn();
