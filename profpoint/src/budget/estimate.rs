@@ -77,7 +77,7 @@ const STALL_RATIO: f64 = 1000.0;
 /// The longest timed call in `d` (ticks) if it is a stall: a new maximum for the point (`d.max`
 /// is 0 otherwise) over [`STALL_RATIO`] times the mean of `d`'s other timed calls (the thread
 /// preempted or faulting inside it, not the point's work).
-pub(super) fn stalled_call(d: &Scalars) -> Option<u64> {
+pub(crate) fn stalled_call(d: &Scalars) -> Option<u64> {
     if d.max == 0 || d.timed < 2 {
         return None;
     }

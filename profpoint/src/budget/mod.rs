@@ -176,7 +176,7 @@ mod isolation;
 
 use burst::BurstState;
 use controller::{Controller, PointState, delta, fold_round, run};
-pub(crate) use estimate::Est;
+pub(crate) use estimate::{Est, stalled_call};
 pub(crate) use isolation::IsolatedMean;
 
 /// The budget in parts per million of CPU time; 0 when off. The default, 2%, is

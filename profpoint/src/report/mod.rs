@@ -296,11 +296,15 @@ fn from_isolated(counts: &[(Counts, Est)], iso: &budget::Isolation) -> Vec<Optio
         None => {
             let (c, e) = &counts[i];
             let (total, _, _) = e.resolve(c.timed, c.total, 0.0);
-            if outer[i] > 0.0 {
-                total / outer[i]
-            } else {
-                0.0
-            }
+            // A call its thread was preempted in (`budget::stalled_call`) stands in the
+            // point's own total, but not for its usual call, which is what the parent's calls
+            // of it cost: one 10 ms preemption among 160,000 calls of a 33 ns leaf read a
+            // 97 ns mean and took the whole of its parent's self time (clamped to 0).
+            let (total, calls) = match budget::stalled_call(&c.scalars()) {
+                Some(max) if outer[i] > 1.0 => ((total - max as f64).max(0.0), outer[i] - 1.0),
+                _ => (total, outer[i]),
+            };
+            if calls > 0.0 { total / calls } else { 0.0 }
         }
     };
     let index = |point1: u32| (point1 as usize).checked_sub(1).filter(|&i| i < n);

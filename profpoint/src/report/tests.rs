@@ -167,6 +167,25 @@ fn an_isolated_point_s_self_time_is_its_calls_less_its_children_s() {
 }
 
 #[test]
+fn a_child_s_preempted_call_is_not_what_its_parent_s_calls_of_it_cost() {
+    // 0 (10 calls of 1,000 ticks alone) makes every call of 1: 40 calls of 30 ticks, and
+    // one more in which its thread was preempted for 1,000,000 ticks.
+    let mut child = counts(41, 30);
+    child.0.total += 1_000_000;
+    child.0.max = 1_000_030;
+    child.1 = Est::default();
+    child.1.fold(&child.0.scalars());
+    let all = vec![counts(10, 1000), child];
+    let iso = budget::Isolation {
+        means: means(&[Some(1000.0), None]),
+        edges: vec![((1, 2), [41.0, 41.0, 41.0 * 30.0])],
+    };
+    let s = from_isolated(&all, &iso)[0].unwrap();
+    // Priced at its usual 30 ticks, not at the preemption's share of its total (~24,400).
+    assert_eq!(s.own, 10_000.0 - 41.0 * 30.0);
+}
+
+#[test]
 fn an_isolated_total_s_error_bar_is_its_mean_s_times_its_calls() {
     let all = vec![counts(10, 100)];
     let iso = budget::Isolation {
