@@ -24,7 +24,8 @@ pub enum By {
 }
 
 /// One line of the table.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Row {
     /// Function address (by function) or bucket address (by bucket).
     pub address: u64,
@@ -45,7 +46,8 @@ pub struct Row {
 }
 
 /// A ranked, symbolised view of a sampler's profile (`profpoint_heatmap::Profile::report`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Report {
     /// `perf task-clock`, `setitimer` or `tgkill`.
     pub source: String,

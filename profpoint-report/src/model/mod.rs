@@ -19,7 +19,8 @@ pub const VERSION: u32 = 3;
 
 /// One report of a series (`PROFPOINT_REPORT_EVERY`): the calls and times of the interval since
 /// the previous one, beside the totals.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Interval {
     /// This report's number in the series: 1, 2, ... (the exit report is the last).
     pub seq: u64,
@@ -32,7 +33,8 @@ pub struct Interval {
 }
 
 /// A point's calls and time in one interval (differences of its totals).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct IntervalPoint {
     /// As in [`PointReport`].
     pub name: String,
@@ -111,6 +113,7 @@ impl Interval {
 
 /// Everything measured, at one moment, in nanoseconds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Report {
     /// Always [`SCHEMA`].
     pub schema: String,
@@ -165,6 +168,7 @@ pub struct Report {
 
 /// What the report says of slot memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SlotMemory {
     /// Bytes of per-point slots allocated, every thread (overflow slots not included).
     pub bytes: u64,
@@ -178,6 +182,7 @@ pub struct SlotMemory {
 
 /// Metadata of the measured run.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct RunInfo {
     /// The command line (`/proc/self/cmdline`).
     pub command: Vec<String>,
@@ -196,6 +201,7 @@ pub struct RunInfo {
 
 /// The clock, as calibrated for this report.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ClockReport {
     /// `"tsc"` (x86_64), `"cntvct"` (aarch64's virtual counter) or `"monotonic"`.
     pub source: String,
@@ -206,7 +212,8 @@ pub struct ClockReport {
 }
 
 /// One profile point's numbers.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct PointReport {
     /// The point's name.
     pub name: String,
@@ -302,7 +309,8 @@ impl PointReport {
 }
 
 /// What `profpoint::tracepoints` reports of one tracepoint.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct TracepointInfo {
     /// `module::path::name`.
     pub name: String,
@@ -327,7 +335,8 @@ pub struct TracepointInfo {
 }
 
 /// The cost of an enabled point, in nanoseconds.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Overhead {
     /// Wall time of one enabled call's instrumentation (an annotated call minus the same call
     /// bare, best of 7 rounds of 5,000).
@@ -340,6 +349,7 @@ pub struct Overhead {
 /// thread: a shard, a slot), which no interval includes: profpoint's own cost, not the
 /// program's.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Setup {
     /// Time spent in it, nanoseconds.
     pub ns: f64,
