@@ -3,6 +3,12 @@
 //! Data, and the sampler's own table ([`Report::write_table`]): the sampler (the
 //! `profpoint-heatmap` crate) fills these types, and the report model and its renderers read
 //! them without linking the sampler.
+//!
+//! As in the rest of the model, the structs are `#[non_exhaustive]`: build one from `Default`
+//! (a [`pmu::PmuReport`] from [`pmu::PmuReport::new`]) and assign its fields. So are the
+//! enums [`pmu::Event`] and [`pmu::Method`], which will gain variants: a `match` on them needs
+//! a wildcard arm. [`By`] is not: rows are formed by function or by bucket, and a match on
+//! it may name both without a wildcard.
 
 use serde::{Deserialize, Serialize};
 use std::io::Write;

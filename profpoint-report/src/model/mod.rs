@@ -1,5 +1,8 @@
 //! The report model: [`Report`] and every section it holds, plain data that serialises to the
 //! JSON of `docs/report-schema.md` and reads back from it.
+//!
+//! Its structs are `#[non_exhaustive]`, so that a new field breaks no one: read their fields
+//! freely, and build one from [`Report::empty`] or `Default`, then assign the fields you need.
 
 use serde::{Deserialize, Serialize};
 
