@@ -42,71 +42,59 @@ fn big(seed: u64, slow: bool) -> Report {
             .collect();
         let timed: u64 = hist.iter().map(|b| b[1]).sum();
         let total = hist.iter().map(|b| b[0] * b[1]).sum();
-        r.points.push(PointReport {
-            name: format!("bench::module_{}::function_{i}", i % 97),
-            file: format!("src/module_{}.rs", i % 97),
-            line: i as u32,
-            enabled: true,
-            kind: "sync".into(),
-            sampling: None,
-            estimated: false,
-            nr: timed,
-            nr_ci95: None,
-            nr_estimated: false,
-            timed,
-            nested: 0,
-            total_ns: total,
-            self_ns: Some(total / 2),
-            avg_ns: total / timed,
-            min_ns: hist[0][0],
-            max_ns: hist[23][0],
-            p50_ns: m,
-            p90_ns: m * 110 / 100,
-            p99_ns: m * 112 / 100,
-            p999_ns: m * 113 / 100,
-            stddev_ns: m / 10,
-            wall_percent: total as f64 / 1e8,
-            total_ci95_ns: 0,
-            hist,
-            sampled_self: None,
-            idle_ns: 0,
-        });
+        let mut p = PointReport::default();
+        p.name = format!("bench::module_{}::function_{i}", i % 97);
+        p.file = format!("src/module_{}.rs", i % 97);
+        p.line = i as u32;
+        p.enabled = true;
+        p.kind = "sync".into();
+        p.nr = timed;
+        p.timed = timed;
+        p.total_ns = total;
+        p.self_ns = Some(total / 2);
+        p.avg_ns = total / timed;
+        p.min_ns = hist[0][0];
+        p.max_ns = hist[23][0];
+        p.p50_ns = m;
+        p.p90_ns = m * 110 / 100;
+        p.p99_ns = m * 112 / 100;
+        p.p999_ns = m * 113 / 100;
+        p.stddev_ns = m / 10;
+        p.wall_percent = total as f64 / 1e8;
+        p.hist = hist;
+        r.points.push(p);
     }
     r.points.sort_by_key(|p| std::cmp::Reverse(p.total_ns));
     let rows: Vec<heatmap::Row> = (0..20_000u64)
-        .map(|i| heatmap::Row {
-            address: 0x5555_0000_0000 + i * 64,
-            function: format!(
+        .map(|i| {
+            let mut row = heatmap::Row::default();
+            row.address = 0x5555_0000_0000 + i * 64;
+            row.function = format!(
                 "<bench::module_{}::Type<T> as core::ops::Fn>::call_{i}",
                 i % 97
-            ),
-            library: (i % 3 == 0).then(|| "libc.so.6".to_string()),
-            nr: 20_000 - i,
-            percent: (20_000 - i) as f64 / 2e6,
-            location: Some(format!("src/module_{}.rs:{}", i % 97, i)),
-            inlined: Vec::new(),
+            );
+            row.library = (i % 3 == 0).then(|| "libc.so.6".to_string());
+            row.nr = 20_000 - i;
+            row.percent = (20_000 - i) as f64 / 2e6;
+            row.location = Some(format!("src/module_{}.rs:{}", i % 97, i));
+            row
         })
         .collect();
-    r.heatmap = Some(heatmap::Report {
-        source: "perf task-clock".into(),
-        mode: "cpu".into(),
-        by: heatmap::By::Function,
-        bucket_size: 16,
-        requested_hz: 997,
-        achieved_hz: Some(990.0),
-        achieved_hz_per_cpu_second: Some(980.0),
-        user_cpu_seconds: 10.0,
-        sys_cpu_seconds: 0.1,
-        wall_seconds: 10.0,
-        total_samples: 200_010_000,
-        other: 0,
-        proc_samples: 0,
-        excluded: 0,
-        base: 200_010_000,
-        warnings: Vec::new(),
-        rows,
-        stacks: None,
-    });
+    let mut h = heatmap::Report::default();
+    h.source = "perf task-clock".into();
+    h.mode = "cpu".into();
+    h.by = heatmap::By::Function;
+    h.bucket_size = 16;
+    h.requested_hz = 997;
+    h.achieved_hz = Some(990.0);
+    h.achieved_hz_per_cpu_second = Some(980.0);
+    h.user_cpu_seconds = 10.0;
+    h.sys_cpu_seconds = 0.1;
+    h.wall_seconds = 10.0;
+    h.total_samples = 200_010_000;
+    h.base = 200_010_000;
+    h.rows = rows;
+    r.heatmap = Some(h);
     r
 }
 

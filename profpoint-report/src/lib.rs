@@ -18,6 +18,21 @@
 //! A new section is a field of [`Report`] filled by profpoint's collector and rendered by each
 //! renderer; bump [`VERSION`] only for changes that break readers (new fields do not), and
 //! keep reading every older version.
+//!
+//! The model's structs are `#[non_exhaustive]`, so a new field breaks no user either: read
+//! their fields freely, and build one from [`Report::empty`] or `Default`, then assign the
+//! fields you need:
+//!
+//! ```
+//! use profpoint_report::{PointReport, Report};
+//!
+//! let mut point = PointReport::default();
+//! point.name = "parse".to_string();
+//! point.nr = 3;
+//! let mut report = Report::empty();
+//! report.points.push(point);
+//! assert_eq!(Report::from_json(&report.to_json()), Ok(report));
+//! ```
 
 mod check;
 mod csv;

@@ -24,10 +24,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The first-use work so far.
 pub(crate) fn setup(clk: &clock::ClockInfo) -> Setup {
-    Setup {
-        ns: clk.to_ns_f(shard::setup_ticks() as f64),
-        calls: shard::setup_calls(),
-    }
+    let mut setup = Setup::default();
+    setup.ns = clk.to_ns_f(shard::setup_ticks() as f64);
+    setup.calls = shard::setup_calls();
+    setup
 }
 
 #[cfg_attr(not(feature = "off"), linkme::distributed_slice(crate::point::POINTS))]
@@ -248,8 +248,10 @@ pub(crate) fn compensating() -> bool {
 
 /// The overhead in nanoseconds, if it was measured.
 pub(crate) fn get(clk: &clock::ClockInfo) -> Option<Overhead> {
-    measured().map(|(per_call, inside)| Overhead {
-        per_call_ns: clk.to_ns_f(per_call),
-        in_interval_ns: clk.to_ns_f(inside),
+    measured().map(|(per_call, inside)| {
+        let mut overhead = Overhead::default();
+        overhead.per_call_ns = clk.to_ns_f(per_call);
+        overhead.in_interval_ns = clk.to_ns_f(inside);
+        overhead
     })
 }

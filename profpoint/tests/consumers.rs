@@ -537,28 +537,27 @@ fn go_tool_pprof_shows_the_sampled_stacks_as_a_call_graph() {
     }
     // Hand-made stacks (the capture is tested in the heatmap crate): two callers of one hot
     // function, 9:1, and main's own samples.
-    let frame = |name: &str| profpoint::heatmap::Frame {
-        address: 0x1000,
-        function: name.to_string(),
-        library: None,
-        location: Some(format!("src/{name}.rs:7")),
-        inlined: false,
+    let frame = |name: &str| {
+        let mut frame = profpoint::heatmap::Frame::default();
+        frame.address = 0x1000;
+        frame.function = name.to_string();
+        frame.location = Some(format!("src/{name}.rs:7"));
+        frame
     };
-    let stack = |frames: &[&str], count| profpoint::heatmap::SampledStack {
-        frames: frames.iter().map(|n| frame(n)).collect(),
-        count,
-        tag: 0,
+    let stack = |frames: &[&str], count| {
+        let mut stack = profpoint::heatmap::SampledStack::default();
+        stack.frames = frames.iter().map(|n| frame(n)).collect();
+        stack.count = count;
+        stack
     };
-    let stacks = profpoint::heatmap::StackReport {
-        depth: 64,
-        samples: 105,
-        stacks: vec![
-            stack(&["main", "caller_a", "hot"], 90),
-            stack(&["main", "caller_b", "hot"], 10),
-            stack(&["main"], 5),
-        ],
-        ..Default::default()
-    };
+    let mut stacks = profpoint::heatmap::StackReport::default();
+    stacks.depth = 64;
+    stacks.samples = 105;
+    stacks.stacks = vec![
+        stack(&["main", "caller_a", "hot"], 90),
+        stack(&["main", "caller_b", "hot"], 10),
+        stack(&["main"], 5),
+    ];
     let mut r = profpoint::Report::from_json(&profpoint::snapshot().to_json()).unwrap();
     let json = r.to_json().replacen(
         "\"heatmap\": null",

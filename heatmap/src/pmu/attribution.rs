@@ -156,26 +156,26 @@ impl PmuProfile {
                     (Some(x), Some(i)) if i > 0.0 => Some(1000.0 * x / i),
                     _ => None,
                 };
-                PmuRow {
-                    symbol,
-                    windows: n,
-                    cpi: ins.filter(|i| *i > 0.0).map(|i| v[0] / i),
-                    bm_per_ki: per_ki(get(Event::BranchMisses)),
-                    cm_per_ki: per_ki(get(Event::CacheMisses)),
-                    cm_percent: match (get(Event::CacheMisses), get(Event::CacheReferences)) {
-                        (Some(m), Some(r)) if r > 0.0 => Some(100.0 * m / r),
-                        _ => None,
-                    },
-                    clock_percent: pct(v[0], tc),
-                    instructions_percent: ins.map(|i| pct(i, ti)),
-                    branch_misses_percent: get(Event::BranchMisses).map(|b| pct(b, tb)),
-                    page_faults_per_ms: match (get(Event::PageFaults), get(Event::TaskClock)) {
-                        (Some(f), Some(ns)) if ns > 0.0 => Some(1e6 * f / ns),
-                        _ => None,
-                    },
-                    l1d_reads_percent: get(Event::L1dReads).map(|x| pct(x, tla)),
-                    l1d_misses_percent: get(Event::L1dReadMisses).map(|x| pct(x, tlm)),
-                }
+                let mut row = PmuRow::default();
+                row.symbol = symbol;
+                row.windows = n;
+                row.cpi = ins.filter(|i| *i > 0.0).map(|i| v[0] / i);
+                row.bm_per_ki = per_ki(get(Event::BranchMisses));
+                row.cm_per_ki = per_ki(get(Event::CacheMisses));
+                row.cm_percent = match (get(Event::CacheMisses), get(Event::CacheReferences)) {
+                    (Some(m), Some(r)) if r > 0.0 => Some(100.0 * m / r),
+                    _ => None,
+                };
+                row.clock_percent = pct(v[0], tc);
+                row.instructions_percent = ins.map(|i| pct(i, ti));
+                row.branch_misses_percent = get(Event::BranchMisses).map(|b| pct(b, tb));
+                row.page_faults_per_ms = match (get(Event::PageFaults), get(Event::TaskClock)) {
+                    (Some(f), Some(ns)) if ns > 0.0 => Some(1e6 * f / ns),
+                    _ => None,
+                };
+                row.l1d_reads_percent = get(Event::L1dReads).map(|x| pct(x, tla));
+                row.l1d_misses_percent = get(Event::L1dReadMisses).map(|x| pct(x, tlm));
+                row
             })
             .collect();
         rows.sort_by(|a, b| {
@@ -184,18 +184,17 @@ impl PmuProfile {
                 .then(a.symbol.cmp(&b.symbol))
         });
         rows.truncate(top);
-        PmuReport {
-            method,
-            windows,
-            discarded,
-            overlong,
-            long_period: self.config.long_period,
-            window: self.config.window,
-            calibration: self.calibration,
-            events,
-            warnings: self.warnings.clone(),
-            rows,
-        }
+        let mut report = PmuReport::new(method);
+        report.windows = windows;
+        report.discarded = discarded;
+        report.overlong = overlong;
+        report.long_period = self.config.long_period;
+        report.window = self.config.window;
+        report.calibration = self.calibration;
+        report.events = events;
+        report.warnings = self.warnings.clone();
+        report.rows = rows;
+        report
     }
 }
 

@@ -5,13 +5,15 @@
 pub(super) use profpoint_report::heatmap::pmu::EVENT_NAMES;
 pub use profpoint_report::heatmap::pmu::{Event, MAX_MEMBERS};
 
-/// `(type, config)` of `perf_event_attr` for `event`.
+/// `(type, config)` of `perf_event_attr` for `event`; `None` for an event this sampler has no
+/// encoding for (the model's `Event` is `#[non_exhaustive]`: this match cannot list them all,
+/// and a test checks that every event the model names has one).
 #[cfg(target_os = "linux")]
-pub(crate) fn kind(event: Event) -> (u32, u64) {
+pub(crate) fn kind(event: Event) -> Option<(u32, u64)> {
     use crate::sys::*;
     let l1d_read =
         |result| hw_cache_config(PERF_COUNT_HW_CACHE_L1D, PERF_COUNT_HW_CACHE_OP_READ, result);
-    match event {
+    Some(match event {
         Event::Cycles => (PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES),
         Event::Instructions => (PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS),
         Event::CacheReferences => (PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_REFERENCES),
@@ -28,5 +30,6 @@ pub(crate) fn kind(event: Event) -> (u32, u64) {
             PERF_TYPE_HW_CACHE,
             l1d_read(PERF_COUNT_HW_CACHE_RESULT_MISS),
         ),
-    }
+        _ => return None,
+    })
 }

@@ -114,22 +114,15 @@ impl Profile {
                 By::Bucket => addr,
             };
             let (_, row) = rows.entry((object, key_addr)).or_insert_with(|| {
-                (
-                    object,
-                    Row {
-                        address: if key_addr == u64::MAX || credited {
-                            addr
-                        } else {
-                            key_addr
-                        },
-                        function: r.function,
-                        library: r.library,
-                        nr: 0,
-                        percent: 0.0,
-                        location: None,
-                        inlined: Vec::new(),
-                    },
-                )
+                let mut row = Row::default();
+                row.address = if key_addr == u64::MAX || credited {
+                    addr
+                } else {
+                    key_addr
+                };
+                row.function = r.function;
+                row.library = r.library;
+                (object, row)
             });
             row.nr += n;
             if key_addr == u64::MAX || credited {
@@ -167,30 +160,30 @@ impl Profile {
         let mut warnings = self.warnings.clone();
         warnings.extend(sym.warnings);
         warnings.extend(stripped);
-        Report {
-            source: self.source.name().to_owned(),
-            mode: match self.mode {
-                Mode::Cpu => "cpu",
-                Mode::Wall => "wall",
-            }
-            .to_owned(),
-            by: opts.by,
-            bucket_size: size,
-            requested_hz: self.requested_hz,
-            achieved_hz: self.achieved_hz(),
-            achieved_hz_per_cpu_second: self.achieved_hz_per_cpu_second(),
-            user_cpu_seconds: self.user_cpu_seconds(),
-            sys_cpu_seconds: self.sys_cpu_seconds(),
-            wall_seconds: self.wall_seconds(),
-            total_samples: total,
-            other: self.other,
-            proc_samples: self.proc_samples,
-            excluded,
-            base,
-            warnings,
-            rows,
-            stacks,
+        let mut report = Report::default();
+        report.source = self.source.name().to_owned();
+        report.mode = match self.mode {
+            Mode::Cpu => "cpu",
+            Mode::Wall => "wall",
         }
+        .to_owned();
+        report.by = opts.by;
+        report.bucket_size = size;
+        report.requested_hz = self.requested_hz;
+        report.achieved_hz = self.achieved_hz();
+        report.achieved_hz_per_cpu_second = self.achieved_hz_per_cpu_second();
+        report.user_cpu_seconds = self.user_cpu_seconds();
+        report.sys_cpu_seconds = self.sys_cpu_seconds();
+        report.wall_seconds = self.wall_seconds();
+        report.total_samples = total;
+        report.other = self.other;
+        report.proc_samples = self.proc_samples;
+        report.excluded = excluded;
+        report.base = base;
+        report.warnings = warnings;
+        report.rows = rows;
+        report.stacks = stacks;
+        report
     }
 }
 

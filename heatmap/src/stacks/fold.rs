@@ -12,15 +12,19 @@ use super::{Frame, RawStacks, SampledStack, StackCut, StackReport};
 use crate::profile::Profile;
 use crate::symbolize::Symbolizer;
 
+/// A frame at `address`, without a source location.
+fn frame(address: u64, function: String, library: Option<String>, inlined: bool) -> Frame {
+    let mut frame = Frame::default();
+    frame.address = address;
+    frame.function = function;
+    frame.library = library;
+    frame.inlined = inlined;
+    frame
+}
+
 /// Frames for one address, root side first.
 fn resolve(profile: &Profile, sym: &mut Symbolizer, address: u64) -> Vec<Frame> {
-    let unknown = |library| Frame {
-        address,
-        function: "[unknown]".to_owned(),
-        library,
-        location: None,
-        inlined: false,
-    };
+    let unknown = |library| frame(address, "[unknown]".to_owned(), library, false);
     let Some(object) = profile
         .segments
         .iter()
@@ -31,26 +35,15 @@ fn resolve(profile: &Profile, sym: &mut Symbolizer, address: u64) -> Vec<Frame> 
     };
     let r = sym.lookup(object, address);
     if r.function == "[unknown]" || r.function == "[vdso]" {
-        return vec![Frame {
-            function: r.function,
-            ..unknown(r.library)
-        }];
+        return vec![frame(address, r.function, r.library, false)];
     }
     let info = sym.source_info(object, address);
-    let mut out = vec![Frame {
-        address,
-        function: r.function,
-        library: r.library.clone(),
-        location: None,
-        inlined: false,
-    }];
-    out.extend(info.inlined.into_iter().map(|f| Frame {
-        address,
-        function: f,
-        library: r.library.clone(),
-        location: None,
-        inlined: true,
-    }));
+    let mut out = vec![frame(address, r.function, r.library.clone(), false)];
+    out.extend(
+        info.inlined
+            .into_iter()
+            .map(|f| frame(address, f, r.library.clone(), true)),
+    );
     if let Some(last) = out.last_mut() {
         last.location = info.location;
     }
@@ -82,11 +75,11 @@ pub(crate) fn report(
                         .cloned(),
                 );
             }
-            SampledStack {
-                frames,
-                count: s.count,
-                tag: s.tag,
-            }
+            let mut stack = SampledStack::default();
+            stack.frames = frames;
+            stack.count = s.count;
+            stack.tag = s.tag;
+            stack
         })
         .collect();
     stacks.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.tag.cmp(&b.tag)));
@@ -106,20 +99,22 @@ pub(crate) fn report(
             profile.proc_samples
         ));
     }
-    StackReport {
-        depth: raw.depth,
-        samples,
-        dropped: raw.dropped,
-        truncated: raw.truncated,
-        cuts: raw
-            .cuts
-            .iter()
-            .map(|(reason, count)| StackCut {
-                reason: reason.clone(),
-                count: *count,
-            })
-            .collect(),
-        stacks,
-        warnings: w,
-    }
+    let mut report = StackReport::default();
+    report.depth = raw.depth;
+    report.samples = samples;
+    report.dropped = raw.dropped;
+    report.truncated = raw.truncated;
+    report.cuts = raw
+        .cuts
+        .iter()
+        .map(|(reason, count)| {
+            let mut cut = StackCut::default();
+            cut.reason = reason.clone();
+            cut.count = *count;
+            cut
+        })
+        .collect();
+    report.stacks = stacks;
+    report.warnings = w;
+    report
 }

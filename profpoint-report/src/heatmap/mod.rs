@@ -3,6 +3,12 @@
 //! Data, and the sampler's own table ([`Report::write_table`]): the sampler (the
 //! `profpoint-heatmap` crate) fills these types, and the report model and its renderers read
 //! them without linking the sampler.
+//!
+//! As in the rest of the model, the structs are `#[non_exhaustive]`: build one from `Default`
+//! (a [`pmu::PmuReport`] from [`pmu::PmuReport::new`]) and assign its fields. So are the
+//! enums [`pmu::Event`] and [`pmu::Method`], which will gain variants: a `match` on them needs
+//! a wildcard arm. [`By`] is not: rows are formed by function or by bucket, and a match on
+//! it may name both without a wildcard.
 
 use serde::{Deserialize, Serialize};
 use std::io::Write;
@@ -24,7 +30,8 @@ pub enum By {
 }
 
 /// One line of the table.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Row {
     /// Function address (by function) or bucket address (by bucket).
     pub address: u64,
@@ -45,7 +52,8 @@ pub struct Row {
 }
 
 /// A ranked, symbolised view of a sampler's profile (`profpoint_heatmap::Profile::report`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Report {
     /// `perf task-clock`, `setitimer` or `tgkill`.
     pub source: String,

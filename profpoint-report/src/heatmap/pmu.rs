@@ -9,6 +9,7 @@ use std::io::{self, Write};
 /// software events the software clock mode uses (`PERF_COUNT_SW_*`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum Event {
     /// CPU cycles (the leader in the hardware mode).
     Cycles,
@@ -87,6 +88,7 @@ pub const MAX_MEMBERS: usize = 6;
 
 /// The fixed cost every window carries, measured at start on a known loop (its own thread).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Calibration {
     /// Windows measured on the calibration loop.
     pub windows: u64,
@@ -95,7 +97,8 @@ pub struct Calibration {
 }
 
 /// One function's metrics.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct PmuRow {
     /// Demangled function name.
     pub symbol: String,
@@ -127,6 +130,7 @@ pub struct PmuRow {
 /// How a report credited the counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum Method {
     /// The seed's method: a short window's deltas, when it began and ended in one function.
     Windows,
@@ -136,6 +140,7 @@ pub enum Method {
 
 /// Per-function hardware metrics, ranked by share of cycles.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct PmuReport {
     /// How the counts were credited.
     pub method: Method,
@@ -163,6 +168,23 @@ pub struct PmuReport {
 }
 
 impl PmuReport {
+    /// A report credited by `method` that holds nothing yet: no window, no calibration, no
+    /// event, no row. The sampler fills in the rest, field by field.
+    pub fn new(method: Method) -> PmuReport {
+        PmuReport {
+            method,
+            windows: 0,
+            discarded: 0,
+            overlong: 0,
+            long_period: 0,
+            window: 0,
+            calibration: Calibration::default(),
+            events: Vec::new(),
+            warnings: Vec::new(),
+            rows: Vec::new(),
+        }
+    }
+
     /// The seed's table: Symbol, #, CPI, BM/KI, CM/KI, %CM, %CY, %I, %BM, with a legend (in the
     /// software mode: Symbol, #, %T, PF/ms). Columns the chosen events cannot fill show `-`.
     pub fn write_table(&self, w: &mut dyn Write) -> io::Result<()> {

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 /// The sampled call stacks of one run, symbolised. Part of [`super::Report`] when the sampler
 /// ran with stacks.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct StackReport {
     /// The configured maximum depth (frames per stack).
     pub depth: u32,
@@ -24,7 +25,8 @@ pub struct StackReport {
 }
 
 /// One reason a chain ended early, and how often.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct StackCut {
     /// A short reason, e.g. `no unwind info`, `outside the stack`, `not in mapped code`.
     pub reason: String,
@@ -33,7 +35,8 @@ pub struct StackCut {
 }
 
 /// One distinct call stack and its samples.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SampledStack {
     /// Root first, leaf (the interrupted function) last; inlined frames expanded where debug
     /// information exists (each marked [`Frame::inlined`]).
@@ -48,7 +51,8 @@ pub struct SampledStack {
 }
 
 /// One frame of a [`SampledStack`].
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Frame {
     /// The instruction address (the pc for the leaf, the return address minus one for callers).
     pub address: u64,

@@ -4,7 +4,8 @@
 use serde::{Deserialize, Serialize};
 
 /// One change the controller made.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct BudgetEvent {
     /// When, seconds since profpoint's clock origin (process start).
     pub at_s: f64,
@@ -19,7 +20,8 @@ pub struct BudgetEvent {
 }
 
 /// A point the budget throttled at some time.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ThrottledPoint {
     /// The point.
     pub point: String,
@@ -44,6 +46,7 @@ pub struct ThrottledPoint {
 /// The budget's part of the report.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(default)]
+#[non_exhaustive]
 pub struct BudgetReport {
     /// The budget, percent of the process's CPU time (`None`: off).
     pub percent: Option<f64>,
@@ -98,6 +101,7 @@ pub struct BudgetReport {
 /// Counting alone, every call of every point the budget manages, cost more than the budget.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(default)]
+#[non_exhaustive]
 pub struct CountingOver {
     /// What counting alone cost, percent of the process's CPU time (estimated from the cost
     /// model's counted call).
@@ -111,6 +115,7 @@ pub struct CountingOver {
 /// One point's part of the counting cost.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(default)]
+#[non_exhaustive]
 pub struct CountingShare {
     /// The point.
     pub point: String,

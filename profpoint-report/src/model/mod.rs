@@ -1,5 +1,8 @@
 //! The report model: [`Report`] and every section it holds, plain data that serialises to the
 //! JSON of `docs/report-schema.md` and reads back from it.
+//!
+//! Its structs are `#[non_exhaustive]`, so that a new field breaks no one: read their fields
+//! freely, and build one from [`Report::empty`] or `Default`, then assign the fields you need.
 
 use serde::{Deserialize, Serialize};
 
@@ -19,7 +22,8 @@ pub const VERSION: u32 = 3;
 
 /// One report of a series (`PROFPOINT_REPORT_EVERY`): the calls and times of the interval since
 /// the previous one, beside the totals.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Interval {
     /// This report's number in the series: 1, 2, ... (the exit report is the last).
     pub seq: u64,
@@ -32,7 +36,8 @@ pub struct Interval {
 }
 
 /// A point's calls and time in one interval (differences of its totals).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct IntervalPoint {
     /// As in [`PointReport`].
     pub name: String,
@@ -111,6 +116,7 @@ impl Interval {
 
 /// Everything measured, at one moment, in nanoseconds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Report {
     /// Always [`SCHEMA`].
     pub schema: String,
@@ -165,6 +171,7 @@ pub struct Report {
 
 /// What the report says of slot memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SlotMemory {
     /// Bytes of per-point slots allocated, every thread (overflow slots not included).
     pub bytes: u64,
@@ -178,6 +185,7 @@ pub struct SlotMemory {
 
 /// Metadata of the measured run.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct RunInfo {
     /// The command line (`/proc/self/cmdline`).
     pub command: Vec<String>,
@@ -196,6 +204,7 @@ pub struct RunInfo {
 
 /// The clock, as calibrated for this report.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ClockReport {
     /// `"tsc"` (x86_64), `"cntvct"` (aarch64's virtual counter) or `"monotonic"`.
     pub source: String,
@@ -206,7 +215,8 @@ pub struct ClockReport {
 }
 
 /// One profile point's numbers.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct PointReport {
     /// The point's name.
     pub name: String,
@@ -302,7 +312,8 @@ impl PointReport {
 }
 
 /// What `profpoint::tracepoints` reports of one tracepoint.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct TracepointInfo {
     /// `module::path::name`.
     pub name: String,
@@ -327,7 +338,8 @@ pub struct TracepointInfo {
 }
 
 /// The cost of an enabled point, in nanoseconds.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Overhead {
     /// Wall time of one enabled call's instrumentation (an annotated call minus the same call
     /// bare, best of 7 rounds of 5,000).
@@ -340,6 +352,7 @@ pub struct Overhead {
 /// thread: a shard, a slot), which no interval includes: profpoint's own cost, not the
 /// program's.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Setup {
     /// Time spent in it, nanoseconds.
     pub ns: f64,

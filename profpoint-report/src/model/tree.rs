@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 /// that polls it). A point the budget timed in bursts has its nodes scaled to its row
 /// ([`TreeNode::estimated`]).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct PointsTree {
     /// Every node, parents before their children.
     pub nodes: Vec<TreeNode>,
@@ -25,7 +26,8 @@ pub struct PointsTree {
 }
 
 /// One path of points: its last point, its parent path, and the calls along it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct TreeNode {
     /// The parent node (an index into [`PointsTree::nodes`], always smaller than this
     /// node's); `None`: the point was outermost on its thread.
@@ -55,7 +57,8 @@ pub struct TreeNode {
 
 /// A parent -> child edge of the points tree: a sum over the nodes of `child` whose parent
 /// node's point is `parent`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
+#[non_exhaustive]
 pub struct TreeEdge {
     /// The calling point's name (`None`: outermost calls).
     pub parent: Option<String>,

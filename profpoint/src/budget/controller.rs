@@ -540,13 +540,13 @@ impl Controller {
             st.burst_rate = calls_per_s / clock::info().to_ticks(1e9).max(1.0);
         }
         if self.events.len() < MAX_EVENTS {
-            self.events.push(BudgetEvent {
-                at_s: at_ns as f64 / 1e9,
-                point: p.name().to_string(),
-                from: from.label(),
-                to: to.label(),
-                calls_per_s,
-            });
+            let mut event = BudgetEvent::default();
+            event.at_s = at_ns as f64 / 1e9;
+            event.point = p.name().to_string();
+            event.from = from.label();
+            event.to = to.label();
+            event.calls_per_s = calls_per_s;
+            self.events.push(event);
         } else {
             self.events_dropped += 1;
         }

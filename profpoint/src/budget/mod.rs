@@ -516,73 +516,77 @@ pub(crate) fn report(clk: &clock::ClockInfo, iso: Option<&Isolation>) -> BudgetR
         .map(|(i, st)| {
             let p = &point::all()[i];
             let calls = st.last.map_or(0, |s| s.nr()) as f64;
-            (
-                calls,
-                ThrottledPoint {
-                    point: p.name().to_string(),
-                    // The state the controller gave it, while it is the controller's: its
-                    // status reads on inside a burst's window, and off between windows for a
-                    // point in bursts.
-                    now: match st.set {
-                        Some(m) if p.is_by_budget() => m.label(),
-                        _ => Mode::of(p).label(),
-                    },
-                    worst: st.worst.map_or_else(|| "on".into(), Mode::label),
-                    changes: st.changes,
-                    first_at_s: st.first_ns.unwrap_or(0) as f64 / 1e9,
-                    off_calls_per_s: st.off_rate,
-                    isolated_avg_ns: iso
-                        .and_then(|iso| iso.means.get(i).copied().flatten())
-                        .map(|m| clk.to_ns_f(m.mean)),
-                },
-            )
+            let mut t = ThrottledPoint::default();
+            t.point = p.name().to_string();
+            // The state the controller gave it, while it is the controller's: its
+            // status reads on inside a burst's window, and off between windows for a
+            // point in bursts.
+            t.now = match st.set {
+                Some(m) if p.is_by_budget() => m.label(),
+                _ => Mode::of(p).label(),
+            };
+            t.worst = st.worst.map_or_else(|| "on".into(), Mode::label);
+            t.changes = st.changes;
+            t.first_at_s = st.first_ns.unwrap_or(0) as f64 / 1e9;
+            t.off_calls_per_s = st.off_rate;
+            t.isolated_avg_ns = iso
+                .and_then(|iso| iso.means.get(i).copied().flatten())
+                .map(|m| clk.to_ns_f(m.mean));
+            (calls, t)
         })
         .collect();
     throttled.sort_by(|a, b| b.0.total_cmp(&a.0));
-    BudgetReport {
-        percent: get(),
-        running: c.running,
-        note: c.note.clone(),
-        rounds: ROUNDS.load(Ordering::Relaxed),
-        cost_timed_ns: clk.to_ns_f(costs.timed),
-        cost_skipped_ns: clk.to_ns_f(costs.skipped),
-        cost_counted_ns: clk.to_ns_f(costs.counted),
-        // A pooled figure at or under zero is noise above the cost (the program ran as fast
-        // in the bursts as around them): not a measurement of it, so none is given.
-        cost_timed_in_context_ns: c
-            .in_context_timed()
-            .filter(|t| *t > 0.0)
-            .map(|t| clk.to_ns_f(t)),
-        cost_percent: if c.cpu_ns == 0 {
-            0.0
-        } else {
-            100.0 * clk.to_ns_f(c.cost_ticks) / c.cpu_ns as f64
-        },
-        controller_ms: c.controller_ns as f64 / 1e6,
-        bursts: c.bursts,
-        burst_window_us: c.window.as_secs_f64() * 1e6,
-        isolations: c.isolations,
-        throttled: throttled.into_iter().map(|(_, t)| t).collect(),
-        events: c.events.clone(),
-        events_dropped: c.events_dropped,
-        bursts_allowed: bursts_allowed(),
-        // With bursts allowed, the hottest are not counted between them: counting alone is
-        // not what the points cost.
-        counting_over: (!bursts_allowed())
-            .then(|| c.counting.report(|i| point::all()[i].name().to_string()))
-            .flatten()
-            .map(|o| profpoint_report::CountingOver {
-                // The budget's ticks are its share of the CPU's: counting's share is the
-                // budget's times how far over it counting went.
-                percent: get().unwrap_or(0.0) * o.ratio_to_budget,
-                rounds: o.rounds,
-                points: o
-                    .points
-                    .into_iter()
-                    .map(|(point, share)| profpoint_report::CountingShare { point, share })
-                    .collect(),
-            }),
-    }
+    let mut report = BudgetReport::default();
+    report.percent = get();
+    report.running = c.running;
+    report.note = c.note.clone();
+    report.rounds = ROUNDS.load(Ordering::Relaxed);
+    report.cost_timed_ns = clk.to_ns_f(costs.timed);
+    report.cost_skipped_ns = clk.to_ns_f(costs.skipped);
+    report.cost_counted_ns = clk.to_ns_f(costs.counted);
+    // A pooled figure at or under zero is noise above the cost (the program ran as fast
+    // in the bursts as around them): not a measurement of it, so none is given.
+    report.cost_timed_in_context_ns = c
+        .in_context_timed()
+        .filter(|t| *t > 0.0)
+        .map(|t| clk.to_ns_f(t));
+    report.cost_percent = if c.cpu_ns == 0 {
+        0.0
+    } else {
+        100.0 * clk.to_ns_f(c.cost_ticks) / c.cpu_ns as f64
+    };
+    report.controller_ms = c.controller_ns as f64 / 1e6;
+    report.bursts = c.bursts;
+    report.burst_window_us = c.window.as_secs_f64() * 1e6;
+    report.isolations = c.isolations;
+    report.throttled = throttled.into_iter().map(|(_, t)| t).collect();
+    report.events = c.events.clone();
+    report.events_dropped = c.events_dropped;
+    report.bursts_allowed = bursts_allowed();
+    // With bursts allowed, the hottest are not counted between them: counting alone is
+    // not what the points cost.
+    report.counting_over = (!bursts_allowed())
+        .then(|| c.counting.report(|i| point::all()[i].name().to_string()))
+        .flatten()
+        .map(|o| {
+            let mut over = profpoint_report::CountingOver::default();
+            // The budget's ticks are its share of the CPU's: counting's share is the
+            // budget's times how far over it counting went.
+            over.percent = get().unwrap_or(0.0) * o.ratio_to_budget;
+            over.rounds = o.rounds;
+            over.points = o
+                .points
+                .into_iter()
+                .map(|(point, share)| {
+                    let mut s = profpoint_report::CountingShare::default();
+                    s.point = point;
+                    s.share = share;
+                    s
+                })
+                .collect();
+            over
+        });
+    report
 }
 
 #[cfg(unix)]

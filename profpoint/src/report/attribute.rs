@@ -78,13 +78,12 @@ pub(crate) fn attribute<'a>(
         match after {
             Some(i) => {
                 let at = &stack.frames[i];
-                let frame = Frame {
-                    address: at.address,
-                    function: name.to_owned(),
-                    library: at.library.clone(),
-                    location: None,
-                    inlined: true,
-                };
+                let mut frame = Frame::default();
+                frame.address = at.address;
+                frame.function = name.to_owned();
+                frame.library = at.library.clone();
+                frame.location = None;
+                frame.inlined = true;
                 stack.frames.insert(i + 1, frame);
                 done.inserted += stack.count;
             }
@@ -190,21 +189,18 @@ mod tests {
     use heatmap::SampledStack;
 
     fn frame(f: &str) -> Frame {
-        Frame {
-            address: 0x1000,
-            function: f.to_owned(),
-            library: None,
-            location: None,
-            inlined: false,
-        }
+        let mut frame = Frame::default();
+        frame.address = 0x1000;
+        frame.function = f.to_owned();
+        frame
     }
 
     fn stack(frames: &[&str], count: u64, tag: u32) -> SampledStack {
-        SampledStack {
-            frames: frames.iter().map(|f| frame(f)).collect(),
-            count,
-            tag,
-        }
+        let mut stack = SampledStack::default();
+        stack.frames = frames.iter().map(|f| frame(f)).collect();
+        stack.count = count;
+        stack.tag = tag;
+        stack
     }
 
     fn names(s: &SampledStack) -> Vec<&str> {
@@ -214,10 +210,8 @@ mod tests {
     const POINTS: [&str; 3] = ["wc::main", "wc::count_chunk", "wc::count_line"];
 
     fn run(stacks: Vec<SampledStack>) -> (StackReport, Attributed) {
-        let mut r = StackReport {
-            stacks,
-            ..StackReport::default()
-        };
+        let mut r = StackReport::default();
+        r.stacks = stacks;
         let annotated = POINTS.iter().map(|p| normalise(p)).collect();
         let done = attribute(
             &mut r,
@@ -347,35 +341,33 @@ mod tests {
         .iter()
         .map(|p| normalise(p))
         .collect();
-        let r = StackReport {
-            stacks: vec![
-                // In a callee the point does not own: the point's.
-                stack(&["main", "wc::main", "wc::count_chunk", "memcmp"], 5, 0),
-                // Generic arguments and a trait path, in profpoint's own code (a point's
-                // enter): the innermost annotated function's.
-                stack(
-                    &[
-                        "main",
-                        "wc::main",
-                        "wc::count_chunk",
-                        "wc::count_line<u8>",
-                        "profpoint::point::hot::Point::enter_on",
-                    ],
-                    3,
-                    0,
-                ),
-                // Outside every point.
-                stack(&["main", "std::rt::lang_start"], 2, 0),
-                // Display's and Debug's `fmt` read the same: which ran is not known, and the
-                // sample is not its caller's either.
-                stack(
-                    &["main", "wc::main", "<wc::Fmt as core::fmt::Display>::fmt"],
-                    4,
-                    0,
-                ),
-            ],
-            ..StackReport::default()
-        };
+        let mut r = StackReport::default();
+        r.stacks = vec![
+            // In a callee the point does not own: the point's.
+            stack(&["main", "wc::main", "wc::count_chunk", "memcmp"], 5, 0),
+            // Generic arguments and a trait path, in profpoint's own code (a point's
+            // enter): the innermost annotated function's.
+            stack(
+                &[
+                    "main",
+                    "wc::main",
+                    "wc::count_chunk",
+                    "wc::count_line<u8>",
+                    "profpoint::point::hot::Point::enter_on",
+                ],
+                3,
+                0,
+            ),
+            // Outside every point.
+            stack(&["main", "std::rt::lang_start"], 2, 0),
+            // Display's and Debug's `fmt` read the same: which ran is not known, and the
+            // sample is not its caller's either.
+            stack(
+                &["main", "wc::main", "<wc::Fmt as core::fmt::Display>::fmt"],
+                4,
+                0,
+            ),
+        ];
         assert_eq!(
             innermost_points(&r, &points),
             [Some(0), Some(5), Some(3), None, None, None, None]

@@ -162,33 +162,30 @@ pub(crate) fn collect(opts: &ReportOptions) -> Report {
     // The sections of a feature this build has off come from `Report::empty()` (None): the
     // model's `heatmap` feature may be on when profpoint's is off (another crate of the build,
     // such as the profpoint command, turned it on).
-    #[allow(clippy::needless_update)]
-    Report {
-        schema: SCHEMA.to_string(),
-        version: VERSION,
-        run: run_info(),
-        clock: ClockReport {
-            source: clock.source.to_string(),
-            ghz: clock.ghz(),
-            calibrated_over_ns: clock.calibrated_over_ns,
-        },
-        overhead,
-        overhead_subtracted: opts.subtract_overhead && sub_ticks > 0.0,
-        compensated,
-        setup: overhead::setup(&clock),
-        slots: crate::shard::slot_memory(),
-        wall_ns,
-        points,
-        tracepoints: crate::tracepoint::infos(),
-        budget,
-        interval: None,
-        tree: Some(tree_report(&clock, &rows)),
-        #[cfg(feature = "heatmap")]
-        heatmap,
-        #[cfg(feature = "heatmap")]
-        pmu,
-        ..Report::empty()
+    let mut report = Report::empty();
+    report.schema = SCHEMA.to_string();
+    report.version = VERSION;
+    report.run = run_info();
+    report.clock.source = clock.source.to_string();
+    report.clock.ghz = clock.ghz();
+    report.clock.calibrated_over_ns = clock.calibrated_over_ns;
+    report.overhead = overhead;
+    report.overhead_subtracted = opts.subtract_overhead && sub_ticks > 0.0;
+    report.compensated = compensated;
+    report.setup = overhead::setup(&clock);
+    report.slots = crate::shard::slot_memory();
+    report.wall_ns = wall_ns;
+    report.points = points;
+    report.tracepoints = crate::tracepoint::infos();
+    report.budget = budget;
+    report.interval = None;
+    report.tree = Some(tree_report(&clock, &rows));
+    #[cfg(feature = "heatmap")]
+    {
+        report.heatmap = heatmap;
+        report.pmu = pmu;
     }
+    report
 }
 
 /// Gives each sampled stack the frame of its thread's active point where LLVM inlined that
@@ -394,55 +391,55 @@ fn point_report(
         (to_ns(c.min as f64), to_ns(c.max as f64))
     };
     let clamp = |v: u64| v.clamp(min_ns, max_ns.max(min_ns));
-    PointReport {
-        name: p.name().to_string(),
-        file: p.location().0.to_string(),
-        line: p.location().1,
-        enabled: p.is_enabled(),
-        kind: match p.kind() {
-            Kind::Async => "async",
-            _ => "sync",
-        }
-        .to_string(),
-        sampling: p.sampling(),
-        estimated,
-        nr: c.nr() + unseen_all.round() as u64,
-        nr_ci95: nr_ci95.map(|ci| ci.round() as u64),
-        nr_estimated: est.count_unknown() || nr_ci95.is_some(),
-        timed: c.timed,
-        nested: c.nested,
-        total_ns,
-        // An async point's calls overlap and are not folded: it has no self time.
-        self_ns: (p.kind() != Kind::Async).then(|| clock.to_ns_f(self_ticks).round() as u64),
-        avg_ns: if c.timed == 0 {
-            0
-        } else {
-            clock.to_ns_f(total_ticks / outer).round() as u64
-        },
-        min_ns,
-        max_ns,
-        p50_ns: clamp(q(0.50)),
-        p90_ns: clamp(q(0.90)),
-        p99_ns: clamp(q(0.99)),
-        p999_ns: clamp(q(0.999)),
-        stddev_ns: clock.to_ns_f(stddev).round() as u64,
-        // An estimate whose spread could not be computed (a point in bursts seen in one
-        // round) gets the widest interval the run allows, never 0: its truth lies between 0
-        // and its thread's wall time, which the figure plus its own size and the wall covers.
-        total_ci95_ns: if !estimated {
-            0
-        } else if ci95 > 0.0 {
-            clock.to_ns_f(ci95).round() as u64
-        } else {
-            total_ns.max(wall_ns)
-        },
-        hist: hist_ns(&c.hist, to_ns),
-        // Filled from the sampler's stacks, when it ran with them (`collect`).
-        sampled_self: None,
-        // Calls made in segments only (`point/segment.rs`); never estimated.
-        idle_ns: clock.to_ns(c.idle),
-        wall_percent: percent(total_ns, wall_ns),
+    let mut report = PointReport::default();
+    report.name = p.name().to_string();
+    report.file = p.location().0.to_string();
+    report.line = p.location().1;
+    report.enabled = p.is_enabled();
+    report.kind = match p.kind() {
+        Kind::Async => "async",
+        _ => "sync",
     }
+    .to_string();
+    report.sampling = p.sampling();
+    report.estimated = estimated;
+    report.nr = c.nr() + unseen_all.round() as u64;
+    report.nr_ci95 = nr_ci95.map(|ci| ci.round() as u64);
+    report.nr_estimated = est.count_unknown() || nr_ci95.is_some();
+    report.timed = c.timed;
+    report.nested = c.nested;
+    report.total_ns = total_ns;
+    // An async point's calls overlap and are not folded: it has no self time.
+    report.self_ns = (p.kind() != Kind::Async).then(|| clock.to_ns_f(self_ticks).round() as u64);
+    report.avg_ns = if c.timed == 0 {
+        0
+    } else {
+        clock.to_ns_f(total_ticks / outer).round() as u64
+    };
+    report.min_ns = min_ns;
+    report.max_ns = max_ns;
+    report.p50_ns = clamp(q(0.50));
+    report.p90_ns = clamp(q(0.90));
+    report.p99_ns = clamp(q(0.99));
+    report.p999_ns = clamp(q(0.999));
+    report.stddev_ns = clock.to_ns_f(stddev).round() as u64;
+    // An estimate whose spread could not be computed (a point in bursts seen in one
+    // round) gets the widest interval the run allows, never 0: its truth lies between 0
+    // and its thread's wall time, which the figure plus its own size and the wall covers.
+    report.total_ci95_ns = if !estimated {
+        0
+    } else if ci95 > 0.0 {
+        clock.to_ns_f(ci95).round() as u64
+    } else {
+        total_ns.max(wall_ns)
+    };
+    report.hist = hist_ns(&c.hist, to_ns);
+    // Filled from the sampler's stacks, when it ran with them (`collect`).
+    report.sampled_self = None;
+    // Calls made in segments only (`point/segment.rs`); never estimated.
+    report.idle_ns = clock.to_ns(c.idle);
+    report.wall_percent = percent(total_ns, wall_ns);
+    report
 }
 
 /// `part` in percent of `wall_ns` (0 for an empty wall).
@@ -488,12 +485,11 @@ pub(crate) fn run_info() -> RunInfo {
     // a good part of a millisecond per report here: a live server reports every scrape).
     static FIXED: std::sync::OnceLock<RunInfo> = std::sync::OnceLock::new();
     let fixed = FIXED.get_or_init(run_info_fixed);
-    RunInfo {
-        // Not fixed: a forked child reports its own id.
-        pid: std::process::id(),
-        shards: shard::shard_count(),
-        ..fixed.clone()
-    }
+    let mut run = fixed.clone();
+    // Not fixed: a forked child reports its own id.
+    run.pid = std::process::id();
+    run.shards = shard::shard_count();
+    run
 }
 
 /// The parts of [`run_info`] fixed for the process's life.
@@ -523,14 +519,14 @@ fn run_info_fixed() -> RunInfo {
         .map(|d| d.as_nanos() as u64)
         .unwrap_or(0);
     let since_start = clock::monotonic_ns().saturating_sub(clock::origin().1);
-    RunInfo {
-        command,
-        pid: std::process::id(),
-        start_unix_ns: unix_now.saturating_sub(since_start),
-        cpu_model,
-        kernel,
-        shards: shard::shard_count(),
-    }
+    let mut run = RunInfo::default();
+    run.command = command;
+    run.pid = std::process::id();
+    run.start_unix_ns = unix_now.saturating_sub(since_start);
+    run.cpu_model = cpu_model;
+    run.kernel = kernel;
+    run.shards = shard::shard_count();
+    run
 }
 
 #[cfg(test)]

@@ -50,17 +50,12 @@ fn means(m: &[Option<f64>]) -> Vec<Option<budget::IsolatedMean>> {
 }
 
 fn node(calls: u64, timed: u64, total_ns: u64, self_ns: Option<i64>) -> TreeNode {
-    TreeNode {
-        parent: None,
-        name: String::new(),
-        file: String::new(),
-        line: 0,
-        calls,
-        timed,
-        total_ns,
-        self_ns,
-        estimated: false,
-    }
+    let mut node = TreeNode::default();
+    node.calls = calls;
+    node.timed = timed;
+    node.total_ns = total_ns;
+    node.self_ns = self_ns;
+    node
 }
 
 #[test]
@@ -228,114 +223,100 @@ fn json_is_what_serde_json_writes() {
     for round in 0..50 {
         let s = &mut state;
         report.clock.ghz = float(s);
-        report.overhead = (round % 2 == 0).then(|| Overhead {
-            per_call_ns: float(s),
-            in_interval_ns: float(s),
+        report.overhead = (round % 2 == 0).then(|| {
+            let mut overhead = Overhead::default();
+            overhead.per_call_ns = float(s);
+            overhead.in_interval_ns = float(s);
+            overhead
         });
         report.run.command = vec!["prog".into(), "--name=\"a b\"\n\t\u{1}é🦀".into()];
-        report.points.push(PointReport {
-            name: format!("crate::f{round}<\"T\">"),
-            file: "src/\\lib.rs".into(),
-            line: round,
-            enabled: round % 3 == 0,
-            kind: "sync".into(),
-            sampling: (round % 2 == 1).then_some(round),
-            estimated: round % 2 == 1,
-            nr: next(s),
-            nr_ci95: None,
-            nr_estimated: false,
-            timed: next(s) >> 3,
-            nested: 0,
-            total_ns: u64::MAX,
-            self_ns: (round % 5 != 0).then(|| next(s) % 1000),
-            avg_ns: 1,
-            min_ns: 0,
-            max_ns: next(s),
-            p50_ns: 5,
-            p90_ns: 9,
-            p99_ns: 99,
-            p999_ns: 999,
-            stddev_ns: 3,
-            wall_percent: float(s),
-            total_ci95_ns: next(s) % 7,
-            hist: vec![[5, next(s) % 9], [u64::MAX, 1]],
-            sampled_self: (round % 3 == 1).then(|| next(s)),
-            idle_ns: next(s) % 11,
-        });
-        report.tracepoints.push(TracepointInfo {
-            name: format!("net::rx{round}"),
-            enabled: true,
-            probes: 2,
-            counting: false,
-            hits: next(s),
-            error: (round % 4 == 0).then(|| "W^X: \"mprotect\" failed".to_string()),
-            probe_panics: round as u64 % 3,
-            file: "x.rs".into(),
-            line: 7,
-        });
+        let mut p = PointReport::default();
+        p.name = format!("crate::f{round}<\"T\">");
+        p.file = "src/\\lib.rs".into();
+        p.line = round;
+        p.enabled = round % 3 == 0;
+        p.kind = "sync".into();
+        p.sampling = (round % 2 == 1).then_some(round);
+        p.estimated = round % 2 == 1;
+        p.nr = next(s);
+        p.timed = next(s) >> 3;
+        p.total_ns = u64::MAX;
+        p.self_ns = (round % 5 != 0).then(|| next(s) % 1000);
+        p.avg_ns = 1;
+        p.max_ns = next(s);
+        p.p50_ns = 5;
+        p.p90_ns = 9;
+        p.p99_ns = 99;
+        p.p999_ns = 999;
+        p.stddev_ns = 3;
+        p.wall_percent = float(s);
+        p.total_ci95_ns = next(s) % 7;
+        p.hist = vec![[5, next(s) % 9], [u64::MAX, 1]];
+        p.sampled_self = (round % 3 == 1).then(|| next(s));
+        p.idle_ns = next(s) % 11;
+        report.points.push(p);
+        let mut tp = TracepointInfo::default();
+        tp.name = format!("net::rx{round}");
+        tp.enabled = true;
+        tp.probes = 2;
+        tp.hits = next(s);
+        tp.error = (round % 4 == 0).then(|| "W^X: \"mprotect\" failed".to_string());
+        tp.probe_panics = round as u64 % 3;
+        tp.file = "x.rs".into();
+        tp.line = 7;
+        report.tracepoints.push(tp);
         #[cfg(feature = "heatmap")]
         {
-            report.heatmap = Some(heatmap::Report {
-                source: "perf task-clock".into(),
-                mode: "cpu".into(),
-                by: heatmap::By::Function,
-                bucket_size: 16,
-                requested_hz: 997,
-                achieved_hz: (round % 2 == 0).then(|| float(s)),
-                achieved_hz_per_cpu_second: Some(float(s)),
-                user_cpu_seconds: float(s),
-                sys_cpu_seconds: float(s),
-                wall_seconds: float(s),
-                total_samples: next(s),
-                other: 1,
-                proc_samples: 0,
-                excluded: 2,
-                base: 3,
-                warnings: vec!["throttled\n".into()],
-                rows: vec![heatmap::Row {
-                    address: next(s),
-                    function: "<alloc::vec::Vec<T> as Drop>::drop".into(),
-                    library: Some("libc.so.6".into()),
-                    nr: 70,
-                    percent: float(s),
-                    location: None,
-                    inlined: vec!["a".into(), "b".into()],
-                }],
-                stacks: None,
-            });
-            let mut calibration = heatmap::pmu::Calibration {
-                windows: 40,
-                ..Default::default()
-            };
+            let mut h = heatmap::Report::default();
+            h.source = "perf task-clock".into();
+            h.mode = "cpu".into();
+            h.by = heatmap::By::Function;
+            h.bucket_size = 16;
+            h.requested_hz = 997;
+            h.achieved_hz = (round % 2 == 0).then(|| float(s));
+            h.achieved_hz_per_cpu_second = Some(float(s));
+            h.user_cpu_seconds = float(s);
+            h.sys_cpu_seconds = float(s);
+            h.wall_seconds = float(s);
+            h.total_samples = next(s);
+            h.other = 1;
+            h.excluded = 2;
+            h.base = 3;
+            h.warnings = vec!["throttled\n".into()];
+            let mut row = heatmap::Row::default();
+            row.address = next(s);
+            row.function = "<alloc::vec::Vec<T> as Drop>::drop".into();
+            row.library = Some("libc.so.6".into());
+            row.nr = 70;
+            row.percent = float(s);
+            row.inlined = vec!["a".into(), "b".into()];
+            h.rows = vec![row];
+            report.heatmap = Some(h);
+            let mut calibration = heatmap::pmu::Calibration::default();
+            calibration.windows = 40;
             calibration.fixed.iter_mut().for_each(|f| *f = float(s));
-            report.pmu = Some(heatmap::pmu::PmuReport {
-                method: heatmap::pmu::Method::UniformLongPeriod,
-                windows: 10,
-                discarded: 1,
-                overlong: 0,
-                long_period: 10_000_000,
-                window: 3_000,
-                calibration,
-                events: vec![
-                    heatmap::pmu::Event::TaskClock,
-                    heatmap::pmu::Event::PageFaults,
-                ],
-                warnings: vec![],
-                rows: vec![heatmap::pmu::PmuRow {
-                    symbol: "f".into(),
-                    windows: 3,
-                    cpi: Some(float(s)),
-                    bm_per_ki: None,
-                    cm_per_ki: Some(float(s)),
-                    cm_percent: Some(float(s)),
-                    clock_percent: float(s),
-                    instructions_percent: None,
-                    branch_misses_percent: Some(float(s)),
-                    page_faults_per_ms: Some(float(s)),
-                    l1d_reads_percent: None,
-                    l1d_misses_percent: Some(float(s)),
-                }],
-            });
+            let mut pmu = heatmap::pmu::PmuReport::new(heatmap::pmu::Method::UniformLongPeriod);
+            pmu.windows = 10;
+            pmu.discarded = 1;
+            pmu.long_period = 10_000_000;
+            pmu.window = 3_000;
+            pmu.calibration = calibration;
+            pmu.events = vec![
+                heatmap::pmu::Event::TaskClock,
+                heatmap::pmu::Event::PageFaults,
+            ];
+            let mut row = heatmap::pmu::PmuRow::default();
+            row.symbol = "f".into();
+            row.windows = 3;
+            row.cpi = Some(float(s));
+            row.cm_per_ki = Some(float(s));
+            row.cm_percent = Some(float(s));
+            row.clock_percent = float(s);
+            row.branch_misses_percent = Some(float(s));
+            row.page_faults_per_ms = Some(float(s));
+            row.l1d_misses_percent = Some(float(s));
+            pmu.rows = vec![row];
+            report.pmu = Some(pmu);
         }
         assert_eq!(
             report.to_json(),

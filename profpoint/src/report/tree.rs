@@ -38,24 +38,27 @@ pub(super) fn tree_report(clock: &ClockInfo, rows: &[Option<Row>]) -> PointsTree
                 at.push(Some(nodes.len()));
                 of.push(i);
                 let async_point = p.kind() == Kind::Async;
-                nodes.push(TreeNode {
-                    parent,
-                    name: p.name().to_string(),
-                    file: p.location().0.to_string(),
-                    line: p.location().1,
-                    calls: n.timed + n.untimed,
-                    timed: n.timed,
-                    total_ns: clock.to_ns(n.total),
-                    self_ns: (!async_point)
-                        .then(|| clock.to_ns_f(n.self_ticks as i64 as f64).round() as i64),
-                    estimated: false,
-                });
+                let mut node = TreeNode::default();
+                node.parent = parent;
+                node.name = p.name().to_string();
+                node.file = p.location().0.to_string();
+                node.line = p.location().1;
+                node.calls = n.timed + n.untimed;
+                node.timed = n.timed;
+                node.total_ns = clock.to_ns(n.total);
+                node.self_ns = (!async_point)
+                    .then(|| clock.to_ns_f(n.self_ticks as i64 as f64).round() as i64);
+                node.estimated = false;
+                nodes.push(node);
             }
             _ => at.push(None),
         }
     }
     scale_to_rows(&mut nodes, &of, rows);
-    PointsTree { nodes, lost_calls }
+    let mut tree = PointsTree::default();
+    tree.nodes = nodes;
+    tree.lost_calls = lost_calls;
+    tree
 }
 
 /// Scales the tree's nodes of each point that has a row in `rows` (by point index; `of`: each

@@ -477,13 +477,13 @@ fn reserve_slot_bytes() -> bool {
 /// Slot memory now.
 pub(crate) fn slot_memory() -> profpoint_report::SlotMemory {
     let shards = registry().all.clone();
-    profpoint_report::SlotMemory {
-        // Relaxed (three): tallies for a report.
-        bytes: SLOT_BYTES.load(Ordering::Relaxed),
-        cap_bytes: SLOT_CAP.load(Ordering::Relaxed),
-        cap_reached: CAP_HIT.load(Ordering::Relaxed),
-        unrecorded_calls: shards.iter().map(|s| s.unrecorded_calls()).sum(),
-    }
+    let mut slots = profpoint_report::SlotMemory::default();
+    // Relaxed (three): tallies for a report.
+    slots.bytes = SLOT_BYTES.load(Ordering::Relaxed);
+    slots.cap_bytes = SLOT_CAP.load(Ordering::Relaxed);
+    slots.cap_reached = CAP_HIT.load(Ordering::Relaxed);
+    slots.unrecorded_calls = shards.iter().map(|s| s.unrecorded_calls()).sum();
+    slots
 }
 
 /// Sums the counts of point `index` over every shard.

@@ -525,18 +525,18 @@ impl Tracepoint {
                     .map_or(0, |h| h.load(Ordering::Relaxed))
             })
             .sum();
-        TracepointInfo {
-            name: self.name.to_string(),
-            enabled: self.is_enabled(),
-            // Relaxed: a snapshot for a report.
-            probes: self.nprobes.load(Ordering::Relaxed),
-            counting: self.counting.load(Ordering::Relaxed),
-            hits,
-            error: self.error.lock().unwrap_or_else(|e| e.into_inner()).clone(),
-            probe_panics: panics_of(self.name),
-            file: self.file.to_string(),
-            line: self.line,
-        }
+        let mut info = TracepointInfo::default();
+        info.name = self.name.to_string();
+        info.enabled = self.is_enabled();
+        // Relaxed: a snapshot for a report.
+        info.probes = self.nprobes.load(Ordering::Relaxed);
+        info.counting = self.counting.load(Ordering::Relaxed);
+        info.hits = hits;
+        info.error = self.error.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        info.probe_panics = panics_of(self.name);
+        info.file = self.file.to_string();
+        info.line = self.line;
+        info
     }
 }
 

@@ -31,10 +31,8 @@ fn calibrate(shared: *mut Shared, stopping: &AtomicBool) -> Calibration {
         .map(|i| load(s, i))
         .filter(|w| inside(w.start_pc) && inside(w.end_pc))
         .collect();
-    let mut c = Calibration {
-        windows: windows.len() as u64,
-        ..Calibration::default()
-    };
+    let mut c = Calibration::default();
+    c.windows = windows.len() as u64;
     // Too few windows to say what a window's fixed cost is (the program ended before the
     // calibration could run its course): nothing is subtracted, and the report says so.
     if windows.len() < MIN_CALIBRATION_WINDOWS {

@@ -49,7 +49,12 @@ pub(super) fn open_event(
     group: libc::c_int,
 ) -> io::Result<libc::c_int> {
     let leader = group < 0;
-    let (kind, config) = super::super::events::kind(ev);
+    let Some((kind, config)) = super::super::events::kind(ev) else {
+        return Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            format!("this sampler cannot count {ev:?}"),
+        ));
+    };
     let attr = sys::PerfEventAttr {
         kind,
         size: sys::PERF_ATTR_SIZE_VER0,

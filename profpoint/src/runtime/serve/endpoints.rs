@@ -226,7 +226,11 @@ pub(super) fn pprof_profile(seconds: Option<&str>, max: u64) -> Response {
 pub(super) fn points_pprof() -> Vec<u8> {
     let r = collect();
     #[cfg(feature = "heatmap")]
-    let r = Report { heatmap: None, ..r };
+    let r = {
+        let mut r = r;
+        r.heatmap = None;
+        r
+    };
     r.to_pprof()
 }
 
