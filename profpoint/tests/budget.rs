@@ -413,7 +413,13 @@ fn a_point_too_hot_even_to_count_is_timed_in_bursts_with_estimated_calls() {
         .map(|e| e.calls_per_s)
         .fold(0.0, f64::max);
     let cold_share = r.budget.cost_counted_ns * cold_peak / 1e9 * 100.0;
-    if cold_share < 0.05 {
+    // And only where the budget was nearly kept. Natively the run's points cost ~0.3% of a
+    // CPU (its first rounds are timed fully, and a burst lasts at least 50 us); under
+    // qemu-aarch64 on a loaded machine a timed call cost ~380 ns and the points 1.7%: there
+    // `tiny`'s shortest bursts alone are over the budget many times, and the controller must
+    // squeeze every point, `cold` too. Over 10x the budget is taken as that case.
+    let kept = r.budget.cost_percent <= 10.0 * 0.1;
+    if cold_share < 0.05 && kept {
         assert!(
             r.budget
                 .events
@@ -425,9 +431,10 @@ fn a_point_too_hot_even_to_count_is_timed_in_bursts_with_estimated_calls() {
     } else {
         eprintln!(
             "budget::cold counted costs {cold_share:.3}% of a CPU at its peak rate \
-             ({cold_peak:.0} calls/s at {:.1} ns a call), over half the 0.1% budget: \
-             whether it stays counted is not checked on this machine",
-            r.budget.cost_counted_ns
+             ({cold_peak:.0} calls/s at {:.1} ns a call), and the points {:.3}%, against \
+             the 0.1% budget: whether it stays counted is checked only where the first is \
+             under half the budget and the second within 10x it, not on this run",
+            r.budget.cost_counted_ns, r.budget.cost_percent
         );
     }
 }
