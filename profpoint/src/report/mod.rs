@@ -163,8 +163,6 @@ pub(crate) fn collect(opts: &ReportOptions) -> Report {
     // model's `heatmap` feature may be on when profpoint's is off (another crate of the build,
     // such as the profpoint command, turned it on).
     let mut report = Report::empty();
-    report.schema = SCHEMA.to_string();
-    report.version = VERSION;
     report.run = run_info();
     report.clock.source = clock.source.to_string();
     report.clock.ghz = clock.ghz();
@@ -178,7 +176,6 @@ pub(crate) fn collect(opts: &ReportOptions) -> Report {
     report.points = points;
     report.tracepoints = crate::tracepoint::infos();
     report.budget = budget;
-    report.interval = None;
     report.tree = Some(tree_report(&clock, &rows));
     #[cfg(feature = "heatmap")]
     {
