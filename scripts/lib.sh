@@ -59,8 +59,27 @@ step() {
         passed+=("$name")
     else
         echo "=== $STEP_PREFIX: FAILED after $((SECONDS - t0)) s: $name (exit $rc)" >&2
+        disk_note
         failed+=("$name")
     fi
+}
+
+# disk_free_mb: the megabytes free for this user on the filesystem that holds the target
+# directory (or, before the first build, the checkout).
+disk_free_mb() {
+    local d=${CARGO_TARGET_DIR:-target}
+    [[ -d $d ]] || d=.
+    df -Pm "$d" 2>/dev/null | awk 'NR == 2 { print $4 }'
+}
+
+# disk_note: after a failed step, says so when the disk is nearly full, since a full disk
+# fails builds and tests with errors that do not name it (a CI run once failed ten steps so).
+disk_note() {
+    local free
+    free=$(disk_free_mb)
+    [[ -n $free ]] && ((free < 2048)) &&
+        echo "=== $STEP_PREFIX: the disk is nearly full (${free} MB free): a step may have failed for want of space" >&2
+    return 0
 }
 
 # summary: names the failed steps; returns 1 if any failed.
