@@ -97,6 +97,55 @@ mod linux {
         Ok(out)
     }
 
+    /// 32 counted-only points and 32 bare twins, each called with the last one's result: the
+    /// counted call as a real caller makes it (many points, each call waiting for the one
+    /// before), where the row above calls one point with independent arguments. smallvec's
+    /// loop read ~6 ns a counted call against that row's ~2 (docs/budget.md, "The smallvec
+    /// miss"): a figure, no target yet.
+    macro_rules! chain {
+        ($counted:ident, $bare:ident; $($c:ident $b:ident)*) => {
+            $(
+                #[profpoint::profile_point]
+                #[inline(never)]
+                fn $c(x: u64) -> u64 {
+                    black_box(x) + 1
+                }
+
+                #[inline(never)]
+                fn $b(x: u64) -> u64 {
+                    black_box(x) + 1
+                }
+            )*
+            /// One pass of the chain of counted points (32 calls).
+            fn $counted(mut x: u64) -> u64 {
+                $(x = $c(x);)*
+                x
+            }
+            /// One pass of the chain of bare twins (32 calls).
+            fn $bare(mut x: u64) -> u64 {
+                $(x = $b(x);)*
+                x
+            }
+        };
+    }
+    chain!(chain_counted, chain_bare;
+        cc00 cb00 cc01 cb01 cc02 cb02 cc03 cb03 cc04 cb04 cc05 cb05 cc06 cb06 cc07 cb07
+        cc08 cb08 cc09 cb09 cc10 cb10 cc11 cb11 cc12 cb12 cc13 cb13 cc14 cb14 cc15 cb15
+        cc16 cb16 cc17 cb17 cc18 cb18 cc19 cb19 cc20 cb20 cc21 cb21 cc22 cb22 cc23 cb23
+        cc24 cb24 cc25 cb25 cc26 cb26 cc27 cb27 cc28 cb28 cc29 cb29 cc30 cb30 cc31 cb31);
+    const CHAIN: u64 = 32;
+
+    /// Per call (ns) of a chain pass `f`, `CALLS` calls in all.
+    fn chain_ns(f: fn(u64) -> u64) -> f64 {
+        ns_per_call(|n| {
+            let mut x = 0;
+            for _ in 0..n / CHAIN {
+                x = f(x);
+            }
+            black_box(x);
+        })
+    }
+
     /// A child with a little work (~10 ns): compensation's error per child is what matters, and
     /// it is reported beside the figure.
     #[inline(always)]
@@ -266,6 +315,16 @@ mod linux {
             counted_ns - bare_ns,
             2.0,
             "ns",
+        );
+        assert_eq!(profpoint::count_only("*::cc*"), 32);
+        let chain_counted_ns = chain_ns(chain_counted);
+        let chain_bare_ns = chain_ns(chain_bare);
+        println!(
+            "      32 points, dependent calls: bare {chain_bare_ns:.2}, counted only {chain_counted_ns:.2}"
+        );
+        println!(
+            "FIGURE counted-only point over bare fn, 32 points, dependent calls     {:.2} ns   (no target: the row above's call as a real caller makes it)",
+            chain_counted_ns - chain_bare_ns
         );
         // Known miss since the points tree was added: an untimed call enters and leaves its
         // node too; recorded 9.7 ns against one TSC read's 9.47 (BENCHMARKS.md).
