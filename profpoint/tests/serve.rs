@@ -292,7 +292,7 @@ fn profpoint_serve_starts_a_server() {
     assert!(m.starts_with("HTTP/1.1 200 OK"), "{m}");
     assert!(m.contains("serve::served"), "{m}");
     let v: serde_json::Value = serde_json::from_str(body(&j)).unwrap();
-    assert!(v["heatmap"].is_object(), "{j}");
+    assert_eq!(v["heatmap"].is_object(), cfg!(feature = "heatmap"), "{j}");
     assert!(v["interval"].is_object(), "{j}");
     assert!(p.starts_with("HTTP/1.1 409 "), "{p}");
     assert!(p.contains("already runs for the whole process"), "{p}");

@@ -25,6 +25,13 @@ fn paths(tree: &PointsTree, prefix: &str) -> Vec<(String, u64, u64)> {
     v
 }
 
+/// Every call timed: these tests check the tree's timed calls against its calls (the budget's
+/// states have their own tests, tests/budget.rs). Each test calls it first: they run in
+/// parallel, in any order, and the budget is the process's.
+fn every_call_timed() {
+    profpoint::set_budget(None);
+}
+
 fn tree() -> PointsTree {
     let r: Report = profpoint::snapshot();
     r.tree.expect("a collected report has the tree")
@@ -60,6 +67,7 @@ fn n_leaf() {
 
 #[test]
 fn a_nested_program_has_its_paths_and_calls_exactly() {
+    every_call_timed();
     n_outer();
     n_outer();
     // A leaf called outside any point is outermost.
@@ -145,6 +153,7 @@ fn r_after() {}
 
 #[test]
 fn recursion_is_a_path_per_depth_and_leaves_no_stale_parent() {
+    every_call_timed();
     r_rec(3);
     r_rec(1);
     r_ping(3);
@@ -179,6 +188,7 @@ fn c_inner() {}
 
 #[test]
 fn threads_that_exit_lose_no_call_and_leak_no_parent() {
+    every_call_timed();
     // One after another: each thread takes the shard the previous one gave back.
     for i in 0..40 {
         std::thread::spawn(move || {
@@ -246,6 +256,7 @@ fn a_later_poll(f: Pin<&mut (dyn Future<Output = u32> + Send)>) -> Poll<u32> {
 
 #[test]
 fn an_async_point_is_under_the_point_active_at_its_first_poll() {
+    every_call_timed();
     // Same thread: first polled inside `a_first_poll`, completed inside `a_later_poll`.
     let mut f = Box::pin(a_fetch());
     assert!(a_first_poll(f.as_mut()).is_pending());
@@ -295,6 +306,7 @@ fn b_leaf() {}
 
 #[test]
 fn throttled_points_counted_only_are_left_out_and_sampled_ones_kept() {
+    every_call_timed();
     assert_eq!(profpoint::count_only("tree::b_counted"), 1);
     assert_eq!(profpoint::set_sampling("tree::b_sampled", 4), 1);
     b_outer();
