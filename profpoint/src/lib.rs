@@ -109,9 +109,7 @@ const OFF_BUILD: bool = cfg!(feature = "off");
 /// Every profile point compiled into the program (including points never hit).
 #[cfg_attr(feature = "off", inline(always))]
 pub fn points() -> impl Iterator<Item = &'static Point> {
-    point::all()
-        .iter()
-        .filter(|p| p.kind() != point::Kind::Hidden)
+    point::listed()
 }
 
 /// Applies `rule` to every point whose name matches `glob`, and to the points named at run
@@ -160,9 +158,6 @@ pub fn set_sampling(glob: &str, every: u32) -> usize {
 /// about 1 ms). Untimed calls (sampled, counted only) are not compensated.
 #[cfg_attr(feature = "off", inline(always))]
 pub fn compensate(on: bool) {
-    if OFF_BUILD {
-        return;
-    }
     overhead::set_compensation(on);
 }
 

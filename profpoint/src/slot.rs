@@ -52,7 +52,7 @@ pub(crate) struct Slot {
     pub(crate) depth: AtomicU32,
     /// Calls left before the next timed call, in sampled mode.
     pub(crate) countdown: AtomicU32,
-    /// The points tree's one-entry cache (`tree/`): the parent node this point last had on
+    /// The points tree's one-entry cache (`tree.rs`): the parent node this point last had on
     /// this thread (`u32::MAX`: none yet) and its node under that parent.
     pub(crate) tree_parent: AtomicU32,
     pub(crate) tree_node: AtomicU32,

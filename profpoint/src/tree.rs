@@ -45,9 +45,8 @@ use crate::slot::{Slot, bump};
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 
-pub(crate) mod nodes;
-use nodes::alloc_nodes;
-pub(crate) use nodes::{CAPACITY, NO_NODE, Node};
+use crate::shard::nodes::alloc_nodes;
+pub(crate) use crate::shard::nodes::{CAPACITY, NO_NODE, Node};
 
 /// Node `id` of `shard` (hot path: `id` is one the owner made, so the array exists).
 #[inline(always)]

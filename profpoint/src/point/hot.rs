@@ -84,7 +84,7 @@ impl Point {
             t.mode = T_COUNTED | flags;
             return;
         }
-        // The points tree (`tree/`): the current node is this call's parent; this call's
+        // The points tree (`tree.rs`): the current node is this call's parent; this call's
         // node under it (cached in the slot: the last parent this point had here) becomes
         // the current one, and this point the thread's active one. Every mode below is a
         // started call, which leave takes out of the tree again.
@@ -360,7 +360,7 @@ fn leave_on(token: &Token) {
         let raw = shard.now(token.mode & T_MONO == 0).saturating_sub(token.t0);
         let (dur, self_ticks) = close_interval(shard, token, raw);
         // The points tree: this call's node gets it; the parent's node and point are current
-        // again (see `tree/`; `NO_NODE`: the tree was full, nothing to leave).
+        // again (see `tree.rs`; `NO_NODE`: the tree was full, nothing to leave).
         if token.node != tree::NO_NODE {
             let n = tree::node(shard, token.node);
             tree::add_timed(n, dur, self_ticks);

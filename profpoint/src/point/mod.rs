@@ -67,6 +67,11 @@ pub(crate) fn all() -> &'static [Point] {
     &POINTS
 }
 
+/// The points a user sees ([`crate::points`]): all but the hidden ones.
+pub(crate) fn listed() -> impl Iterator<Item = &'static Point> {
+    all().iter().filter(|p| p.kind() != Kind::Hidden)
+}
+
 /// What a user's point calls on its first call on a thread (the cold path that gives it a
 /// slot), with whether the thread was new to points (had no shard yet). The overhead budget
 /// registers its start here (`budget::ensure_started`), so the hot path's file names nothing
@@ -179,7 +184,7 @@ pub struct Token {
     slot: *const Slot,
     shard: *const Shard,
     mode: u8,
-    /// The call's node in the points tree (`tree/`; `tree::NO_NODE`: not in it). In the
+    /// The call's node in the points tree (`tree.rs`; `tree::NO_NODE`: not in it). In the
     /// token's padding: the token stays 40 bytes.
     node: u32,
     _not_send: PhantomData<*const ()>,
@@ -483,60 +488,5 @@ mod size_tests {
     #[test]
     fn a_point_static_is_as_documented() {
         assert_eq!(std::mem::size_of::<super::Point>(), 104);
-    }
-}
-
-#[cfg(all(test, not(loom), not(feature = "off")))]
-mod stand_in_tests {
-    use super::{Kind, Name, POINTS, Point};
-
-    #[linkme::distributed_slice(POINTS)]
-    static OUTER: Point = Point::new(
-        Name::Static("stand_in::outer"),
-        Kind::Sync,
-        file!(),
-        line!(),
-    );
-    #[linkme::distributed_slice(POINTS)]
-    static MID: Point = Point::new(Name::Static("stand_in::mid"), Kind::Sync, file!(), line!());
-    #[linkme::distributed_slice(POINTS)]
-    static INNER: Point = Point::new(
-        Name::Static("stand_in::inner"),
-        Kind::Sync,
-        file!(),
-        line!(),
-    );
-
-    /// A counted-only call adds its stand-in to the interval around it as it starts, and the
-    /// points nested in it add their own times as they run: its stand-in is its mean self
-    /// time, or the nested points' time would leave the parent twice.
-    #[test]
-    fn a_counted_call_stands_for_its_self_time_not_its_total() {
-        crate::set_budget(None);
-        MID.set_counting();
-        // A mean call of 10,000,000 ticks (milliseconds), all of it in nested points.
-        MID.set_means(10_000_000, 0);
-        const CALLS: u64 = 100;
-        for i in 0..CALLS {
-            let _outer = OUTER.guard();
-            let _mid = MID.guard();
-            let _inner = INNER.guard();
-            std::hint::black_box(i);
-        }
-        let report = crate::snapshot();
-        let point = |name: &str| report.points.iter().find(|p| p.name == name).unwrap();
-        let outer = point("stand_in::outer");
-        assert_eq!(outer.nr, CALLS);
-        assert_eq!(point("stand_in::mid").nr, CALLS);
-        // Standing for its total, every call would take milliseconds of self time the outer
-        // point never had (its self time would read 0, clamped); standing for its self time
-        // (0 here), the outer point keeps what lies between its clock reads and the inner
-        // point's: the guards' own work.
-        let own = outer.self_ns.unwrap();
-        assert!(
-            own > 0 && own <= outer.total_ns,
-            "outer's self time {own} ns of {} ns over {CALLS} calls",
-            outer.total_ns
-        );
     }
 }

@@ -324,3 +324,124 @@ fn json_is_what_serde_json_writes() {
         );
     }
 }
+
+/// A call split into segments (an async call's polls) reports as one call with its idle time.
+#[cfg(not(any(loom, feature = "off")))]
+mod split_call {
+    use super::*;
+    use crate::point::{Name, POINTS, Point, SplitCall};
+
+    #[linkme::distributed_slice(POINTS)]
+    static SPLIT: Point = Point::new(Name::Static("segment::split"), Kind::Sync, file!(), line!());
+    #[linkme::distributed_slice(POINTS)]
+    static INSIDE: Point = Point::new(
+        Name::Static("segment::inside"),
+        Kind::Sync,
+        file!(),
+        line!(),
+    );
+
+    /// One segment: time on this thread with a point nested in it.
+    fn segment(call: &mut SplitCall) {
+        let s = call.enter(&SPLIT);
+        drop(INSIDE.guard());
+        call.exit(s);
+    }
+
+    /// Two segments on two threads, a wait between them: one call, its busy time the point's
+    /// total and its only distribution entry, its idle time reported; the nested point counts
+    /// each of its calls, under the split point in the tree.
+    #[test]
+    fn a_call_in_segments_on_two_threads_is_one_call_with_its_idle_time() {
+        crate::budget::set(None);
+        let mut call = SplitCall::new();
+        assert!(!call.entered());
+        segment(&mut call);
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        let call = std::thread::spawn(move || {
+            segment(&mut call);
+            call
+        })
+        .join()
+        .unwrap();
+        assert!(call.entered() && call.idle_ticks() > 0 && call.busy_ticks() > 0);
+        let report = collect(&ReportOptions::default());
+        let point = |name: &str| report.points.iter().find(|p| p.name == name).cloned();
+        // Not finished: its time is in, its call is not.
+        assert!(point("segment::split").is_none_or(|p| p.nr == 0));
+        call.finish(&SPLIT);
+        let report = collect(&ReportOptions::default());
+        let point = |name: &str| report.points.iter().find(|p| p.name == name).unwrap();
+        let split = point("segment::split");
+        assert_eq!((split.nr, split.timed), (1, 1));
+        assert_eq!(split.min_ns, split.max_ns);
+        assert!(split.idle_ns > 0 && split.total_ns > 0);
+        assert_eq!(point("segment::inside").nr, 2);
+        let tree = report.tree.as_ref().unwrap();
+        let calls = |path: &[&str]| {
+            (0..tree.nodes.len())
+                .filter(|&i| tree.path(i) == path)
+                .map(|i| tree.nodes[i].calls)
+                .sum::<u64>()
+        };
+        assert_eq!(calls(&["segment::split"]), 1);
+        assert_eq!(calls(&["segment::split", "segment::inside"]), 2);
+    }
+}
+
+/// A counted-only call stands in the report for its self time, not its total.
+#[cfg(not(any(loom, feature = "off")))]
+mod stand_in {
+    use super::*;
+    use crate::point::{Name, POINTS, Point};
+
+    #[linkme::distributed_slice(POINTS)]
+    static OUTER: Point = Point::new(
+        Name::Static("stand_in::outer"),
+        Kind::Sync,
+        file!(),
+        line!(),
+    );
+    #[linkme::distributed_slice(POINTS)]
+    static MID: Point = Point::new(Name::Static("stand_in::mid"), Kind::Sync, file!(), line!());
+    #[linkme::distributed_slice(POINTS)]
+    static INNER: Point = Point::new(
+        Name::Static("stand_in::inner"),
+        Kind::Sync,
+        file!(),
+        line!(),
+    );
+
+    /// A counted-only call adds its stand-in to the interval around it as it starts, and the
+    /// points nested in it add their own times as they run: its stand-in is its mean self
+    /// time, or the nested points' time would leave the parent twice.
+    #[test]
+    fn a_counted_call_stands_for_its_self_time_not_its_total() {
+        crate::budget::set(None);
+        MID.set_counting();
+        // A mean call of 10,000,000 ticks (milliseconds), all of it in nested points.
+        MID.set_means(10_000_000, 0);
+        const CALLS: u64 = 100;
+        for i in 0..CALLS {
+            let _outer = OUTER.guard();
+            let _mid = MID.guard();
+            let _inner = INNER.guard();
+            std::hint::black_box(i);
+        }
+        let report = collect(&ReportOptions::default());
+        let point = |name: &str| report.points.iter().find(|p| p.name == name).unwrap();
+        let outer = point("stand_in::outer");
+        assert_eq!(outer.nr, CALLS);
+        assert_eq!(point("stand_in::mid").nr, CALLS);
+        // Standing for its total, every call would take milliseconds of self time the outer
+        // point never had (its self time would read 0, clamped); standing for its self time
+        // (0 here), the outer point keeps what lies between its clock reads and the inner
+        // point's: the guards' own work.
+        let own = outer.self_ns.unwrap();
+        assert!(
+            own > 0 && own <= outer.total_ns,
+            "outer's self time {own} ns of {} ns over {CALLS} calls",
+            outer.total_ns
+        );
+    }
+}

@@ -13,7 +13,7 @@ pub(super) struct Row {
     pub(super) self_ns: Option<u64>,
 }
 
-/// The points tree of every thread, merged by path (`tree/`), in nanoseconds. Paths through
+/// The points tree of every thread, merged by path (`tree.rs`), in nanoseconds. Paths through
 /// profpoint's own hidden points (the overhead calibrations) are left out. The nodes of a
 /// point with a row in `rows` (an estimated one) are scaled to it ([`scale_to_rows`]).
 pub(super) fn tree_report(clock: &ClockInfo, rows: &[Option<Row>]) -> PointsTree {

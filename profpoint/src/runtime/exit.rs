@@ -126,7 +126,7 @@ fn init_inner() {
             Ok(globs) => {
                 let mut none = Unmatched::new("PROFPOINT_TRACE", Names::Tracepoints);
                 for g in &globs {
-                    none.check(g, crate::trace_count(g));
+                    none.check(g, crate::tracepoint::count_matching(g, true));
                 }
                 none.warn();
             }
@@ -150,7 +150,7 @@ fn init_inner() {
     }
     if let Some(v) = env::var("PROFPOINT_COMPENSATE") {
         match env::parse_bool("PROFPOINT_COMPENSATE", &v) {
-            Ok(on) => crate::compensate(on),
+            Ok(on) => crate::overhead::set_compensation(on),
             Err(e) => env::warn(&e, "0 (no compensation)"),
         }
     }
@@ -239,16 +239,16 @@ fn init_inner() {
     }
 }
 
-/// The points (as `crate::points` lists them) and their names' index, made once at start-up
+/// The points (as `crate::point::listed` lists them) and their names' index, made once at start-up
 /// for the globs of the variables.
 struct PointIndex {
-    points: Vec<&'static crate::Point>,
+    points: Vec<&'static crate::point::Point>,
     index: profpoint_glob::NameIndex<'static>,
 }
 
 impl PointIndex {
     fn new() -> PointIndex {
-        let points: Vec<&'static crate::Point> = crate::points().collect();
+        let points: Vec<&'static crate::point::Point> = crate::point::listed().collect();
         let index = profpoint_glob::NameIndex::new(points.iter().map(|p| p.name()));
         PointIndex { points, index }
     }

@@ -39,7 +39,7 @@ pub(crate) fn warn_deferred() {
     }
     // The index start-up matches the globs with: a glob with a literal start looks only at
     // the names that share it.
-    let index = profpoint_glob::NameIndex::new(crate::points().map(|p| p.name()));
+    let index = profpoint_glob::NameIndex::new(crate::point::listed().map(|p| p.name()));
     let mut var: Option<Unmatched> = None;
     for (v, glob) in deferred {
         if var.as_ref().is_some_and(|u| u.var != v)
@@ -130,7 +130,7 @@ impl Unmatched {
 /// The names of this copy's points or tracepoints, and what they are called.
 fn names_of(names: Names) -> (Vec<&'static str>, &'static str) {
     match names {
-        Names::Points => (crate::points().map(|p| p.name()).collect(), "points"),
+        Names::Points => (crate::point::listed().map(|p| p.name()).collect(), "points"),
         Names::Tracepoints => (
             crate::tracepoint::all().iter().map(|t| t.name()).collect(),
             "tracepoints",

@@ -124,14 +124,14 @@ pub(crate) struct Shard {
     /// The point active on this thread, for the sampler to attribute samples by (its address
     /// is `'static`, and [`acquire`] hands it to the sampler as the thread's tag): 0 = no point active, else the innermost active
     /// point's dense index (its place in `point::all()`) + 1. Written by the owner at each
-    /// enter and leave of a point in the tree (`tree/`), read by anyone.
+    /// enter and leave of a point in the tree (`tree.rs`), read by anyone.
     pub(crate) active_point: AtomicU32,
     /// The points tree's current node on this thread (0: the root). Owner only.
     pub(crate) node: AtomicU32,
-    /// The points tree's nodes (null until the first; `tree/`). Never freed.
-    pub(crate) nodes: AtomicPtr<crate::tree::nodes::Node>,
+    /// The points tree's nodes (null until the first; `nodes.rs`). Never freed.
+    pub(crate) nodes: AtomicPtr<nodes::Node>,
     /// The rest of the points tree (length, lookup map, lost calls).
-    pub(crate) tree: Box<crate::tree::nodes::Tree>,
+    pub(crate) tree: Box<nodes::Tree>,
 }
 
 impl Shard {
@@ -152,7 +152,7 @@ impl Shard {
             active_point: AtomicU32::new(0),
             node: AtomicU32::new(0),
             nodes: AtomicPtr::new(std::ptr::null_mut()),
-            tree: Box::new(crate::tree::nodes::Tree::new()),
+            tree: Box::new(nodes::Tree::new()),
         }
     }
 
@@ -324,6 +324,9 @@ thread_local! {
     /// Hands the shard back to the free list when the thread exits.
     static RELEASE: ReleaseOnExit = const { ReleaseOnExit };
 }
+
+/// The points tree's storage, held here (one tree per shard); `crate::tree` works on it.
+pub(crate) mod nodes;
 
 /// This thread's shard pointer, read on every point call: a TLS variable of our own read
 /// through a TLS descriptor on x86_64 glibc (`word_tlsdesc.rs`, which says why), a `const`

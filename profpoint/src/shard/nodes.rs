@@ -1,6 +1,5 @@
-//! The tree's storage: the node array and the per-shard bookkeeping beside it. The shard
-//! holds these (`shard/` imports this file and nothing else of the tree); the operations on
-//! them, which take the shard, are `mod.rs`'s.
+//! The points tree's storage: the node array and the per-shard bookkeeping beside it. The
+//! shard holds these; the operations on them, which take the shard, are `crate::tree`'s.
 
 use crate::sync::atomic::AtomicU64;
 use std::sync::OnceLock;
@@ -47,12 +46,12 @@ pub(crate) struct Node {
 /// A shard's tree, apart from the node array the hot path reads (`Shard::nodes`).
 pub(crate) struct Tree {
     /// Nodes made so far (the root is node 0): readers read up to it.
-    pub(super) len: AtomicU32,
+    pub(crate) len: AtomicU32,
     /// Calls not entered because the tree was full (owner only, relaxed).
-    pub(super) lost: std::sync::atomic::AtomicU64,
+    pub(crate) lost: std::sync::atomic::AtomicU64,
     /// `(parent, point + 1) -> node`, every node but the root (owner only; readers do not
     /// use it).
-    pub(super) map: ChildMap,
+    pub(crate) map: ChildMap,
 }
 
 impl Tree {
@@ -67,7 +66,7 @@ impl Tree {
 
 /// A zeroed array of [`CAPACITY`] nodes, never freed.
 #[cfg(not(loom))]
-pub(super) fn alloc_nodes() -> *mut Node {
+pub(crate) fn alloc_nodes() -> *mut Node {
     let layout = std::alloc::Layout::array::<Node>(CAPACITY as usize).expect("fixed size");
     // SAFETY: the layout has a non-zero size; every field of `Node` is an atomic integer or a
     // `u32`, for which all-zero bytes are a valid value. Allocation failure is handled below.
@@ -80,7 +79,7 @@ pub(super) fn alloc_nodes() -> *mut Node {
 
 /// The same under loom (its atomics are not plain integers).
 #[cfg(loom)]
-pub(super) fn alloc_nodes() -> *mut Node {
+pub(crate) fn alloc_nodes() -> *mut Node {
     let v: Vec<Node> = (0..CAPACITY)
         .map(|_| Node {
             point: AtomicU32::new(0),
