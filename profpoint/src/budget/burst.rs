@@ -385,7 +385,7 @@ pub(super) const MIN_RATE_CALLS: u64 = 64;
 /// Pooled over bursts, extra over timed is what a timed call costs in this program, with its
 /// caches, paths and nesting: compensation's figure (`overhead::set_in_context`), which the
 /// calibration loop, one hidden point in a tight loop, measures 1.33 times too small on
-/// base64's (BENCHMARKS.md, "Real crates").
+/// base64's (docs/budget.md: 44-51 ns in its loop against 33-34).
 pub(super) fn burst_extra(round: &BurstRound, timed: u64) -> Option<(f64, f64)> {
     let Reference { inside, all, warm } = round.reference;
     let outside = all.saturating_sub(inside + warm);

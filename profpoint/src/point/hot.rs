@@ -219,8 +219,8 @@ impl Point {
     /// annotated function. With one, every point inlined into another annotated function
     /// brought a cleanup block that leaves the outer guard into LLVM's inline cost (smallvec's
     /// `triple_mut`, annotated with the points of the five accessors it inlines: 755 against
-    /// a threshold of 325; 590 without the landing pads). See BENCHMARKS.md, "Real crates",
-    /// for what a switched-off point still costs there, and why.
+    /// a threshold of 325; 590 without the landing pads). See docs/budget.md, "The smallvec
+    /// miss", for what a switched-off point still costs there, and why.
     #[inline(never)]
     #[allow(improper_ctypes_definitions)] // never called from C: the ABI is for `nounwind`
     extern "C" fn enter_on(&'static self, t: &mut MaybeUninit<Token>) -> bool {
