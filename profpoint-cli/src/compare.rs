@@ -1,6 +1,6 @@
 //! `profpoint compare`: each point's latency distribution, base runs against new runs.
 
-use crate::load;
+use crate::input::load;
 use crate::stats::{self, Dist};
 use profpoint_report::{PointReport as Point, Report as Run};
 use std::collections::{HashMap, HashSet};

@@ -10,7 +10,7 @@
 //! profpoint heatmap DUMP [--top N] [--by function|bucket] [--exclude GLOB]... [--json]
 //! ```
 //!
-//! Every input file is read bounded (`read_input`): a regular file of at most 256 MiB
+//! Every input file is read bounded (`input.rs`): a regular file of at most 256 MiB
 //! (`--max-input-size BYTES` raises it), checked before reading; anything else (a FIFO,
 //! `/dev/zero`, a folder) is one line and exit 2, without waiting or reading.
 //!
@@ -32,12 +32,14 @@
 //! what is wrong).
 
 mod compare;
+mod input;
 mod stats;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use input::{DEFAULT_MAX_INPUT, MAX_INPUT, load, read_input};
 use profpoint_report::Report;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// Reads profpoint's saved reports and heatmap dumps.
@@ -57,14 +59,6 @@ struct Cli {
     #[arg(long, global = true, value_name = "BYTES", default_value_t = DEFAULT_MAX_INPUT)]
     max_input_size: u64,
 }
-
-/// The largest input read unless `--max-input-size` says otherwise: 256 MiB (a report of
-/// 10,000 points is ~24 MB of JSON).
-const DEFAULT_MAX_INPUT: u64 = 256 << 20;
-
-/// `--max-input-size`, set once by `main` before any file is read.
-static MAX_INPUT: std::sync::atomic::AtomicU64 =
-    std::sync::atomic::AtomicU64::new(DEFAULT_MAX_INPUT);
 
 #[derive(Debug, Subcommand)]
 enum Command {
@@ -190,91 +184,6 @@ fn glob(s: &str) -> Result<String, String> {
 
 /// A command's failure: the line printed after `profpoint: `.
 type Failure = String;
-
-/// Reads a report; the error names the file and what is wrong.
-pub(crate) fn load(path: &Path) -> Result<Report, Failure> {
-    let bytes = read_input(path, "a profpoint JSON report file")?;
-    Report::from_json_slice(&bytes).map_err(|e| e.in_file(path).to_string())
-}
-
-/// The bytes of input file `path`, `what` being what it should be, in bounded memory and
-/// time: opened without waiting (`O_NONBLOCK`: a FIFO without a writer does not hold the
-/// open), refused unless it is a regular file of at most [`MAX_INPUT`] bytes (checked with
-/// `fstat` before reading; at most the limit plus one byte is read, should it grow).
-fn read_input(path: &Path, what: &str) -> Result<Vec<u8>, Failure> {
-    use std::io::Read;
-    let name = path.display();
-    let mut o = std::fs::OpenOptions::new();
-    o.read(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut o, libc::O_NONBLOCK);
-    let f = o
-        .open(path)
-        .map_err(|e| format!("{name}: cannot read: {}", io_words(&e)))?;
-    let m = f
-        .metadata()
-        .map_err(|e| format!("{name}: cannot read: {}", io_words(&e)))?;
-    if m.is_dir() {
-        return Err(format!("{name}: is a directory: expected {what}"));
-    }
-    if !m.is_file() {
-        return Err(format!(
-            "{name}: is {}, not a regular file: expected {what}",
-            kind(&m)
-        ));
-    }
-    // Relaxed: set before any reader starts.
-    let limit = MAX_INPUT.load(std::sync::atomic::Ordering::Relaxed);
-    let too_large = |n: u64| {
-        format!(
-            "{name}: {n} bytes or more, over the {limit}-byte input limit: expected {what} \
-             (--max-input-size BYTES raises the limit)"
-        )
-    };
-    if m.len() > limit {
-        return Err(too_large(m.len()));
-    }
-    let mut bytes = Vec::with_capacity(m.len() as usize);
-    f.take(limit.saturating_add(1))
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("{name}: cannot read: {}", io_words(&e)))?;
-    if bytes.len() as u64 > limit {
-        return Err(too_large(bytes.len() as u64));
-    }
-    Ok(bytes)
-}
-
-/// What a file that is not a regular file is, in words.
-fn kind(m: &std::fs::Metadata) -> &'static str {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileTypeExt;
-        let t = m.file_type();
-        if t.is_fifo() {
-            return "a FIFO";
-        }
-        if t.is_char_device() {
-            return "a character device";
-        }
-        if t.is_block_device() {
-            return "a block device";
-        }
-        if t.is_socket() {
-            return "a socket";
-        }
-    }
-    let _ = m;
-    "not a file"
-}
-
-/// An I/O error in words, without Rust's `(os error N)` (as the report reader says them).
-fn io_words(e: &std::io::Error) -> String {
-    let s = e.to_string();
-    match s.find(" (os error") {
-        Some(i) => s[..i].to_lowercase(),
-        None => s,
-    }
-}
 
 /// The report cut to its first `top` rows of each section.
 fn keep_top(r: &mut Report, top: usize) {

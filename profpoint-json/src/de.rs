@@ -2,8 +2,8 @@
 //! of `parse.rs`, whose tree of [`Value`]s serves what is only skipped or described in an
 //! error.
 
+use crate::error::{Error, Segment};
 use crate::parse::{Parser, Value, parse};
-use crate::{Error, Segment};
 use serde::de::{self, DeserializeSeed, IntoDeserializer, Unexpected, Visitor};
 use std::borrow::Cow;
 

@@ -1,8 +1,9 @@
 //! Object keys: JSON keys are strings, so a map whose keys are numbers, bools or chars has them
 //! written as the string of their JSON form, as serde_json does; any other key is an error.
 
+use crate::error::Error;
+use crate::float;
 use crate::string::write_string;
-use crate::{Error, float};
 use serde::ser::{self, Serialize};
 
 /// Writes a map key: JSON keys are strings, so scalars are written as the string of their

@@ -89,6 +89,7 @@
 //!   values.
 
 mod de;
+mod error;
 mod float;
 mod key;
 mod parse;
@@ -97,10 +98,8 @@ mod string;
 #[cfg(test)]
 mod tests;
 
-use std::fmt;
-
-/// How deep arrays and objects may nest in a document [`from_str`] accepts.
-pub const MAX_DEPTH: usize = 128;
+pub use error::Error;
+pub use parse::MAX_DEPTH;
 
 /// Writes `value` as compact JSON (no whitespace), as `serde_json::to_string` does.
 ///
@@ -142,128 +141,5 @@ pub fn from_slice<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, Err
             e.valid_up_to(),
             "invalid UTF-8".to_string(),
         )),
-    }
-}
-
-/// Why JSON could not be written or read.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Error {
-    msg: String,
-    /// Where a syntax error is: 1-based line and byte column.
-    position: Option<(usize, usize)>,
-    /// Where a type error is: the keys and indices from the value that failed out to the root
-    /// (innermost first, as they are added on the way out).
-    path: Vec<Segment>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Segment {
-    Key(String),
-    Index(usize),
-}
-
-impl Error {
-    fn new(msg: String) -> Error {
-        Error {
-            msg,
-            position: None,
-            path: Vec::new(),
-        }
-    }
-
-    /// A syntax error at byte `pos` of `input`.
-    fn at(input: &[u8], pos: usize, msg: String) -> Error {
-        let pos = pos.min(input.len());
-        let before = &input[..pos];
-        let line = 1 + before.iter().filter(|&&b| b == b'\n').count();
-        let line_start = before
-            .iter()
-            .rposition(|&b| b == b'\n')
-            .map_or(0, |i| i + 1);
-        Error {
-            msg,
-            position: Some((line, pos - line_start + 1)),
-            path: Vec::new(),
-        }
-    }
-
-    /// Records that the error happened inside the array element or object value `segment`.
-    fn inside(mut self, segment: Segment) -> Error {
-        // A syntax error says where it is by line and column; a path would add nothing.
-        if self.position.is_none() {
-            self.path.push(segment);
-        }
-        self
-    }
-
-    /// The 1-based line of a syntax error (`None` for other errors).
-    pub fn line(&self) -> Option<usize> {
-        self.position.map(|(line, _)| line)
-    }
-
-    /// The 1-based column, in bytes, of a syntax error (`None` for other errors).
-    pub fn column(&self) -> Option<usize> {
-        self.position.map(|(_, column)| column)
-    }
-
-    /// The path of the value a type error is about, such as `points[3].nr` (empty for the
-    /// document itself and for syntax errors).
-    pub fn path(&self) -> String {
-        let mut s = String::new();
-        for segment in self.path.iter().rev() {
-            match segment {
-                Segment::Index(i) => s.push_str(&format!("[{i}]")),
-                Segment::Key(k) if is_plain_key(k) => {
-                    if !s.is_empty() {
-                        s.push('.');
-                    }
-                    s.push_str(k);
-                }
-                Segment::Key(k) => s.push_str(&format!("[{k:?}]")),
-            }
-        }
-        s
-    }
-}
-
-/// Whether a key reads unambiguously after a `.` in a path.
-fn is_plain_key(k: &str) -> bool {
-    !k.is_empty()
-        && k.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-}
-
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if !self.path.is_empty() {
-            write!(f, "{}: ", self.path())?;
-        }
-        f.write_str(&self.msg)?;
-        if let Some((line, column)) = self.position {
-            write!(f, " at line {line} column {column}")?;
-        }
-        Ok(())
-    }
-}
-
-impl std::error::Error for Error {}
-
-impl serde::ser::Error for Error {
-    fn custom<T: fmt::Display>(msg: T) -> Error {
-        Error::new(msg.to_string())
-    }
-}
-
-impl serde::de::Error for Error {
-    fn custom<T: fmt::Display>(msg: T) -> Error {
-        Error::new(msg.to_string())
-    }
-
-    fn invalid_type(unexp: serde::de::Unexpected<'_>, exp: &dyn serde::de::Expected) -> Error {
-        Error::new(format!("expected {exp}, found {}", parse::describe(&unexp)))
-    }
-
-    fn invalid_value(unexp: serde::de::Unexpected<'_>, exp: &dyn serde::de::Expected) -> Error {
-        Error::new(format!("expected {exp}, found {}", parse::describe(&unexp)))
     }
 }

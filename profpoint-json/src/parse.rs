@@ -2,10 +2,12 @@
 //! numbers, the depth bound) and the tree of [`Value`]s it builds, for what is only skipped or
 //! described in an error. The serde side, `de.rs`, reads through the same parser.
 
-use crate::{Error, MAX_DEPTH};
+use crate::error::Error;
+
+/// How deep arrays and objects may nest in a document [`crate::from_str`] accepts.
+pub const MAX_DEPTH: usize = 128;
 use serde::de::Unexpected;
 use std::borrow::Cow;
-use std::fmt::Write as _;
 
 /// A parsed JSON value. Objects keep their keys in document order (duplicates too: a struct's
 /// visitor reports a duplicate field). Strings and keys without escapes borrow from the text
@@ -329,30 +331,6 @@ impl<'a> Parser<'a> {
                 Err(self.error("number out of range"))
             }
         }
-    }
-}
-
-/// What a type error says was found.
-pub(crate) fn describe(unexp: &Unexpected<'_>) -> String {
-    match *unexp {
-        Unexpected::Unit => "null".to_string(),
-        Unexpected::Bool(b) => format!("boolean {b}"),
-        Unexpected::Unsigned(n) => format!("integer {n}"),
-        Unexpected::Signed(n) => format!("integer {n}"),
-        Unexpected::Float(f) => format!("number {f}"),
-        Unexpected::Str(s) => {
-            // Quoted, and cut short: the value may be anything the input held.
-            let mut out = String::from("string ");
-            let mut short: String = s.chars().take(40).collect();
-            if short.len() < s.len() {
-                short.push_str("...");
-            }
-            let _ = write!(out, "{short:?}");
-            out
-        }
-        Unexpected::Seq => "array".to_string(),
-        Unexpected::Map => "object".to_string(),
-        ref other => other.to_string(),
     }
 }
 

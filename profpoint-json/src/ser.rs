@@ -1,8 +1,9 @@
 //! Writing: serde's data model as JSON text, compact or pretty, laid out as serde_json does.
 
+use crate::error::Error;
+use crate::float;
 use crate::key::KeyWriter;
 use crate::string::write_string;
-use crate::{Error, float};
 use serde::ser::{self, Serialize};
 
 /// Writes `value` as JSON.

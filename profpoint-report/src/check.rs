@@ -2,7 +2,7 @@
 //! figure a run cannot have produced. [`Report::impossible`] lists the figures that break
 //! them; the suite checks the reports its budget tests take.
 
-use crate::Report;
+use crate::model::Report;
 
 /// Clock reads of one interval on two threads, or a report taken while calls run, may disagree
 /// by a little: a total may pass its bound by this much before it is impossible.
@@ -135,7 +135,7 @@ impl Report {
 
 #[cfg(test)]
 mod tests {
-    use crate::{Report, test_point};
+    use crate::model::{Report, test_point};
 
     #[test]
     fn an_interval_on_a_figure_not_marked_estimated_is_impossible() {

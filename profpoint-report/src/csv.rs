@@ -1,6 +1,6 @@
 //! The points as CSV (RFC 4180 quoting), one row per point, for spreadsheets and scripts.
 
-use super::Report;
+use crate::model::Report;
 use std::fmt::Write;
 
 /// The CSV header row, also the field order of every row.
@@ -64,10 +64,10 @@ impl Report {
 mod tests {
     use super::*;
 
-    fn point(name: &str, sampled_self: Option<u64>) -> crate::PointReport {
-        crate::PointReport {
+    fn point(name: &str, sampled_self: Option<u64>) -> crate::model::PointReport {
+        crate::model::PointReport {
             sampled_self,
-            ..crate::test_point(name, 3)
+            ..crate::model::test_point(name, 3)
         }
     }
 

@@ -3,8 +3,8 @@
 //! own script). Pure functions of the model: colours are derived from the frame names, not
 //! drawn at random, so a report renders to the same bytes every time.
 
-use crate::Report;
 use crate::folded::StackSource;
+use crate::model::Report;
 
 /// A flame graph of folded stacks (`root;caller;leaf COUNT` lines). `title` heads the image;
 /// `count_name` names the counts in tooltips (`samples`, `ns`). An empty input gives inferno's

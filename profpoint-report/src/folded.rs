@@ -5,7 +5,7 @@
 //! nanoseconds: a flame graph's widths are then each path's total time) and the sampler's
 //! stacks (`heatmap.stacks`, valued by samples). Pure functions of the model.
 
-use crate::{PointsTree, Report};
+use crate::model::{PointsTree, Report};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -133,7 +133,7 @@ impl Report {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::TreeNode;
+    use crate::model::TreeNode;
 
     fn node(parent: Option<usize>, name: &str, calls: u64, timed: u64, self_ns: i64) -> TreeNode {
         TreeNode {

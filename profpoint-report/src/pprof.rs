@@ -22,7 +22,7 @@
 //! output with `protoc --decode` and upstream's `profile.proto` (`third_party/pprof`) and with
 //! `go tool pprof -raw` and `-top`, and compares every value with the JSON report's.
 
-use super::Report;
+use crate::model::Report;
 
 /// Appends a varint.
 pub(crate) fn varint(out: &mut Vec<u8>, mut v: u64) {

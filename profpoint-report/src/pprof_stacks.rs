@@ -21,12 +21,12 @@
 //! with no flag. No points' figures are in it.
 
 use crate::folded::StackSource;
+use crate::model::{PointsTree, Report};
 use crate::pprof::{
     Strings, bytes, finish, gzip, location_and_function, packed, program_mapping, value_type,
 };
 #[cfg(feature = "heatmap")]
 use crate::pprof::{program_mapping_named, uint};
-use crate::{PointsTree, Report};
 use std::collections::HashMap;
 
 /// A function and its location (one location per function: a stack names functions).

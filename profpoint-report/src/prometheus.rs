@@ -34,7 +34,7 @@
 //! `profpoint_sampled_self_samples_total` is there only when the heatmap ran with stacks
 //! (`PointReport::sampled_self`), one series per point it names.
 
-use super::{PointReport, Report};
+use crate::model::{PointReport, Report};
 use std::collections::HashMap;
 use std::fmt::Write;
 use std::sync::Mutex;

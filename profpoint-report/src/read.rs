@@ -5,7 +5,7 @@
 //! message saying what is wrong and where (the field's path, as `points[3].nr`, or the line
 //! and column of a syntax error). Reading has no side effect and never panics on any input.
 
-use crate::{Report, SCHEMA, VERSION};
+use crate::model::{Report, SCHEMA, VERSION};
 use serde::Deserialize;
 use std::fmt;
 use std::path::{Path, PathBuf};

@@ -15,7 +15,7 @@
 //! `scripts/render-svg` renders it in headless Chromium and checks, with the browser's own text
 //! boxes, that no two labels overlap and none leaves the picture.
 
-use super::Report;
+use crate::model::Report;
 use std::fmt::Write;
 
 /// Escapes text for XML content and attribute values.

@@ -137,3 +137,10 @@ fn claim(meta: &'static Metadata<'static>) -> Option<&'static Point> {
     let name: &'static str = Box::leak(name.into_boxed_str());
     profpoint::__private::claim_point(name, file, line, counted)
 }
+
+/// Counts one call of an event callsite's count-only point.
+pub(crate) fn count_event(meta: &'static Metadata<'static>) {
+    if let Some(p) = slot(meta).and_then(point) {
+        p.leave(p.start());
+    }
+}

@@ -1,7 +1,7 @@
 //! [`ProfpointLayer`]: the bridge as a `tracing-subscriber` layer, over any subscriber that
 //! looks spans up (`Registry`, and `fmt` or other layers on it).
 
-use crate::{callsites, count_event, ids, spans, stack};
+use crate::{callsites, ids, spans, stack};
 use tracing_core::span::{Attributes, Id};
 use tracing_core::subscriber::Interest;
 use tracing_core::{Event, Metadata, Subscriber};
@@ -152,7 +152,7 @@ where
 
     fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
         if self.events {
-            count_event(event.metadata());
+            callsites::count_event(event.metadata());
         }
     }
 }

@@ -70,8 +70,6 @@ mod subscriber;
 pub use layer::ProfpointLayer;
 pub use subscriber::ProfpointSubscriber;
 
-use tracing_core::Metadata;
-
 /// The bridge as a `tracing-subscriber` layer: `tracing_subscriber::registry().with(
 /// profpoint_tracing::layer()).init()`.
 pub fn layer() -> ProfpointLayer {
@@ -85,10 +83,3 @@ pub fn subscriber() -> ProfpointSubscriber {
 
 /// How many callsites can have a point: the pool of spare points this crate reserves.
 pub const POOL_SIZE: usize = callsites::POOL;
-
-/// Counts one call of an event callsite's count-only point.
-fn count_event(meta: &'static Metadata<'static>) {
-    if let Some(p) = callsites::slot(meta).and_then(callsites::point) {
-        p.leave(p.start());
-    }
-}

@@ -14,7 +14,7 @@
 //!   and a serial number above (blocks of 1,024 handed to each thread from one atomic
 //!   counter), so ids of open spans are unique.
 
-use crate::{callsites, count_event, spans, stack};
+use crate::{callsites, spans, stack};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use tracing_core::span::{Attributes, Current, Id, Record};
@@ -140,7 +140,7 @@ impl Subscriber for ProfpointSubscriber {
 
     fn event(&self, event: &Event<'_>) {
         if self.events {
-            count_event(event.metadata());
+            callsites::count_event(event.metadata());
         }
     }
 

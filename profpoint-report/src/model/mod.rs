@@ -415,3 +415,37 @@ impl Report {
         profpoint_json::to_writer_pretty(w, self)
     }
 }
+
+/// A point of one timed 10 ns call at `src/db.rs:line`, for the renderers' tests.
+#[cfg(test)]
+pub(crate) fn test_point(name: &str, line: u32) -> PointReport {
+    PointReport {
+        name: name.to_string(),
+        file: "src/db.rs".into(),
+        line,
+        enabled: true,
+        kind: "sync".into(),
+        sampling: None,
+        estimated: false,
+        nr: 1,
+        nr_ci95: None,
+        nr_estimated: false,
+        timed: 1,
+        nested: 0,
+        total_ns: 10,
+        self_ns: Some(10),
+        avg_ns: 10,
+        min_ns: 10,
+        max_ns: 10,
+        p50_ns: 10,
+        p90_ns: 10,
+        p99_ns: 10,
+        p999_ns: 10,
+        stddev_ns: 10,
+        wall_percent: 0.0,
+        total_ci95_ns: 0,
+        hist: vec![[10, 1]],
+        sampled_self: None,
+        idle_ns: 0,
+    }
+}

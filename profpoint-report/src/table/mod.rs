@@ -1,7 +1,7 @@
 //! The seed's points table, in text: status, name, total, nr, avg, plus the columns a user
 //! needs next (self, p50, p99, max, share of wall time).
 
-use super::{PointReport, Report};
+use crate::model::{BudgetReport, CountingOver, PointReport, Report};
 use std::io::{self, Write};
 
 /// Writes the points table of `report` to `w`.
@@ -246,7 +246,7 @@ fn write_sampled_self(report: &Report, w: &mut dyn Write) -> io::Result<()> {
 /// A point's status column: `on`, `off`, `count`, `1/N` when one call in N is timed, or
 /// `burst` for a point the budget times in bursts (off between them, as its own status says:
 /// the budget's section and this column say the same).
-fn status(p: &PointReport, budget: &crate::BudgetReport) -> String {
+fn status(p: &PointReport, budget: &BudgetReport) -> String {
     if budget
         .throttled
         .iter()
@@ -409,11 +409,7 @@ fn write_budget(report: &Report, w: &mut dyn Write) -> io::Result<()> {
 }
 
 /// One line: counting alone cost more than the budget, who made it, and the knobs.
-fn write_counting_over(
-    b: &crate::BudgetReport,
-    over: &crate::CountingOver,
-    w: &mut dyn Write,
-) -> io::Result<()> {
+fn write_counting_over(b: &BudgetReport, over: &CountingOver, w: &mut dyn Write) -> io::Result<()> {
     let names: Vec<String> = over
         .points
         .iter()

@@ -1,6 +1,6 @@
 use super::*;
 
-use crate::test_point as point;
+use crate::model::test_point as point;
 
 /// A point whose estimate's interval is wider than itself is marked `?` and explained;
 /// a point in bursts reads `burst` in the status column, as in the budget's section; a
