@@ -156,7 +156,7 @@ impl Profile {
         let stacks = self
             .stacks
             .as_ref()
-            .map(|raw| crate::stacks::fold::report(raw, self, &mut sym, stripped.clone()));
+            .map(|raw| fold::report(raw, self, &mut sym, stripped.clone()));
         let mut warnings = self.warnings.clone();
         warnings.extend(sym.warnings);
         warnings.extend(stripped);
@@ -228,5 +228,6 @@ fn name_key(name: &str) -> u64 {
     (h | (1 << 63)) & !1
 }
 
+mod fold;
 #[cfg(test)]
 mod tests;

@@ -15,14 +15,13 @@
 //! | `thread.rs` | per-thread contexts, the tid map the handler looks them up in, stack bounds |
 //! | `table.rs` | the fixed-size lock-free table of stacks |
 //! | `tag.rs` | [`set_thread_tag`]: the per-thread tag the handler stores with each stack |
-//! | `fold.rs` | after the run: addresses to frames (inline frames expanded), the [`StackReport`] |
+//! | `report/fold.rs` | after the run: addresses to frames (inline frames expanded), the [`StackReport`] |
 //!
 //! Available on x86_64 Linux. Elsewhere the capture is compiled out: a sampler asked for
 //! stacks runs without them and its profile says "stacks are not available on this platform".
 
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 mod capture;
-pub(crate) mod fold;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 mod modules;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]

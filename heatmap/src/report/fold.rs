@@ -8,8 +8,8 @@
 
 use std::collections::HashMap;
 
-use super::{Frame, RawStacks, SampledStack, StackCut, StackReport};
 use crate::profile::Profile;
+use crate::stacks::{Frame, RawStacks, SampledStack, StackCut, StackReport};
 use crate::symbolize::Symbolizer;
 
 /// A frame at `address`, without a source location.
