@@ -325,21 +325,23 @@ fn json_is_what_serde_json_writes() {
     }
 }
 
+/// A synchronous test point named `$name`, in the linker's table like a user's.
+#[cfg(not(any(loom, feature = "off")))]
+macro_rules! sync_point {
+    ($id:ident, $name:literal) => {
+        #[linkme::distributed_slice(POINTS)]
+        static $id: Point = Point::new(Name::Static($name), Kind::Sync, file!(), line!());
+    };
+}
+
 /// A call split into segments (an async call's polls) reports as one call with its idle time.
 #[cfg(not(any(loom, feature = "off")))]
 mod split_call {
     use super::*;
     use crate::point::{Name, POINTS, Point, SplitCall};
 
-    #[linkme::distributed_slice(POINTS)]
-    static SPLIT: Point = Point::new(Name::Static("segment::split"), Kind::Sync, file!(), line!());
-    #[linkme::distributed_slice(POINTS)]
-    static INSIDE: Point = Point::new(
-        Name::Static("segment::inside"),
-        Kind::Sync,
-        file!(),
-        line!(),
-    );
+    sync_point!(SPLIT, "segment::split");
+    sync_point!(INSIDE, "segment::inside");
 
     /// One segment: time on this thread with a point nested in it.
     fn segment(call: &mut SplitCall) {
@@ -395,22 +397,9 @@ mod stand_in {
     use super::*;
     use crate::point::{Name, POINTS, Point};
 
-    #[linkme::distributed_slice(POINTS)]
-    static OUTER: Point = Point::new(
-        Name::Static("stand_in::outer"),
-        Kind::Sync,
-        file!(),
-        line!(),
-    );
-    #[linkme::distributed_slice(POINTS)]
-    static MID: Point = Point::new(Name::Static("stand_in::mid"), Kind::Sync, file!(), line!());
-    #[linkme::distributed_slice(POINTS)]
-    static INNER: Point = Point::new(
-        Name::Static("stand_in::inner"),
-        Kind::Sync,
-        file!(),
-        line!(),
-    );
+    sync_point!(OUTER, "stand_in::outer");
+    sync_point!(MID, "stand_in::mid");
+    sync_point!(INNER, "stand_in::inner");
 
     /// A counted-only call adds its stand-in to the interval around it as it starts, and the
     /// points nested in it add their own times as they run: its stand-in is its mean self
