@@ -3,6 +3,17 @@
 //! interval, and each child's own in-interval cost leaves its own).
 
 use std::hint::black_box;
+use std::sync::{Mutex, MutexGuard};
+
+/// Compensation is the process's switch, and both tests turn it on and off: under `cargo
+/// test` (one process, a thread per test) one's `compensate(false)` fell inside the other's
+/// compensated loop. Each test holds this while it runs (nextest runs them apart anyway).
+static SWITCH: Mutex<()> = Mutex::new(());
+
+fn one_at_a_time() -> MutexGuard<'static, ()> {
+    // A test that failed while holding it must not fail the other.
+    SWITCH.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 #[profpoint::profile_point]
 #[inline(never)]
@@ -46,6 +57,7 @@ fn point(name: &str) -> profpoint::PointReport {
 
 #[test]
 fn a_parents_time_does_not_grow_with_its_annotated_children() {
+    let _switch = one_at_a_time();
     // Every call timed and counted: the overhead budget must not throttle `leaf` (40,000
     // calls in a few milliseconds) if its controller gets a round in, as under load it can.
     profpoint::set_budget(None);
@@ -111,6 +123,7 @@ fn self_ns_per_call(name: &str, calls: usize, f: fn() -> u64) -> f64 {
 /// about the self time it has with bare children.
 #[test]
 fn counted_children_leave_their_parents_self_time_under_compensation() {
+    let _switch = one_at_a_time();
     profpoint::set_budget(None);
     assert_eq!(profpoint::count_only("compensation::counted_leaf"), 1);
     let (rounds, calls) = (15, 41);
