@@ -3,6 +3,9 @@
 //! points 3 times each: one warning line, slot memory within the cap, and every call accounted
 //! for: recorded in its point's row (all 3 calls) or counted as not recorded, exactly 600.
 //! The cap is read at start-up, so the scenario runs in a child (this test binary again).
+//! A counted-only call needs no slot (its count lives in the thread's shard): the same 200
+//! points, counted only, called 6 times on each of four threads, stay far below the cap with
+//! every call in its row.
 
 mod common;
 
@@ -18,6 +21,28 @@ macro_rules! points {
                     p.leave(t);
                 }
             }
+        }
+
+        /// Every point counted only, each called 3 times through the guard `#[profile_point]`
+        /// uses and 3 times through `start` and `leave`, on each of four threads.
+        pub(crate) fn child_counted() {
+            let points = [$(&$p),*];
+            for p in points {
+                p.set_counting();
+            }
+            std::thread::scope(|s| {
+                for _ in 0..4 {
+                    s.spawn(move || {
+                        for p in points {
+                            for _ in 0..3 {
+                                drop(p.guard());
+                                let t = p.start();
+                                p.leave(t);
+                            }
+                        }
+                    });
+                }
+            });
         }
     };
 }
@@ -47,22 +72,13 @@ mod points {
     }
 }
 
-#[test]
-fn slot_memory_is_capped_and_every_call_is_accounted_for() {
-    if std::env::var_os("PROFPOINT_SLOT_CAP_CHILD").is_some() {
-        points::child();
-        return;
-    }
-    let dir = std::env::temp_dir().join(format!("profpoint-slot-cap-{}", std::process::id()));
+/// Runs test `name` again as a child under a 1 MiB cap; its stderr and its JSON report.
+fn run_child(name: &str) -> (String, serde_json::Value) {
+    let dir = std::env::temp_dir().join(format!("profpoint-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let json = dir.join("r.json");
     let o = common::runner::target_command(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "slot_memory_is_capped_and_every_call_is_accounted_for",
-            "--test-threads=1",
-            "--nocapture",
-        ])
+        .args(["--exact", name, "--test-threads=1", "--nocapture"])
         .env("PROFPOINT_SLOT_CAP_CHILD", "1")
         .env("PROFPOINT_MAX_SLOT_MB", "1")
         .env(
@@ -71,8 +87,34 @@ fn slot_memory_is_capped_and_every_call_is_accounted_for() {
         )
         .output()
         .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
     assert!(o.status.success(), "{err}");
+    let v = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    std::fs::remove_dir_all(&dir).ok();
+    (err, v)
+}
+
+/// The `nr` of each of `P000`..`P199`.
+fn our_counts(v: &serde_json::Value) -> Vec<u64> {
+    v["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| {
+            let n = p["name"].as_str().unwrap();
+            n.len() == 4 && n.starts_with('P')
+        })
+        .map(|p| p["nr"].as_u64().unwrap())
+        .collect()
+}
+
+#[test]
+fn slot_memory_is_capped_and_every_call_is_accounted_for() {
+    if std::env::var_os("PROFPOINT_SLOT_CAP_CHILD").is_some() {
+        points::child();
+        return;
+    }
+    let (err, v) = run_child("slot_memory_is_capped_and_every_call_is_accounted_for");
     // One line when the cap is hit, naming the value and the variable.
     assert_eq!(
         err.matches(
@@ -87,23 +129,12 @@ fn slot_memory_is_capped_and_every_call_is_accounted_for() {
         err.contains("slot memory reached its cap of 1 MiB"),
         "{err}"
     );
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let slots = &v["slots"];
     assert_eq!(slots["cap_bytes"], 1u64 << 20, "{slots}");
     assert_eq!(slots["cap_reached"], true, "{slots}");
     assert!(slots["bytes"].as_u64().unwrap() <= 1 << 20, "{slots}");
     let unrecorded = slots["unrecorded_calls"].as_u64().unwrap();
-    let ours: Vec<u64> = v["points"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|p| {
-            let n = p["name"].as_str().unwrap();
-            n.len() == 4 && n.starts_with('P')
-        })
-        .map(|p| p["nr"].as_u64().unwrap())
-        .collect();
+    let ours = our_counts(&v);
     assert_eq!(ours.len(), 200, "{v}");
     // A point is recorded whole (its slot came before the cap) or not at all.
     assert!(ours.iter().all(|&n| n == 0 || n == 3), "{ours:?} {slots}");
@@ -119,5 +150,26 @@ fn slot_memory_is_capped_and_every_call_is_accounted_for() {
         600,
         "recorded {recorded} + unrecorded {unrecorded}: {ours:?} {slots}"
     );
-    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn counted_only_calls_take_no_slot_and_every_one_is_in_its_row() {
+    if std::env::var_os("PROFPOINT_SLOT_CAP_CHILD").is_some() {
+        points::child_counted();
+        return;
+    }
+    let (err, v) = run_child("counted_only_calls_take_no_slot_and_every_one_is_in_its_row");
+    let slots = &v["slots"];
+    // A thread's first call makes its shard, and that call its point's slot (the general
+    // path); every later counted call goes to the shard's table. Profpoint's own hidden
+    // points may add a few slots of their own, outside the cap.
+    assert_eq!(slots["cap_reached"], false, "{slots} {err}");
+    assert_eq!(slots["unrecorded_calls"], 0, "{slots}");
+    assert!(
+        slots["bytes"].as_u64().unwrap() <= 8 * 11_392,
+        "more slots than threads: {slots}"
+    );
+    assert!(!err.contains("reached the 1 MiB cap"), "{err}");
+    let ours = our_counts(&v);
+    assert_eq!(ours, vec![24; 200], "{v}");
 }

@@ -53,6 +53,18 @@ impl Point {
     fn start_on(&'static self, status: u8, t: &mut Token) {
         // Relaxed: the index is a pure function of the address (see `index`).
         let index = owned::get32(&self.index);
+        if status == COUNT
+            && let Some(shard) = shard::count_call(index).or_else(|| self.count_cold())
+        {
+            // Counted now, in the shard's table (see `enter_counted`): the token stays off,
+            // so leave has nothing to do.
+            // Relaxed: see `set_means`.
+            owned::add(
+                &shard.child_acc,
+                self.counted_stand_in.load(Ordering::Relaxed),
+            );
+            return;
+        }
         if let Some((shard, slot)) = shard::fast_slot(index) {
             self.start_in(status, index, shard, slot, 0, t);
         } else {
@@ -238,17 +250,18 @@ impl Point {
     }
 
     /// A counted-only call, with nothing else in its function: what it costs over the bare call is
-    /// two calls, the status and slot loads, and two increments (the overhead budget's target:
-    /// 2 ns). On x86_64 glibc the thread's shard is one `fs:`-relative load and the function saves
-    /// nothing but a push for the stack's alignment (`shard::word`: a `thread_local!` cost three
-    /// register saves here). No slot yet: `enter_started`'s cold path.
+    /// two calls, the status load, the thread's word, and two increments: the point's word in
+    /// the shard's count table, at a fixed offset from the shard (`shard::count_call`: no slot
+    /// is looked up or made), and the shard's `child_acc`. On x86_64 glibc the thread's shard is
+    /// one `fs:`-relative load and the function saves nothing but a push for the stack's
+    /// alignment (`shard::word`: a `thread_local!` cost three register saves here). No shard
+    /// yet: `enter_started`'s cold path.
     #[inline(never)]
     #[allow(improper_ctypes_definitions)] // never called from C: the ABI is for `nounwind`
     extern "C" fn enter_counted(&'static self, t: &mut MaybeUninit<Token>) -> bool {
-        if let Some((shard, slot)) = shard::fast_slot(owned::get32(&self.index)) {
-            // Counted here, once: the guard has nothing to leave. One word changes, so no
-            // seqlock: a reader sees the count before or after, both consistent with the rest.
-            bump(&slot.skipped, 1);
+        if let Some(shard) = shard::count_call(owned::get32(&self.index)) {
+            // Counted, once: the guard has nothing to leave. One word changes, so no seqlock:
+            // a reader sees the count before or after, both consistent with the rest.
             // The intervals around it gain the point's stand-in (see `start_in`).
             // Relaxed: see `set_means` (std's load: the field is not one of the owner-only
             // words `owned` serves).
@@ -258,10 +271,36 @@ impl Point {
             );
             return false;
         }
+        self.enter_counted_cold(t)
+    }
+
+    /// [`Point::enter_counted`] when the table did not take the call: counted there after all
+    /// if only the point's index was unknown (its first call in the process), else started.
+    #[cold]
+    #[inline(never)]
+    fn enter_counted_cold(&'static self, t: &mut MaybeUninit<Token>) -> bool {
+        if let Some(shard) = self.count_cold() {
+            // Relaxed: see `set_means`.
+            owned::add(
+                &shard.child_acc,
+                self.counted_stand_in.load(Ordering::Relaxed),
+            );
+            return false;
+        }
         self.enter_started(t)
     }
 
-    /// The rest of [`Point::enter_on`]: every call but a counted-only one with its slot made.
+    /// Counts a counted-only call in this thread's table once the point's index is known (the
+    /// hot path reads the index as stored, unknown before the point's first call in the
+    /// process: without this, that call would make a slot). `None` without a shard.
+    #[cold]
+    #[inline(never)]
+    fn count_cold(&'static self) -> Option<&'static Shard> {
+        shard::count_call(self.index())
+    }
+
+    /// The rest of [`Point::enter_on`]: every call but a counted-only one on a thread with a
+    /// shard.
     #[inline(never)]
     #[allow(improper_ctypes_definitions)] // never called from C: the ABI is for `nounwind`
     extern "C" fn enter_started(&'static self, t: &mut MaybeUninit<Token>) -> bool {

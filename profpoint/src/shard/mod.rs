@@ -87,6 +87,10 @@ pub(crate) fn read_all_scalars(out: &mut Vec<Scalars>) {
                 o.add(&slot.read_scalars());
             }
         }
+        for (o, c) in out.iter_mut().zip(s.counts()) {
+            // Relaxed: a count only grows; a reader sees it now or a little later.
+            o.skipped += c.load(Ordering::Relaxed);
+        }
     }
 }
 
@@ -132,6 +136,13 @@ pub(crate) struct Shard {
     pub(crate) nodes: AtomicPtr<nodes::Node>,
     /// The rest of the points tree (length, lookup map, lost calls).
     pub(crate) tree: Box<nodes::Tree>,
+    /// This shard's own allocation, which goes on past the shard with its count table
+    /// (`counts_len` words, see [`count_call`]); null for a shard made without one (a model's).
+    /// Set before the shard is published, never changed. std's in every build: no model
+    /// reads it.
+    base: std::sync::atomic::AtomicPtr<Shard>,
+    /// Entries of the count table: one per point, or 0 without a table.
+    counts_len: usize,
 }
 
 impl Shard {
@@ -153,7 +164,61 @@ impl Shard {
             node: AtomicU32::new(0),
             nodes: AtomicPtr::new(std::ptr::null_mut()),
             tree: Box::new(nodes::Tree::new()),
+            base: std::sync::atomic::AtomicPtr::new(std::ptr::null_mut()),
+            counts_len: 0,
         }
+    }
+
+    /// A shard with its count table (one word per point, zero) after it, in one allocation
+    /// that is never freed. In the model-checking build the table is empty: loom's atomics are
+    /// not plain words, and no model counts a call.
+    fn allocate(sizes: Sizes, seed: u64) -> &'static Shard {
+        let len = if cfg!(loom) { 0 } else { sizes.slots };
+        let table = std::alloc::Layout::array::<AtomicU64>(len)
+            .expect("profpoint: the count table's size overflows");
+        let (layout, at) = std::alloc::Layout::new::<Shard>()
+            .extend(table)
+            .expect("profpoint: the shard's size overflows");
+        // The table starts right after the shard: its size is a multiple of its alignment,
+        // which is above a word's. `count_call` relies on it.
+        assert_eq!(at, std::mem::size_of::<Shard>());
+        // SAFETY: the layout is not zero-sized (it holds a `Shard`).
+        let raw = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<Shard>();
+        if raw.is_null() {
+            std::alloc::handle_alloc_error(layout);
+        }
+        let mut shard = Shard::new(sizes, seed);
+        shard.base = std::sync::atomic::AtomicPtr::new(raw);
+        shard.counts_len = len;
+        // SAFETY: `raw` is non-null, aligned for a `Shard` (the layout's alignment is at least
+        // its own) and valid for writes of one; the `len` words after it are zero bytes,
+        // which is a valid `AtomicU64` (it has `u64`'s layout). Never freed: `'static`.
+        unsafe {
+            raw.write(shard);
+            &*raw
+        }
+    }
+
+    /// The pointer the thread's word holds for this shard: its allocation's own, through
+    /// which `count_call` reaches the table past the shard (a pointer made from a `&Shard`
+    /// covers the shard alone).
+    fn word_pointer(&self) -> *const Shard {
+        // Relaxed: set before the shard was published (through the registry's lock).
+        let base = self.base.load(Ordering::Relaxed);
+        if base.is_null() { self } else { base }
+    }
+
+    /// This shard's counts of counted-only calls, by point index (empty without a table).
+    /// Read by reporters on any thread; only the owner adds.
+    pub(crate) fn counts(&self) -> &[AtomicU64] {
+        // Relaxed: see `word_pointer`.
+        let base = self.base.load(Ordering::Relaxed);
+        if base.is_null() {
+            return &[];
+        }
+        // SAFETY: `base` is this shard's allocation (`allocate`), which holds `counts_len`
+        // initialised words right after the shard, and is never freed.
+        unsafe { std::slice::from_raw_parts(base.add(1).cast::<AtomicU64>(), self.counts_len) }
     }
 
     /// The slot of point `index`, if this shard has one and serves the fast path (hot path).
@@ -367,6 +432,31 @@ pub(crate) fn current() -> Option<&'static Shard> {
     Some(unsafe { &*p })
 }
 
+/// Counts one counted-only call of point `index` on this thread, in its shard's count table,
+/// and returns the shard; `None` (nothing counted) without a shard or a table entry, which
+/// sends the caller to its cold path. The table sits at a fixed offset from the shard the
+/// thread's word points to, so the call is the word's load and one `add` to memory: no
+/// slot, no slot table (the slot's counters are the report's, which adds the table to them).
+#[inline(always)]
+pub(crate) fn count_call(index: u32) -> Option<&'static Shard> {
+    let p = word::get();
+    // A cast and a compare, not `as_ref` (see `current`).
+    if p as usize == 0 {
+        return None;
+    }
+    // SAFETY: see `current`.
+    let shard = unsafe { &*p };
+    if index as usize >= shard.counts_len {
+        return None;
+    }
+    // SAFETY: the word holds the shard's `word_pointer` (`acquire`): its allocation's own
+    // pointer, with `counts_len` words right after the shard (`allocate`), and `index` is
+    // below that. Only this thread adds to its shard's table.
+    let cell = unsafe { &*p.add(1).cast::<AtomicU64>().add(index as usize) };
+    crate::owned::add(cell, 1);
+    Some(shard)
+}
+
 /// This thread's shard and its slot of point `index`, if both exist and serve the fast path
 /// (hot path; `None` sends the caller to its cold path).
 #[inline(always)]
@@ -390,7 +480,7 @@ pub(crate) fn acquire() -> Lease {
     let shard = take();
     // Registering the destructor fails once the thread is tearing down its thread-locals.
     if RELEASE.try_with(|_| ()).is_ok() {
-        word::set(shard);
+        word::set(shard.word_pointer());
         // The sampler tags this thread's samples with its active point, so that an annotated
         // function that LLVM inlined still gets its frame after the run (`report/attribute.rs`).
         // Once per thread (a tid-keyed table, no thread-local); a borrowed shard is for one
@@ -410,7 +500,7 @@ fn take() -> &'static Shard {
         return s;
     }
     let seed = crate::clock::now() ^ (r.all.len() as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    let s: &'static Shard = Box::leak(Box::new(Shard::new(sizes(), seed)));
+    let s = Shard::allocate(sizes(), seed);
     r.all.push(s);
     s
 }
@@ -496,6 +586,10 @@ pub(crate) fn read_point(index: usize) -> Counts {
     for s in shards {
         if let Some(slot) = s.slot_for_read(index) {
             slot.read(&mut sum);
+        }
+        if let Some(c) = s.counts().get(index) {
+            // Relaxed: see `read_all_scalars`.
+            sum.skipped += c.load(Ordering::Relaxed);
         }
     }
     sum
