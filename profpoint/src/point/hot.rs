@@ -56,7 +56,7 @@ impl Point {
         if status == COUNT
             && let Some(shard) = shard::count_call(index).or_else(|| self.count_cold())
         {
-            // Counted now, in the shard's table (see `enter_counted`): the token stays off,
+            // Counted now, in the shard's table (see `enter_on`): the token stays off,
             // so leave has nothing to do.
             // Relaxed: see `set_means`.
             owned::add(
@@ -239,42 +239,36 @@ impl Point {
         // Relaxed: see `is_enabled`. Re-read: the caller's test may be stale, which is fine
         // (a point turned off in between is timed once more).
         let status = owned::get8(&self.status);
-        // Two tail calls (jumps: the same arguments), so that neither path pays the other's
-        // prologue: a counted-only call is done in `enter_counted`, every other one in
-        // `enter_started`.
+        // A counted-only call is done here: the thread's word, a bounds test and two adds,
+        // the point's word in the shard's count table, at a fixed offset from the shard
+        // (`shard::count_call`: no slot is looked up or made), and the shard's `child_acc`.
+        // On x86_64 glibc the thread's shard is one `fs:`-relative load and the function saves
+        // nothing but a push for the stack's alignment (`shard::word`: a `thread_local!` cost
+        // three register saves here). Every other call is a tail call (a jump: the same
+        // arguments) to `enter_started`, which pays that push and its pop (two instructions
+        // against the ~190 of a timed call); as a second tail call the counted path paid a
+        // jump (smallvec-loop, every point counted: 0.94x the two-jump build, median of 10
+        // paired runs).
         if status == COUNT {
-            self.enter_counted(t)
+            if let Some(shard) = shard::count_call(owned::get32(&self.index)) {
+                // Counted, once: the guard has nothing to leave. One word changes, so no
+                // seqlock: a reader sees the count before or after, both consistent with the
+                // rest. The intervals around it gain the point's stand-in (see `start_in`).
+                // Relaxed: see `set_means` (std's load: the field is not one of the
+                // owner-only words `owned` serves).
+                owned::add(
+                    &shard.child_acc,
+                    self.counted_stand_in.load(Ordering::Relaxed),
+                );
+                return false;
+            }
+            self.enter_counted_cold(t)
         } else {
             self.enter_started(t)
         }
     }
 
-    /// A counted-only call, with nothing else in its function: what it costs over the bare call is
-    /// two calls, the status load, the thread's word, and two increments: the point's word in
-    /// the shard's count table, at a fixed offset from the shard (`shard::count_call`: no slot
-    /// is looked up or made), and the shard's `child_acc`. On x86_64 glibc the thread's shard is
-    /// one `fs:`-relative load and the function saves nothing but a push for the stack's
-    /// alignment (`shard::word`: a `thread_local!` cost three register saves here). No shard
-    /// yet: `enter_started`'s cold path.
-    #[inline(never)]
-    #[allow(improper_ctypes_definitions)] // never called from C: the ABI is for `nounwind`
-    extern "C" fn enter_counted(&'static self, t: &mut MaybeUninit<Token>) -> bool {
-        if let Some(shard) = shard::count_call(owned::get32(&self.index)) {
-            // Counted, once: the guard has nothing to leave. One word changes, so no seqlock:
-            // a reader sees the count before or after, both consistent with the rest.
-            // The intervals around it gain the point's stand-in (see `start_in`).
-            // Relaxed: see `set_means` (std's load: the field is not one of the owner-only
-            // words `owned` serves).
-            owned::add(
-                &shard.child_acc,
-                self.counted_stand_in.load(Ordering::Relaxed),
-            );
-            return false;
-        }
-        self.enter_counted_cold(t)
-    }
-
-    /// [`Point::enter_counted`] when the table did not take the call: counted there after all
+    /// [`Point::enter_on`]'s counted-only call when the table did not take it: counted there after all
     /// if only the point's index was unknown (its first call in the process), else started.
     #[cold]
     #[inline(never)]
