@@ -53,16 +53,9 @@ impl Point {
     fn start_on(&'static self, status: u8, t: &mut Token) {
         // Relaxed: the index is a pure function of the address (see `index`).
         let index = owned::get32(&self.index);
-        if status == COUNT
-            && let Some(shard) = shard::count_call(index).or_else(|| self.count_cold())
-        {
+        if status == COUNT && (self.count_in_table(index) || self.count_cold()) {
             // Counted now, in the shard's table (see `enter_on`): the token stays off,
             // so leave has nothing to do.
-            // Relaxed: see `set_means`.
-            owned::add(
-                &shard.child_acc,
-                self.counted_stand_in.load(Ordering::Relaxed),
-            );
             return;
         }
         if let Some((shard, slot)) = shard::fast_slot(index) {
@@ -85,14 +78,8 @@ impl Point {
         t.slot = slot;
         t.shard = shard;
         if status == COUNT {
-            // Counted at leave; no recursion mark (nothing is timed, nothing to fold). The
-            // intervals around it gain the point's stand-in (see the skipped branch).
-            // Relaxed: see `set_means` (std's load: the field is not one of the owner-only
-            // words `owned` serves).
-            owned::add(
-                &shard.child_acc,
-                self.counted_stand_in.load(Ordering::Relaxed),
-            );
+            // Counted at leave; no recursion mark (nothing is timed, nothing to fold).
+            self.add_counted_stand_in(shard);
             t.mode = T_COUNTED | flags;
             return;
         }
@@ -250,16 +237,8 @@ impl Point {
         // jump (smallvec-loop, every point counted: 0.94x the two-jump build, median of 10
         // paired runs).
         if status == COUNT {
-            if let Some(shard) = shard::count_call(owned::get32(&self.index)) {
-                // Counted, once: the guard has nothing to leave. One word changes, so no
-                // seqlock: a reader sees the count before or after, both consistent with the
-                // rest. The intervals around it gain the point's stand-in (see `start_in`).
-                // Relaxed: see `set_means` (std's load: the field is not one of the
-                // owner-only words `owned` serves).
-                owned::add(
-                    &shard.child_acc,
-                    self.counted_stand_in.load(Ordering::Relaxed),
-                );
+            // Counted, once: the guard has nothing to leave.
+            if self.count_in_table(owned::get32(&self.index)) {
                 return false;
             }
             self.enter_counted_cold(t)
@@ -273,24 +252,46 @@ impl Point {
     #[cold]
     #[inline(never)]
     fn enter_counted_cold(&'static self, t: &mut MaybeUninit<Token>) -> bool {
-        if let Some(shard) = self.count_cold() {
-            // Relaxed: see `set_means`.
-            owned::add(
-                &shard.child_acc,
-                self.counted_stand_in.load(Ordering::Relaxed),
-            );
+        if self.count_cold() {
             return false;
         }
         self.enter_started(t)
     }
 
+    /// Counts a counted-only call of this point in this thread's count table
+    /// (`shard::count_call`: one word changes, so no seqlock; a reader sees the count before
+    /// or after, both consistent with the rest), and gives the intervals around it the point's
+    /// stand-in. False, nothing done, without a shard or with the index not known yet.
+    #[inline(always)]
+    fn count_in_table(&self, index: u32) -> bool {
+        match shard::count_call(index) {
+            Some(shard) => {
+                self.add_counted_stand_in(shard);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// A counted-only call's time in the intervals around it: the point's stand-in (its mean
+    /// self time, see `set_means`), added to the thread's child-time accumulator as it starts.
+    #[inline(always)]
+    fn add_counted_stand_in(&self, shard: &Shard) {
+        // Relaxed: see `set_means` (std's load: the field is not one of the owner-only words
+        // `owned` serves).
+        owned::add(
+            &shard.child_acc,
+            self.counted_stand_in.load(Ordering::Relaxed),
+        );
+    }
+
     /// Counts a counted-only call in this thread's table once the point's index is known (the
     /// hot path reads the index as stored, unknown before the point's first call in the
-    /// process: without this, that call would make a slot). `None` without a shard.
+    /// process: without this, that call would make a slot). False without a shard.
     #[cold]
     #[inline(never)]
-    fn count_cold(&'static self) -> Option<&'static Shard> {
-        shard::count_call(self.index())
+    fn count_cold(&'static self) -> bool {
+        self.count_in_table(self.index())
     }
 
     /// The rest of [`Point::enter_on`]: every call but a counted-only one on a thread with a
