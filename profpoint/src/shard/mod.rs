@@ -16,6 +16,9 @@
 //! - A [`Shard`] holds one pointer per profile point (the linker-gathered slice gives every point
 //!   a dense index) to a [`Slot`]: that thread's counters for that point, allocated on the
 //!   thread's first call of the point (a cold path), 128-byte aligned (see [`Slot`]).
+//! - The shard's allocation goes on past it with a count table, one word per point: a
+//!   counted-only call adds one to its point's word at a fixed offset from the thread's word
+//!   (`count_call`), with no slot; reports add the table to the slots' counts.
 //! - A thread gets a shard on its first call of any point, from a free list or newly allocated,
 //!   and keeps it in a thread-local word ([`word`]: on x86_64 glibc a TLS variable of our own,
 //!   one `fs:`-relative load in an executable, with no register saved around it).
