@@ -109,6 +109,12 @@ fn measured() -> Option<(f64, f64)> {
     CALIBRATED.get().map(|c| (c.full, c.inside))
 }
 
+/// What compensation takes out of a timed call's own interval (ticks), as calibrated; 0 before
+/// the calibration.
+pub(crate) fn inside_ticks() -> f64 {
+    measured().map_or(0.0, |(_, inside)| inside)
+}
+
 /// Ticks per iteration of each loop of `CALLS` calls through its point (the path an enabled
 /// `#[profile_point]` takes; `None`: the bare loop), the best of `ROUNDS` rounds each, the
 /// loops interleaved round by round: a preempted round is left out, and a machine whose speed

@@ -361,14 +361,15 @@ fn a_point_too_hot_even_to_count_is_timed_in_bursts_with_estimated_calls() {
         "rate when put in bursts {}",
         t.off_calls_per_s
     );
-    // Its calls between bursts are estimated from the bursts' (its calls in them over those
-    // of `cold`, counted all the time, times `cold`'s calls in the round). The estimate is
-    // rough (quiet, 31 runs read 0.89-1.03x; beside two busy loops 0.86-1.49x; under qemu a
-    // CI run read 0.28x; benches/burst_coverage measures how often its interval covers the
-    // truth: BENCHMARKS.md, "Estimates in bursts"), so what is asserted is what holds on any
-    // machine: the count says it is an estimate (with its interval, or as a lower bound), it
-    // holds at least the calls the bursts saw, and it is an estimate, not the bursts' own calls
-    // alone (~0.003x): a bound that wide tells the two apart.
+    // Its calls between bursts are estimated from its count windows (a window of 1 ms at a
+    // random moment of every 10 ms, its calls there over its share of the slot: see
+    // `budget/sample.rs`); benches/burst_coverage measures how often the interval covers the
+    // truth (BENCHMARKS.md, "Estimates in bursts"). What is asserted is what holds on any
+    // machine: the count says it is an estimate, with its interval or as a lower bound; a
+    // lower bound holds the calls seen only, never more than the truth; an estimate holds at
+    // least the calls seen, and is not the seen calls alone (~0.1x): a bound that wide tells
+    // the two apart. A 95% interval is not held to the truth here (one run in twenty may
+    // miss it); the bench is where that is counted.
     let p = point(&r, "budget::tiny");
     assert!(p.estimated && p.nr_estimated, "{p:?}");
     assert!(p.nr >= p.timed, "{p:?}");
@@ -377,13 +378,18 @@ fn a_point_too_hot_even_to_count_is_timed_in_bursts_with_estimated_calls() {
         "budget::tiny: {} calls estimated of {x} ({ratio:.3}x), interval {:?}",
         p.nr, p.nr_ci95
     );
-    assert!(
-        (0.05..=20.0).contains(&ratio),
-        "estimated {} calls of {x}: {ratio:.2}x; {:?}",
-        p.nr,
-        r.budget
-    );
-    assert!(p.total_ci95_ns > 0, "{p:?}");
+    match p.nr_ci95 {
+        None => assert!(p.nr <= x, "a lower bound of {} over {x} calls", p.nr),
+        Some(_) => {
+            assert!(
+                (0.3..=3.0).contains(&ratio),
+                "estimated {} calls of {x}: {ratio:.2}x; {:?}",
+                p.nr,
+                r.budget
+            );
+            assert!(p.total_ci95_ns > 0, "{p:?}");
+        }
+    }
     // The tree saw `tiny` only in its bursts; its nodes are scaled to its row, so a flame
     // graph drawn from them gives it its row's calls and time (unscaled: its bursts' calls
     // alone, ~0.3% of them).

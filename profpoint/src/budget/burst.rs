@@ -55,16 +55,11 @@ pub(super) fn burst(points: &[(usize, Mode)], window: Duration) {
     let zeroth = timed_read(&mut start);
     std::thread::sleep(warm_up(window));
     let from = clock::now();
-    let (process0, own0) = (cpu_ns(Cpu::Process), cpu_ns(Cpu::Thread));
     let mut before = Vec::new();
     let first = timed_read(&mut before);
     std::thread::sleep(window);
     let mut after = Vec::new();
     let second = timed_read(&mut after);
-    // The program's CPU time in the window: the process's less the controller's own.
-    let program_ns = cpu_ns(Cpu::Process)
-        .saturating_sub(process0)
-        .saturating_sub(cpu_ns(Cpu::Thread).saturating_sub(own0));
     let edges_after = crate::tree::edges();
     let mut c = state();
     c.fold_edges(&edges_before, &edges_after);
@@ -74,7 +69,6 @@ pub(super) fn burst(points: &[(usize, Mode)], window: Duration) {
     c.window_reliable = [zeroth, first, second]
         .iter()
         .all(|&t| clk.to_ns(t) < quick);
-    c.window_ran = program_ns >= window.as_nanos() as u64 / 2;
     // The counts are the span between the reads' middles: the window less half of each.
     c.window_reads = (first + second) / 2;
     c.window_warm_ticks = from.saturating_sub(c.window_start);
@@ -186,11 +180,8 @@ impl Controller {
         {
             return None;
         }
-        let set = Reference::set_of(&self.points);
         Some(BurstRound {
             reference: Reference::of(&self.points, &self.window_calls, &self.window_warm, cur),
-            reference_set: set,
-            reference_changed: set != self.reference_set,
             dt: now.saturating_sub(since).max(1) as f64,
             on: self
                 .window_end
@@ -199,8 +190,6 @@ impl Controller {
                 .saturating_sub(self.window_reads)
                 .max(1) as f64,
             warm: self.window_warm_ticks as f64,
-            saw: burst_saw_calls(&self.points, &self.window_calls),
-            ran: self.window_ran,
             reliable: self.window_reliable,
         })
     }
@@ -218,21 +207,6 @@ pub(super) struct Reference {
 }
 
 impl Reference {
-    /// Which points are the reference (every point not in bursts), as a fingerprint: the
-    /// pooled ratio of a point's calls to the reference's holds only while the set is the
-    /// same (a point that moved from counted into bursts took its calls out of the
-    /// reference; its pool, kept, then read 0.65 of the true calls of base64's hottest
-    /// points, whose modes changed 4-6 times in a 2 s run).
-    pub(super) fn set_of(points: &[PointState]) -> u64 {
-        points
-            .iter()
-            .enumerate()
-            .filter(|(_, st)| st.set == Some(Mode::Burst))
-            .fold(0xcbf2_9ce4_8422_2325_u64, |h, (i, _)| {
-                (h ^ i as u64).wrapping_mul(0x0000_0100_0000_01b3)
-            })
-    }
-
     pub(super) fn of(
         points: &[PointState],
         window_calls: &[Scalars],
@@ -258,119 +232,17 @@ impl Reference {
 /// one's (so the pools follow a change of the program's mix within ~10 bursts).
 pub(super) const KEEP: f64 = 0.95;
 
-/// The fewest pooled calls of the reference points in bursts for the ratio estimate; below
-/// it, a burst stands for its share of the round's time.
-pub(super) const MIN_REFERENCE: f64 = 8.0;
-
-/// A point's calls in a round in which it was in a burst, estimated from `w`, its calls in
-/// the burst. With reference points (`pooled` has the point's calls in bursts and theirs,
-/// pooled; `reference` their calls in the span): its pooled ratio to their calls times
-/// their calls in the span (a ratio estimate: the program's control flow fixes how many
-/// calls of one function come with those of another, whatever the speed, so neither the
-/// burst's slowing of the program nor a thread preempted in it biases it). Without: its
-/// calls in the burst times the span's length over the burst's (`span`, `on`, ticks).
-pub(super) fn burst_calls(w: u64, pooled: (f64, f64), reference: u64, span: f64, on: f64) -> f64 {
-    let (mine, theirs) = pooled;
-    if theirs >= MIN_REFERENCE {
-        mine / theirs * reference as f64
-    } else {
-        w as f64 * span / on.max(1.0)
-    }
-}
-
-/// What a point's bursts told so far, and the rounds none of them could tell for yet.
-#[derive(Debug, Clone, Copy, Default)]
-pub(super) struct BurstState {
-    /// Its calls in bursts and the reference points', pooled (see [`KEEP`]).
-    pub(super) pool: (f64, f64),
-    /// Rounds not estimated yet (their bursts told nothing): the calls seen in them, the
-    /// reference points' calls, and their ticks.
-    pub(super) seen: u64,
-    pub(super) reference: u64,
-    pub(super) ticks: f64,
-}
-
 /// A round with a burst in it.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct BurstRound {
     /// The reference points' calls in the burst and in the round.
     pub(super) reference: Reference,
-    /// Which points the reference holds ([`Reference::set_of`]), and whether that changed
-    /// since the burst round before (the pools of the points in bursts then start again).
-    pub(super) reference_set: u64,
-    pub(super) reference_changed: bool,
     /// The round's ticks, the burst's window's, and its warm-up's (see [`warm_up`]).
     pub(super) dt: f64,
     pub(super) on: f64,
     pub(super) warm: f64,
-    /// Whether the burst saw a call of any point in it.
-    pub(super) saw: bool,
-    /// Whether the program ran during it (see `Controller::window_ran`): then a burst that
-    /// saw no call tells the round's calls too (none, at its share of the round).
-    pub(super) ran: bool,
     /// Whether its counts compare (see `Controller::window_reliable`).
     pub(super) reliable: bool,
-}
-
-impl BurstRound {
-    /// Folds the round `d` of a point in bursts into `est`, `w` its calls in the burst's
-    /// window and `u` in its warm-up: estimated if the burst tells (reliable, and with
-    /// reference points, a call seen, or the program running through it without calling
-    /// them), else kept for the next burst that does (`state`).
-    /// Returns the round's estimated calls (the kept rounds' included), if estimated.
-    ///
-    /// The warm-up's calls count in the ratio to the reference points, theirs too: control
-    /// flow fixes it whatever the speed, and without them a window at its shortest saw too
-    /// few reference calls to pool (under qemu-aarch64, ~3 against [`MIN_REFERENCE`]'s 8: the
-    /// estimate fell back to the burst's share of time and read 0.43x the true calls, the
-    /// burst's timed calls being slower than the calls around it). Their times stand for
-    /// nothing ([`warm_up`]): the calls seen in the round are the others, the warm-up's are
-    /// estimated with the calls between bursts.
-    pub(super) fn fold(
-        &self,
-        est: &mut Est,
-        state: &mut BurstState,
-        d: &Scalars,
-        w: &Scalars,
-        u: &Scalars,
-    ) -> Option<f64> {
-        let d = &delta(d, u);
-        let on_calls = w.nr() + u.nr();
-        if self.reference_changed {
-            // Ratios to another set of points do not pool with this one's.
-            state.pool = (0.0, 0.0);
-        }
-        if self.reliable {
-            state.pool = (
-                state.pool.0 * KEEP + on_calls as f64,
-                state.pool.1 * KEEP + (self.reference.inside + self.reference.warm) as f64,
-            );
-        }
-        if !self.reliable || !(self.saw || self.ran || state.pool.1 >= MIN_REFERENCE) {
-            // Seen calls are exact; the rest of the round waits for a burst that tells (until
-            // one does, the count is a lower bound, and says so).
-            est.estimated = true;
-            est.unseen_unknown = true;
-            est.fold(d);
-            state.seen += d.nr();
-            state.reference += self.reference.all;
-            state.ticks += self.dt;
-            return None;
-        }
-        let calls = burst_calls(
-            on_calls,
-            state.pool,
-            self.reference.all + state.reference,
-            self.dt + state.ticks,
-            self.on + self.warm,
-        );
-        est.fold_burst(d, w, calls, state.seen, self.dt + state.ticks);
-        *state = BurstState {
-            pool: state.pool,
-            ..BurstState::default()
-        };
-        Some(calls)
-    }
 }
 
 /// The fewest calls of the reference points, in the burst and outside it in its round, from
@@ -400,13 +272,4 @@ pub(super) fn burst_extra(round: &BurstRound, timed: u64) -> Option<(f64, f64)> 
     }
     let unslowed = inside as f64 * off_ticks / outside as f64;
     Some((round.on - unslowed, timed as f64))
-}
-
-/// Whether the last burst saw a call of any point in it (none: the program's threads did not
-/// run during it, on a loaded machine, or ran without calling them: `window_ran` tells which).
-pub(super) fn burst_saw_calls(points: &[PointState], window_calls: &[Scalars]) -> bool {
-    points
-        .iter()
-        .zip(window_calls)
-        .any(|(st, w)| st.set == Some(Mode::Burst) && w.nr() > 0)
 }

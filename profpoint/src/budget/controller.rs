@@ -4,9 +4,10 @@
 
 use super::*;
 use allocate::{allocate, relax_limited};
-use burst::{BurstRound, BurstState, KEEP, burst, isolate};
+use burst::{BurstRound, KEEP, burst, isolate};
 use estimate::stalled_call;
 use isolation::{Isolated, isolation_classes};
+use sample::{SampleState, Sampled, Seen, sleep_counting};
 
 /// What the controller remembers of one point.
 #[derive(Debug, Clone, Default)]
@@ -21,8 +22,6 @@ pub(super) struct PointState {
     pub(super) off_rate: f64,
     /// While in bursts: its calls per tick, averaged over bursts (see `round`).
     pub(super) burst_rate: f64,
-    /// What its bursts told so far (see [`BurstRound::fold`]).
-    pub(super) burst: BurstState,
     /// How many times the controller changed it, and the most throttled state it gave.
     pub(super) changes: u32,
     pub(super) worst: Option<Mode>,
@@ -86,13 +85,6 @@ pub(super) struct Controller {
     /// preempted read some points' counters milliseconds after
     /// others', and its calls in the burst do not compare.
     pub(super) window_reliable: bool,
-    /// Whether the program ran during the last burst's window (its threads, the controller's
-    /// aside, had at least half of a CPU for it): a burst that then saw no call of its points
-    /// tells that they were not called (a quiet phase), where one the program did not run in
-    /// (a loaded machine) tells nothing.
-    pub(super) window_ran: bool,
-    /// The reference set of the last burst round folded ([`burst::Reference::set_of`]).
-    pub(super) reference_set: u64,
     /// Ticks at the last burst's window's two reads of the counters, half of each (the window's
     /// counts are the span between the reads' middles).
     pub(super) window_reads: u64,
@@ -122,6 +114,8 @@ pub(super) struct Controller {
     pub(super) edges: std::collections::BTreeMap<(u32, u32), [f64; 3]>,
     /// What counting alone cost against the budget (see `floor`).
     pub(super) counting: super::floor::CountingFloor,
+    /// Each point's count windows (see `sample`), by point index.
+    pub(super) sampled: Vec<SampleState>,
 }
 
 /// Which CPU time [`cpu_ns`] reads.
@@ -178,8 +172,18 @@ pub(super) fn run() {
         c.round(None, &costs);
     }
     let mut interval = FIRST_INTERVAL;
+    // When the last sleep ended, and the time since in which points in bursts were timed
+    // anyway (the burst; the isolation window, for those in it): the count windows' first
+    // slot is the rest (`sample::Seen`).
+    let mut seen = Seen::since(clock::now());
     loop {
-        std::thread::sleep(interval);
+        let in_bursts = state().in_bursts();
+        if in_bursts.is_empty() {
+            std::thread::sleep(interval);
+        } else {
+            sleep_counting(interval, &in_bursts, &seen);
+        }
+        seen = Seen::since(clock::now());
         let began = cpu_ns(Cpu::Thread);
         // Relaxed: see `set`.
         let ppm = PPM.load(Ordering::Relaxed);
@@ -192,12 +196,18 @@ pub(super) fn run() {
         // Relaxed: a tally.
         ROUNDS.fetch_add(1, Ordering::Relaxed);
         if let Some((points, window)) = plan {
+            let t = clock::now();
             burst(&points, window);
+            let t1 = clock::now();
+            seen.burst = t1.saturating_sub(t);
             let isolation = state().isolation_plan.take();
-            if let Some((set, window)) = isolation
-                && let Some(got) = isolate(&set, window)
-            {
-                state().fold_isolated(&got);
+            if let Some((set, window)) = isolation {
+                let got = isolate(&set, window);
+                seen.isolation = clock::now().saturating_sub(t1);
+                seen.isolated = set.iter().map(|&(i, _)| i).collect();
+                if let Some(got) = got {
+                    state().fold_isolated(&got);
+                }
             }
         }
         interval = if calls == 0 {
@@ -209,6 +219,17 @@ pub(super) fn run() {
 }
 
 impl Controller {
+    /// The points the controller keeps in bursts (whose calls the count windows estimate).
+    pub(super) fn in_bursts(&self) -> Vec<usize> {
+        let all = point::all();
+        self.points
+            .iter()
+            .enumerate()
+            .filter(|(i, st)| st.set == Some(Mode::Burst) && all[*i].is_by_budget())
+            .map(|(i, _)| i)
+            .collect()
+    }
+
     /// One round: read, fold the estimates, price, reallocate if needed (`ppm`: the budget;
     /// `None` only records the baseline). Returns the calls seen this round.
     pub(super) fn round(&mut self, ppm: Option<u32>, costs: &ModeCosts) -> u64 {
@@ -225,7 +246,6 @@ impl Controller {
         // The round's burst, if one ran.
         let burst = self.burst_round(since, now, &scratch);
         if let Some(b) = &burst {
-            self.reference_set = b.reference_set;
             self.fold_in_context(b);
         }
         // A timed call is priced at what it costs in this program once bursts measured it
@@ -253,12 +273,16 @@ impl Controller {
             let window = self.window_calls.get(i).zip(self.window_warm.get(i));
             // This round's calls of a point in bursts, estimated (none: not in one); the calls
             // whose times stand for the point, and those the round paid for.
+            let sampled = self
+                .sampled
+                .get_mut(i)
+                .map(|s| std::mem::take(&mut s.pending));
             let (estimated, d, paid) = fold_round(
                 burst.as_ref(),
                 window,
                 st.set,
                 &mut st.est,
-                &mut st.burst,
+                sampled.as_ref(),
                 &d,
             );
             st.last = Some(*cur);
@@ -566,32 +590,38 @@ impl Controller {
 }
 
 /// Folds a point's round `d` into its estimate `est` (`set`: the state the controller gave
-/// it; `carried`: what its bursts told so far), given the round's burst, if one ran, and
-/// the point's calls in that burst's window and in its warm-up (`window`: `(w, u)`).
-/// Returns the round's calls of a point in bursts, estimated (`None` if not in bursts or
-/// the burst told nothing), the calls whose times stand for the point (for its recent mean:
-/// the window's for a point in bursts; the round's less the warm-up's times otherwise), and
-/// the calls the round paid for (its timed calls, the warm-up's included).
+/// it; `sampled`: what its count windows told since its last round, if it is in bursts),
+/// given the round's burst, if one ran, and the point's calls in that burst's window and in
+/// its warm-up (`window`: `(w, u)`). Returns the round's calls of a point in bursts,
+/// estimated (`None` if not in bursts), the calls whose times stand for the point (for its
+/// recent mean: the window's for a point in bursts; the round's less the warm-up's times
+/// otherwise), and the calls the round paid for (its timed calls, the warm-up's included).
 ///
 /// The warm-up's calls are counted but their times stand for nothing ([`burst::warm_up`]):
-/// a point in bursts has them estimated with its calls between windows; a point counted
-/// only (timed in the windows alone) has them priced at its window's calls; a point beside
-/// the bursts keeps them, they are its usual calls.
+/// a point in bursts has them counted, priced at its mean call; a point counted only (timed
+/// in the windows alone) has them priced at its window's calls; a point beside the bursts
+/// keeps them, they are its usual calls.
 pub(super) fn fold_round(
     burst: Option<&BurstRound>,
     window: Option<(&Scalars, &Scalars)>,
     set: Option<Mode>,
     est: &mut Est,
-    carried: &mut BurstState,
+    sampled: Option<&Sampled>,
     d: &Scalars,
 ) -> (Option<f64>, Scalars, Scalars) {
+    if set == Some(Mode::Burst) {
+        let (w, u) = match (burst, window) {
+            (Some(_), Some((w, u))) => (*w, *u),
+            _ => (Scalars::default(), Scalars::default()),
+        };
+        // The warm-up's calls are seen; their times stand for nothing.
+        let kept = untimed(d, &u);
+        let calls = est.fold_sampled(&kept, &w, &sampled.copied().unwrap_or_default());
+        let mut paid = w;
+        paid.add(&u);
+        return (Some(calls), w, paid);
+    }
     match (burst, window) {
-        (Some(b), Some((w, u))) if set == Some(Mode::Burst) => {
-            let estimated = b.fold(est, carried, d, w, u);
-            let mut paid = *w;
-            paid.add(u);
-            (estimated, *w, paid)
-        }
         (Some(_), Some((w, u))) => {
             let kept = if set == Some(Mode::Count) {
                 untimed(d, u)

@@ -5,6 +5,7 @@
 use super::*;
 use burst::KEEP;
 use controller::delta;
+use sample::Sampled;
 
 /// A point's estimated totals since the start of the process, in ticks (see the module docs).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -23,18 +24,21 @@ pub(crate) struct Est {
     /// Calls estimated between bursts (never seen): outermost ones, and all of them.
     pub(super) unseen_outer: f64,
     pub(super) unseen_all: f64,
-    /// The variance (ticks squared) of the burst rounds' totals, summed over them.
+    /// Their estimated total and self time, at the bursts' mean call (ticks), and those of
+    /// them no burst had priced yet (priced at the point's mean timed call).
+    pub(super) unseen_total: f64,
+    pub(super) unseen_self: f64,
+    pub(super) unseen_unpriced: f64,
+    /// The variance (ticks squared) of `unseen_total`, and what the slowing correction added
+    /// to it (taken as it is into the interval: see `sample`).
     pub(super) burst_var: f64,
-    /// The last burst round's total per tick of the round (for the next one's variance).
-    pub(super) burst_rate: Option<f64>,
-    /// The variance of the calls estimated between bursts, summed over the rounds, and the
-    /// last round's estimated calls per tick (for the next one's), as `burst_var` and
-    /// `burst_rate` are for the total.
+    pub(super) total_sys: f64,
+    /// The same for the count: the variance of `unseen_all` and the correction's part.
     pub(super) count_var: f64,
-    pub(super) count_rate: Option<f64>,
-    /// Whether rounds in bursts wait for a burst that tells their calls (none has yet): their
-    /// unseen calls are unknown, and the count is a lower bound with no interval.
-    pub(super) unseen_unknown: bool,
+    pub(super) count_sys: f64,
+    /// Count-window slots, and those whose window saw a call (see `sample`).
+    pub(super) slots: u64,
+    pub(super) hits: u64,
     /// The mean call of its last bursts, which a burst is judged against, and how many
     /// bursts (or calls in them) were taken as stalled (see `fold_burst`).
     pub(super) burst_means: Recent,
@@ -113,20 +117,6 @@ impl Recent {
     }
 }
 
-/// The variance one burst round adds to an estimate of `x` over `round_ticks`: half the
-/// squared difference between its rate and the last round's (`last`, updated here), times
-/// the round squared; the first round, with nothing to compare, is uncertain by its whole
-/// estimate over the `seen` calls it stands on.
-fn round_variance(last: &mut Option<f64>, x: f64, round_ticks: f64, seen: u64) -> f64 {
-    let rate = x / round_ticks.max(1.0);
-    let var = match *last {
-        Some(prev) => (rate - prev).powi(2) / 2.0 * round_ticks * round_ticks,
-        None => x * x / seen.max(1) as f64,
-    };
-    *last = Some(rate);
-    var
-}
-
 impl Est {
     /// Adds the change `d` of a point's counters over one round.
     pub(crate) fn fold(&mut self, d: &Scalars) {
@@ -144,80 +134,84 @@ impl Est {
     }
 
     /// Adds a round in which the point was in bursts (see "Bursts" in the module docs): `d` is
-    /// the round, `w` what the round's burst saw of it (timed on every call, compensated),
-    /// `calls` its calls in the whole round, estimated ([`burst_calls`]), `round_ticks` the
-    /// round's length. The calls it was seen making are exact; those it was not are priced
-    /// at its mean call in its bursts (pooled like the counts), and carry the error bar.
-    pub(crate) fn fold_burst(
-        &mut self,
-        d: &Scalars,
-        w: &Scalars,
-        calls: f64,
-        seen_before: u64,
-        round_ticks: f64,
-    ) {
+    /// the round (its calls all seen: in count windows, bursts and isolation windows), `w` what
+    /// the round's burst saw of it (timed on every call, compensated; none if no burst ran),
+    /// `s` what the count windows told of the calls not seen. The calls seen are exact; those
+    /// not seen are priced at the point's mean call in its bursts (pooled), and carry the
+    /// interval. Returns the round's calls, estimated.
+    pub(crate) fn fold_sampled(&mut self, d: &Scalars, w: &Scalars, s: &Sampled) -> f64 {
         self.estimated = true;
-        // The rounds that waited are estimated with this one (`seen_before`, `round_ticks`).
-        self.unseen_unknown = false;
-        // Seen: before the burst began (in the state the round started in), and in it.
         self.fold(&delta(d, w));
         self.fold(w);
-        if w.timed > 0 {
-            let (mut total, mut timed, mut own) = (w.total as f64, w.timed, w.self_signed());
-            let mut calls = w.nr();
-            // The burst's longest call, when it set a new maximum and is over STALL_RATIO
-            // times the others' mean, is a stall (the thread preempted inside it: a 4 ms
-            // preemption among ~300 calls of ~1 us, a 14x mean that the rule below lets
-            // through, stood for 200 unseen calls each and read as 35 s of a 2 s run).
-            // Counted once (above), left out of the mean that prices the unseen calls; the
-            // burst's self time keeps the share of self the point's bursts had so far.
-            if let Some(max) = stalled_call(w) {
-                let kept = (total - max as f64).max(0.0);
-                own = if self.burst_pool_total > 0.0 {
-                    kept * self.burst_pool_self / self.burst_pool_total
-                } else {
-                    own * kept / total.max(1.0)
-                };
-                total = kept;
-                timed -= 1;
-                calls -= 1;
-                self.burst_stalls += 1;
-            }
-            let mean = total / timed as f64;
-            // Judged against the median of the recent bursts' means (`Recent::stall`).
-            if self.burst_means.stall(mean).is_some() {
-                // The burst's calls took many times their usual mean: the thread was preempted
-                // or faulted inside one of them. Counted once (above), not as the mean call
-                // of the calls between bursts.
-                self.burst_stalls += 1;
-            } else {
-                self.burst_pool_total = self.burst_pool_total * KEEP + total;
-                self.burst_pool_self = self.burst_pool_self * KEEP + own;
-                self.burst_pool_timed = self.burst_pool_timed * KEEP + timed as f64;
-                self.burst_pool_outer = self.burst_pool_outer * KEEP + (timed + w.skipped) as f64;
-                self.burst_pool_all = self.burst_pool_all * KEEP + calls as f64;
-            }
+        self.pool_burst(w);
+        self.slots += s.slots;
+        self.hits += s.hits;
+        self.unseen_all += s.unseen;
+        self.count_var += s.var;
+        self.count_sys += s.sys;
+        let outer_share = if self.burst_pool_all > 0.0 {
+            self.burst_pool_outer / self.burst_pool_all
+        } else {
+            1.0
+        };
+        let unseen_outer = s.unseen * outer_share;
+        self.unseen_outer += unseen_outer;
+        if self.burst_pool_timed <= 0.0 {
+            // No burst has timed a call yet: priced at the point's mean timed call.
+            self.unseen_unpriced += unseen_outer;
+        } else {
+            let mean = self.burst_pool_total / self.burst_pool_timed;
+            self.unseen_total += unseen_outer * mean;
+            self.unseen_self += unseen_outer * self.burst_pool_self / self.burst_pool_timed;
+            let price = outer_share * mean;
+            self.burst_var += price * price * s.var;
+            self.total_sys += price * s.sys + unseen_outer * sample::SYS_SHARE * s.compensated;
         }
-        let unseen_all = (calls - (d.nr() + seen_before) as f64).max(0.0);
-        // The calls are counted whether or not the bursts can price them (a burst that timed
-        // none leaves them unpriced, not uncounted). Their error bar as the total's below:
-        // the spread between successive rounds' estimated call rates stands for one round's;
-        // the first round's counts as uncertain by its estimate over the calls it saw.
-        self.unseen_all += unseen_all;
-        self.count_var += round_variance(&mut self.count_rate, unseen_all, round_ticks, w.nr());
-        if unseen_all == 0.0 || self.burst_pool_timed <= 0.0 {
+        d.nr() as f64 + s.unseen
+    }
+
+    /// Pools the mean call of a burst `w` (timed on every call), stalls left out.
+    fn pool_burst(&mut self, w: &Scalars) {
+        if w.timed == 0 {
             return;
         }
-        let unseen_outer = unseen_all * (self.burst_pool_outer / self.burst_pool_all.max(1.0));
-        let x = unseen_outer * self.burst_pool_total / self.burst_pool_timed;
-        self.total += x;
-        self.self_ticks += unseen_outer * self.burst_pool_self / self.burst_pool_timed;
-        self.unseen_outer += unseen_outer;
-        // One burst is a sample of its round: the spread between successive rounds' estimated
-        // rates (half the mean squared successive difference, which a slow drift of the rate
-        // does not inflate) stands for the spread of one round's; the first, with nothing to
-        // compare, counts as uncertain by its whole estimate over the calls it timed.
-        self.burst_var += round_variance(&mut self.burst_rate, x, round_ticks, w.timed);
+        let (mut total, mut timed, mut own) = (w.total as f64, w.timed, w.self_signed());
+        let mut calls = w.nr();
+        // The burst's longest call, when it set a new maximum and is over STALL_RATIO times
+        // the others' mean, is a stall (the thread preempted inside it: a 4 ms preemption
+        // among ~300 calls of ~1 us, a 14x mean that the rule below lets through, stood for
+        // 200 unseen calls each and read as 35 s of a 2 s run). Counted once (by the caller),
+        // left out of the mean that prices the unseen calls; the burst's self time keeps the
+        // share of self the point's bursts had so far.
+        if let Some(max) = stalled_call(w) {
+            let kept = (total - max as f64).max(0.0);
+            own = if self.burst_pool_total > 0.0 {
+                kept * self.burst_pool_self / self.burst_pool_total
+            } else {
+                own * kept / total.max(1.0)
+            };
+            total = kept;
+            timed -= 1;
+            calls -= 1;
+            self.burst_stalls += 1;
+        }
+        if timed == 0 {
+            return;
+        }
+        let mean = total / timed as f64;
+        // Judged against the median of the recent bursts' means (`Recent::stall`).
+        if self.burst_means.stall(mean).is_some() {
+            // The burst's calls took many times their usual mean: the thread was preempted
+            // or faulted inside one of them. Counted once, not as the mean call of the calls
+            // between bursts.
+            self.burst_stalls += 1;
+        } else {
+            self.burst_pool_total = self.burst_pool_total * KEEP + total;
+            self.burst_pool_self = self.burst_pool_self * KEEP + own;
+            self.burst_pool_timed = self.burst_pool_timed * KEEP + timed as f64;
+            self.burst_pool_outer = self.burst_pool_outer * KEEP + (timed + w.skipped) as f64;
+            self.burst_pool_all = self.burst_pool_all * KEEP + calls as f64;
+        }
     }
 
     /// Adds a round of a point not in bursts while others were: `d` is the round, `w` what
@@ -240,23 +234,32 @@ impl Est {
         self.fold(&d);
     }
 
-    /// Calls estimated between bursts: (outermost, all).
+    /// Calls estimated between bursts: (outermost, all); none while the count is a lower
+    /// bound ([`Est::count_unknown`]: it holds the calls seen only).
     pub(crate) fn unseen(&self) -> (f64, f64) {
+        if self.count_unknown() {
+            return (0.0, 0.0);
+        }
         (self.unseen_outer, self.unseen_all)
     }
 
-    /// The 95% half-width of the calls estimated between bursts; `None` when no call was
-    /// estimated (every call was counted: the count is exact) or when some are unknown
-    /// ([`Est::count_unknown`]).
-    pub(crate) fn unseen_ci95(&self) -> Option<f64> {
-        (!self.unseen_unknown && (self.unseen_all > 0.0 || self.count_var > 0.0))
-            .then(|| 1.96 * self.count_var.sqrt())
+    /// Student's t for the count windows' estimates (see `sample`).
+    fn t(&self) -> f64 {
+        sample::t95(self.hits.saturating_sub(1))
     }
 
-    /// Whether some of its calls went unseen in bursts and no burst has told how many yet:
-    /// the count is then a lower bound.
+    /// The 95% half-width of the calls estimated between bursts; `None` when no call was
+    /// estimated (every call was counted: the count is exact) or when the count is a lower
+    /// bound ([`Est::count_unknown`]).
+    pub(crate) fn unseen_ci95(&self) -> Option<f64> {
+        (self.slots > 0 && !self.count_unknown())
+            .then(|| self.t() * self.count_var.sqrt() + self.count_sys)
+    }
+
+    /// Whether some of its calls went unseen in bursts and too few count windows saw a call
+    /// (fewer than [`sample::MIN_HITS`]) for an interval: the count is then a lower bound.
     pub(crate) fn count_unknown(&self) -> bool {
-        self.unseen_unknown
+        self.slots > 0 && self.hits < sample::MIN_HITS
     }
 
     /// Closes the pending stratum. One with fewer than [`MIN_TIMED`] timed calls (the last,
@@ -341,8 +344,15 @@ impl Est {
             estimated: a.estimated,
             unseen_outer: (a.unseen_outer - b.unseen_outer).max(0.0),
             unseen_all: (a.unseen_all - b.unseen_all).max(0.0),
+            unseen_total: (a.unseen_total - b.unseen_total).max(0.0),
+            unseen_self: a.unseen_self - b.unseen_self,
+            unseen_unpriced: (a.unseen_unpriced - b.unseen_unpriced).max(0.0),
             burst_var: (a.burst_var - b.burst_var).max(0.0),
+            total_sys: (a.total_sys - b.total_sys).max(0.0),
             count_var: (a.count_var - b.count_var).max(0.0),
+            count_sys: (a.count_sys - b.count_sys).max(0.0),
+            slots: a.slots.saturating_sub(b.slots),
+            hits: a.hits.saturating_sub(b.hits),
             burst_stalls: a.burst_stalls.saturating_sub(b.burst_stalls),
             ..a
         }
@@ -359,9 +369,15 @@ impl Est {
             estimated: a.estimated || b.estimated,
             unseen_outer: a.unseen_outer + b.unseen_outer,
             unseen_all: a.unseen_all + b.unseen_all,
+            unseen_total: a.unseen_total + b.unseen_total,
+            unseen_self: a.unseen_self + b.unseen_self,
+            unseen_unpriced: a.unseen_unpriced + b.unseen_unpriced,
             burst_var: a.burst_var + b.burst_var,
+            total_sys: a.total_sys + b.total_sys,
             count_var: a.count_var + b.count_var,
-            count_rate: a.count_rate.or(b.count_rate),
+            count_sys: a.count_sys + b.count_sys,
+            slots: a.slots + b.slots,
+            hits: a.hits + b.hits,
             burst_stalls: a.burst_stalls + b.burst_stalls,
             ..a
         }
@@ -383,15 +399,26 @@ impl Est {
         } else {
             1.0
         };
-        let mut var = e.var_factor * stddev * stddev + e.burst_var;
+        let mut var = e.var_factor * stddev * stddev;
         if timed > 0 {
             // The mean's own uncertainty, for the calls priced at it.
             var += e.untimed * e.untimed * stddev * stddev / timed as f64;
         }
-        (
-            e.total + extra,
-            e.self_ticks + extra * self_share,
-            1.96 * var.sqrt(),
-        )
+        let (mut total, mut own) = (e.total + extra, e.self_ticks + extra * self_share);
+        let mut half = 1.96 * var.sqrt();
+        // The calls estimated between bursts, unless the count is a lower bound (the totals
+        // then hold the calls seen only, as the count does).
+        if !e.count_unknown() && e.unseen_all > 0.0 {
+            let unpriced = e.unseen_unpriced * mean;
+            total += e.unseen_total + unpriced;
+            own += e.unseen_self + unpriced * self_share;
+            // The unpriced calls' share of the count's variance and correction, at the mean.
+            let share = e.unseen_unpriced / e.unseen_outer.max(1.0);
+            let (count_var, count_sys) = (e.count_var * share * share, e.count_sys * share);
+            half += e.t() * (e.burst_var + mean * mean * count_var).sqrt()
+                + e.total_sys
+                + mean * count_sys;
+        }
+        (total, own, half)
     }
 }

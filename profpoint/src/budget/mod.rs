@@ -173,8 +173,8 @@ mod controller;
 mod estimate;
 mod floor;
 mod isolation;
+mod sample;
 
-use burst::BurstState;
 use controller::{Controller, PointState, delta, fold_round, run};
 pub(crate) use estimate::{Est, stalled_call};
 pub(crate) use isolation::IsolatedMean;
@@ -398,8 +398,6 @@ impl Controller {
         window_warm: Vec::new(),
         window_warm_ticks: 0,
         window_reliable: false,
-        window_ran: false,
-        reference_set: 0,
         window_reads: 0,
         in_context: (0.0, 0.0),
         bursts: 0,
@@ -411,6 +409,7 @@ impl Controller {
         isolations: 0,
         edges: std::collections::BTreeMap::new(),
         counting: floor::CountingFloor::EMPTY,
+        sampled: Vec::new(),
     };
 }
 
@@ -434,18 +433,20 @@ pub(crate) fn estimates(abs: &[Scalars]) -> Option<Vec<Est>> {
             .enumerate()
             .map(|(i, cur)| {
                 // Since the point's last round (the whole run for a point no round saw yet).
-                let (mut e, d, set, mut carried) = match c.points.get(i) {
+                let (mut e, d, set) = match c.points.get(i) {
                     Some(PointState {
                         est,
                         last: Some(last),
                         set,
-                        burst,
                         ..
-                    }) => (*est, delta(cur, last), *set, *burst),
-                    _ => (Est::default(), *cur, None, BurstState::default()),
+                    }) => (*est, delta(cur, last), *set),
+                    _ => (Est::default(), *cur, None),
                 };
                 let window = c.window_calls.get(i).zip(c.window_warm.get(i));
-                fold_round(burst.as_ref(), window, set, &mut e, &mut carried, &d);
+                // The count windows' slots since the round (the slot under way is not yet
+                // one: its calls seen are counted, those not seen wait for its end).
+                let sampled = c.sampled.get(i).map(|s| s.pending);
+                fold_round(burst.as_ref(), window, set, &mut e, sampled.as_ref(), &d);
                 match c.base.get(i) {
                     Some(b) => e.since(b),
                     None => e,

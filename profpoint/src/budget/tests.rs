@@ -2,6 +2,7 @@ use super::*;
 use allocate::{allocate, relax_limited};
 use burst::{BurstRound, Reference};
 use controller::fold_round;
+use sample::{SampleState, Sampled};
 
 const COSTS: ModeCosts = ModeCosts {
     timed: 25.0,
@@ -201,152 +202,246 @@ fn calls(n: u64, each: u64) -> Scalars {
     }
 }
 
-fn round(inside: u64, all: u64, saw: bool, reliable: bool) -> BurstRound {
+fn round(inside: u64, all: u64, reliable: bool) -> BurstRound {
     BurstRound {
         reference: Reference {
             inside,
             all,
             warm: 0,
         },
-        reference_set: 0,
-        reference_changed: false,
         dt: 1e8,
         on: 1e5,
         warm: 0.0,
-        saw,
-        ran: false,
         reliable,
     }
 }
 
+/// What count windows that saw calls in `hits` slots told: `unseen` calls, their variance.
+fn told(unseen: f64, var: f64, hits: u64) -> Sampled {
+    Sampled {
+        slots: hits.max(10),
+        hits,
+        unseen,
+        var,
+        sys: 0.0,
+        compensated: 0.0,
+    }
+}
+
 #[test]
-fn a_burst_stands_for_its_round_by_its_ratio_to_the_reference_points() {
-    // In the burst: 1,000 calls of 10 ticks, and 10 of the reference points'; in the
-    // whole round, 10,000 of theirs: the point made ~1,000,000 calls in the round.
-    let (mut e, mut st) = (Est::default(), BurstState::default());
+fn a_slot_stands_for_its_calls_by_its_window_s_share_of_it() {
+    // 100 calls in a window of 1e5 ticks of a slot of 1e6: ~1,000 in the slot, 900 unseen.
+    let mut s = SampleState::default();
+    s.add(100, 100.0, 1e5, 1e6);
+    assert_eq!(s.pending.unseen, 900.0);
+    assert_eq!((s.pending.slots, s.pending.hits), (1, 1));
+    // The first slot is uncertain by its whole estimate.
+    assert_eq!(s.pending.var, 1000.0 * 1000.0);
+    // A slot at the same rate adds no variance; one at twice the rate adds half the squared
+    // difference of the slots' estimates.
+    s.add(100, 100.0, 1e5, 1e6);
+    assert_eq!(s.pending.var, 1e6);
+    s.add(200, 200.0, 1e5, 1e6);
+    assert!((s.pending.var - (1e6 + 1000.0 * 1000.0 / 2.0)).abs() < 1e-6);
+    // A window that saw nothing is a slot, not a hit.
+    s.add(0, 0.0, 1e5, 1e6);
+    assert_eq!((s.pending.slots, s.pending.hits), (4, 3));
+}
+
+#[test]
+fn counting_s_slowing_is_corrected_per_thread_and_kept_in_the_interval() {
+    // Two threads in a window of 1,000 ticks, a counted call at 2 ticks: the first made 100
+    // calls of point 0 (a fifth of its window counting), the second 250 of point 1 and 50 of
+    // point 0 (three fifths: taken as the most, a half).
+    let before = vec![(1, vec![10, 0]), (2, vec![5, 5])];
+    let after = vec![(1, vec![110, 0]), (2, vec![55, 255])];
+    let (calls, corrected) = sample::window_calls(&before, &after, 2, 1000.0, 2.0);
+    assert_eq!(calls, vec![150, 250]);
+    assert!(
+        (corrected[0] - (100.0 / 0.8 + 50.0 / 0.5)).abs() < 1e-9,
+        "{corrected:?}"
+    );
+    assert!((corrected[1] - 500.0).abs() < 1e-9, "{corrected:?}");
+    // A thread that came during the window is found by its shard; one whose shard came first
+    // counts from zero.
+    let after = vec![(3, vec![7, 0]), (1, vec![110, 0]), (2, vec![5, 5])];
+    let (calls, _) = sample::window_calls(&before, &after, 2, 1e9, 2.0);
+    assert_eq!(calls, vec![107, 0]);
+    // A slot: the corrected calls stand for the slot, the correction is in the interval.
+    let mut s = SampleState::default();
+    s.add(100, 125.0, 1e5, 1e6);
+    assert!((s.pending.unseen - 1150.0).abs() < 1e-9);
+    assert!((s.pending.sys - 125.0).abs() < 1e-9);
+}
+
+#[test]
+fn t95_is_student_s_and_tends_to_the_normal() {
+    assert_eq!(sample::t95(0), f64::INFINITY);
+    assert_eq!(sample::t95(2), 4.30);
+    assert!((sample::t95(30) - 2.042).abs() < 0.01);
+    assert!((sample::t95(1000) - 1.96).abs() < 0.01);
+}
+
+#[test]
+fn unseen_calls_are_priced_at_the_bursts_mean_call() {
+    // The burst: 1,000 calls of 10 ticks; the count windows: 999,000 more in the round.
+    let mut e = Est::default();
     let w = calls(1000, 10);
-    let got = round(10, 10_000, true, true).fold(&mut e, &mut st, &w, &w, &Scalars::default());
-    assert_eq!(got, Some(1_000_000.0));
+    let got = e.fold_sampled(&w, &w, &told(999_000.0, 4e6, 20));
+    assert_eq!(got, 1_000_000.0);
     assert_eq!(e.unseen(), (999_000.0, 999_000.0));
-    // The unseen calls at the bursts' mean call: 10 ticks each.
-    assert!((e.closed().total - 10_000_000.0).abs() < 1e-6, "{e:?}");
-    assert!(e.estimated);
-    // The first burst has nothing to compare with: its whole estimate is its error.
-    assert!(e.burst_var > 0.0);
-}
-
-#[test]
-fn a_changed_reference_set_starts_the_pool_again() {
-    // Two bursts against a reference of 10 calls each (100 of the point's per reference
-    // call); then a point of the reference moved into bursts and the reference is 5 calls a
-    // burst, 5,000 a round: the point made 1,000 per burst all along, so 1,000,000 a round.
-    let third = |changed: bool| {
-        let (mut e, mut st) = (Est::default(), BurstState::default());
-        let w = calls(1000, 10);
-        round(10, 10_000, true, true).fold(&mut e, &mut st, &w, &w, &Scalars::default());
-        round(10, 10_000, true, true).fold(&mut e, &mut st, &w, &w, &Scalars::default());
-        let mut r = round(5, 5_000, true, true);
-        r.reference_changed = changed;
-        r.fold(&mut e, &mut st, &w, &w, &Scalars::default())
-            .unwrap()
+    let (total, own, ci) = e.resolve(1000, 10_000, 0.0);
+    assert!((total - 10_000_000.0).abs() < 1e-6, "{total}");
+    assert!((own - 10_000_000.0).abs() < 1e-6, "{own}");
+    // The count's interval: Student's t for 19 degrees of freedom over the sd of 2,000; the
+    // total's, the same at 10 ticks a call.
+    let half = sample::t95(19) * 2000.0;
+    assert!((e.unseen_ci95().unwrap() - half).abs() < 1e-6);
+    assert!((ci - half * 10.0).abs() < 1e-6, "{ci}");
+    // Where compensation took 4 ticks out of each timed call, the mean is uncertain by half
+    // of that, for every call it prices.
+    let mut e = Est::default();
+    let s = Sampled {
+        compensated: 4.0,
+        ..told(999_000.0, 4e6, 20)
     };
-    assert_eq!(third(true), 1_000_000.0);
-    // Pooled with the old set's counts: 2,950 calls over 24.5 reference calls, times 5,000.
-    let biased = third(false);
-    assert!(biased < 0.65e6, "{biased}");
+    e.fold_sampled(&w, &w, &s);
+    let (_, _, with) = e.resolve(1000, 10_000, 0.0);
+    assert!((with - ci - 999_000.0 * 2.0).abs() < 1e-3, "{with} {ci}");
 }
 
 #[test]
-fn without_reference_points_a_burst_stands_for_its_share_of_the_round() {
-    // No reference calls: the round (1e8 ticks) over the burst (1e5) is 1,000 times it.
-    let (mut e, mut st) = (Est::default(), BurstState::default());
-    let w = calls(100, 10);
-    let got = round(0, 0, true, true).fold(&mut e, &mut st, &w, &w, &Scalars::default());
-    assert_eq!(got, Some(100_000.0));
+fn unseen_calls_before_any_timed_burst_call_are_priced_at_the_point_s_mean() {
+    let mut e = Est::default();
+    // Counted in its windows only: 500 calls seen, untimed; 9,500 unseen.
+    let seen = Scalars {
+        skipped: 500,
+        ..Scalars::default()
+    };
+    e.fold_sampled(&seen, &Scalars::default(), &told(9500.0, 0.0, 10));
+    // Its mean timed call over the run: 20 ticks.
+    let (total, _, _) = e.resolve(10, 200, 0.0);
+    assert!((total - 10_000.0 * 20.0).abs() < 1e-6, "{total}");
 }
 
 #[test]
-fn a_burst_that_tells_nothing_waits_for_one_that_does() {
-    let (mut e, mut st) = (Est::default(), BurstState::default());
-    // Preempted reads: nothing pooled, the round kept (its 5 calls seen are exact).
-    let seen = calls(5, 10);
-    assert_eq!(
-        round(10, 10_000, true, false).fold(&mut e, &mut st, &seen, &seen, &Scalars::default()),
-        None
-    );
-    assert_eq!(st.pool, (0.0, 0.0));
-    assert_eq!((st.seen, st.reference), (5, 10_000));
-    // Until a burst tells, the count is a lower bound: estimated, with no interval.
-    assert!(
-        e.estimated && e.count_unknown() && e.unseen_ci95().is_none(),
-        "{e:?}"
-    );
-    // The next burst tells for both rounds: 100 per reference call, 20,000 of theirs.
+fn too_few_windows_that_saw_a_call_make_a_lower_bound() {
+    let mut e = Est::default();
     let w = calls(1000, 10);
-    let got = round(10, 10_000, true, true).fold(&mut e, &mut st, &w, &w, &Scalars::default());
-    assert_eq!(got, Some(2_000_000.0));
-    assert_eq!(e.unseen().1, 2_000_000.0 - 1005.0);
-    assert_eq!((st.seen, st.reference, st.ticks), (0, 0, 0.0));
-    assert!(!e.count_unknown() && e.unseen_ci95().is_some(), "{e:?}");
-}
-
-#[test]
-fn a_burst_that_saw_no_call_while_the_program_ran_tells_a_quiet_round() {
-    // No reference points, no call in the burst: the program did not run (a loaded
-    // machine), and the round waits; or it ran and did not call the point (a quiet phase),
-    // and the round had none but those seen before the burst.
-    let none = Scalars::default();
-    let seen = calls(5, 10);
-    let (mut e, mut st) = (Est::default(), BurstState::default());
-    assert_eq!(
-        round(0, 0, false, true).fold(&mut e, &mut st, &seen, &none, &none),
-        None
-    );
+    // Two slots of ten saw a call: the count is the calls seen, with no interval.
+    e.fold_sampled(&w, &w, &told(50_000.0, 1e8, 2));
     assert!(e.count_unknown());
-    let (mut e, mut st) = (Est::default(), BurstState::default());
-    let mut quiet = round(0, 0, false, true);
-    quiet.ran = true;
-    assert_eq!(quiet.fold(&mut e, &mut st, &seen, &none, &none), Some(0.0));
-    assert!(!e.count_unknown(), "{e:?}");
-    assert_eq!(e.unseen().1, 0.0);
+    assert_eq!(e.unseen(), (0.0, 0.0));
+    assert_eq!(e.unseen_ci95(), None);
+    let (total, _, _) = e.resolve(1000, 10_000, 0.0);
+    assert_eq!(total, 10_000.0);
+    // A third: an estimate, with its interval.
+    e.fold_sampled(&Scalars::default(), &Scalars::default(), &told(0.0, 0.0, 1));
+    assert!(!e.count_unknown());
+    assert_eq!(e.unseen().1, 50_000.0);
+    assert!((e.unseen_ci95().unwrap() - sample::t95(2) * 1e4).abs() < 1e-6);
+    // Never in bursts: exact, no interval.
+    assert_eq!(Est::default().unseen_ci95(), None);
+    assert!(!Est::default().count_unknown());
+}
+
+/// A program that calls a point at `rate(t)` calls a microsecond (`t` in microseconds),
+/// sampled as `sample::sleep_counting` samples it: slots of 10 ms, a window of 1 ms at a
+/// uniform moment of each, seeded by `seed`. Returns (true calls, estimate, half-width:
+/// `None` for a lower bound).
+fn simulate(rate: &dyn Fn(u64) -> f64, end_us: u64, seed: u64) -> (f64, f64, Option<f64>) {
+    let (slot, window) = (10_000u64, 1000u64);
+    let mut x = seed | 1;
+    let mut next = move |n: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % n
+    };
+    let calls = |from: u64, to: u64| (from..to).map(rate).sum::<f64>();
+    let truth = calls(0, end_us);
+    let (mut s, mut seen) = (SampleState::default(), 0.0);
+    let mut start = 0;
+    while start + slot <= end_us {
+        let open = start + next(slot - window);
+        let c = calls(open, open + window).round();
+        seen += c;
+        s.add(c as u64, c, window as f64, slot as f64);
+        start += slot;
+    }
+    let mut e = Est::default();
+    let seen_calls = Scalars {
+        skipped: seen as u64,
+        ..Scalars::default()
+    };
+    e.fold_sampled(&seen_calls, &Scalars::default(), &s.pending);
+    let est = seen + e.unseen().1;
+    (truth, est, e.unseen_ci95())
 }
 
 #[test]
-fn estimated_calls_carry_an_interval_from_the_rounds_spread() {
-    let (mut e, mut st) = (Est::default(), BurstState::default());
-    let w = calls(1000, 10);
-    // Never in bursts: exact, no interval.
-    assert_eq!(e.unseen_ci95(), None);
-    // One round: its estimate over the calls it saw (999,000 unseen, 1,000 seen).
-    round(10, 10_000, true, true).fold(&mut e, &mut st, &w, &w, &Scalars::default());
-    let first = e.unseen_ci95().unwrap();
-    assert!(
-        (first - 1.96 * 999_000.0 / 1000f64.sqrt()).abs() < 1.0,
-        "{first}"
-    );
-    // A second round at the same rate adds nothing; one at twice the rate adds its spread.
-    round(10, 10_000, true, true).fold(&mut e, &mut st, &w, &w, &Scalars::default());
-    assert!((e.unseen_ci95().unwrap() - first).abs() < 1e-6);
-    round(10, 20_000, true, true).fold(&mut e, &mut st, &w, &w, &Scalars::default());
-    assert!(e.unseen_ci95().unwrap() > first * 1.5, "{e:?}");
+fn count_windows_intervals_cover_phased_programs() {
+    // The shapes of the burst_coverage bench, as rates: 2 s of 250 ms phases (hot, quiet,
+    // a parent's slower calls); 9 bursts of 3 ms every 103 ms; 200 ms on, 200 ms off.
+    let phased = |t: u64| match (t / 250_000) % 3 {
+        0 => 40.0,
+        1 => 0.0,
+        _ => 25.0,
+    };
+    let rounds = |t: u64| if t % 103_000 < 3000 { 300.0 } else { 0.0 };
+    let halves = |t: u64| {
+        if (t / 200_000).is_multiple_of(2) {
+            1.0
+        } else {
+            0.0
+        }
+    };
+    let steady_noise = |t: u64| 10.0 + ((t * 2_654_435_761) % 7) as f64;
+    type Rate<'a> = &'a dyn Fn(u64) -> f64;
+    let shapes: [(&str, Rate, u64); 4] = [
+        ("phased", &phased, 2_250_000),
+        ("rounds", &rounds, 927_000),
+        ("halves", &halves, 2_400_000),
+        ("steady", &steady_noise, 1_000_000),
+    ];
+    for (name, rate, end) in shapes {
+        let (mut covered, mut bounds) = (0, 0);
+        for seed in 1..=40u64 {
+            let (truth, est, half) = simulate(rate, end, seed * 0x9e37_79b9);
+            match half {
+                Some(h) => covered += usize::from((est - truth).abs() <= h),
+                None => {
+                    // A lower bound holds the calls seen, never more than the truth.
+                    assert!(est <= truth, "{name}: lower bound {est} over {truth}");
+                    bounds += 1;
+                    covered += 1;
+                }
+            }
+        }
+        eprintln!("{name}: {covered} of 40 covered ({bounds} lower bounds)");
+        // 95% intervals: at least 38 of 40 (a miss or two is chance).
+        assert!(
+            covered >= 37,
+            "{name}: {covered} of 40 covered ({bounds} lower bounds)"
+        );
+    }
 }
 
 #[test]
 fn a_stalled_burst_is_counted_once_not_as_the_mean_call() {
-    let (mut e, mut st) = (Est::default(), BurstState::default());
+    let mut e = Est::default();
     let w = calls(1000, 10);
-    round(10, 10_000, true, true).fold(&mut e, &mut st, &w, &w, &Scalars::default());
-    let before = e.closed().total;
+    e.fold_sampled(&w, &w, &told(999_000.0, 0.0, 10));
+    let before = e.resolve(0, 0, 0.0).0;
     // A burst whose 1,000 calls took 10,000 ticks each (a preemption in it): taken once.
     let stalled = calls(1000, 10_000);
-    round(10, 10_000, true, true).fold(&mut e, &mut st, &stalled, &stalled, &Scalars::default());
+    e.fold_sampled(&stalled, &stalled, &told(999_000.0, 0.0, 10));
     assert_eq!(e.burst_stalls, 1);
-    let added = e.closed().total - before;
+    let added = e.resolve(0, 0, 0.0).0 - before;
     // Its own 10,000,000 ticks, and the unseen calls at the usual mean (10 ticks).
-    let unseen = e.unseen().0 - 999_000.0;
     assert!(
-        (added - (10_000_000.0 + unseen * 10.0)).abs() < 1.0,
-        "{added} {unseen}"
+        (added - (10_000_000.0 + 999_000.0 * 10.0)).abs() < 1.0,
+        "{added}"
     );
 }
 
@@ -355,10 +450,10 @@ fn a_preempted_call_in_a_burst_is_counted_once_not_priced_into_the_unseen_calls(
     // Calls of 1,000 ticks; the second burst's 300 calls hold one of 4,000,000 (the thread
     // preempted inside it): the burst's mean is 14x the usual, under the whole-burst rule's
     // 20x, but the call is 4,000x the others.
-    let (mut e, mut st) = (Est::default(), BurstState::default());
+    let mut e = Est::default();
     let w = calls(1000, 1000);
-    round(10, 10_000, true, true).fold(&mut e, &mut st, &w, &w, &Scalars::default());
-    let before = e.closed().total;
+    e.fold_sampled(&w, &w, &told(999_000.0, 0.0, 10));
+    let before = e.resolve(0, 0, 0.0);
     let stalled = Scalars {
         timed: 300,
         total: 299 * 1000 + 4_000_000,
@@ -366,15 +461,15 @@ fn a_preempted_call_in_a_burst_is_counted_once_not_priced_into_the_unseen_calls(
         max: 4_000_000,
         ..Scalars::default()
     };
-    round(10, 10_000, true, true).fold(&mut e, &mut st, &stalled, &stalled, &Scalars::default());
+    e.fold_sampled(&stalled, &stalled, &told(999_000.0, 0.0, 10));
     assert_eq!(e.burst_stalls, 1);
     // The burst's own calls exactly, and its unseen calls at the usual 1,000 ticks.
-    let unseen = e.unseen().0 - 999_000.0;
-    let added = e.closed().total - before;
-    let want = stalled.total as f64 + unseen * 1000.0;
+    let after = e.resolve(0, 0, 0.0);
+    let added = after.0 - before.0;
+    let want = stalled.total as f64 + 999_000.0 * 1000.0;
     assert!((added - want).abs() < 1e-6 * want, "{added} against {want}");
     // Its self share stays the bursts' (all of it, here).
-    let own = e.closed().self_ticks - before;
+    let own = after.1 - before.1;
     assert!((own - want).abs() < 1e-6 * want, "{own} against {want}");
 }
 
@@ -383,21 +478,21 @@ fn a_burst_tells_what_a_timed_call_costs_in_the_program() {
     // A round of 1e8 ticks with a burst of 1e5: the reference points made 99,900 calls in
     // the 99,900,000 ticks outside it and 90 in it, where at their outside rate they would
     // have taken 90,000 ticks: the burst's 1,000 timed calls cost the other 10,000.
-    let b = round(90, 99_990, true, true);
+    let b = round(90, 99_990, true);
     let (extra, timed) = burst::burst_extra(&b, 1000).unwrap();
     assert_eq!(timed, 1000.0);
     assert!((extra / timed - 10.0).abs() < 1e-9, "{}", extra / timed);
     // Nothing to tell from: too few reference calls on a side, no timed call, a preempted
     // read.
-    assert!(burst::burst_extra(&round(10, 99_010, true, true), 1000).is_none());
-    assert!(burst::burst_extra(&round(50, 60, true, true), 1000).is_none());
+    assert!(burst::burst_extra(&round(10, 99_010, true), 1000).is_none());
+    assert!(burst::burst_extra(&round(50, 60, true), 1000).is_none());
     assert!(burst::burst_extra(&b, 0).is_none());
-    assert!(burst::burst_extra(&round(90, 99_990, true, false), 1000).is_none());
+    assert!(burst::burst_extra(&round(90, 99_990, false), 1000).is_none());
     // With a warm-up of 1e6 ticks before the window, in which the reference points made 900
     // calls (slowed as in the window), and 98,900 calls in the 98,900,000 ticks outside
     // both: neither side of the rate holds the warm-up, and the figure is the same. Counted
     // as outside calls and ticks, it would read 9.91 a call.
-    let mut warm = round(90, 90 + 900 + 98_900, true, true);
+    let mut warm = round(90, 90 + 900 + 98_900, true);
     warm.reference.warm = 900;
     warm.warm = 1e6;
     let (extra, _) = burst::burst_extra(&warm, 1000).unwrap();
@@ -416,31 +511,33 @@ fn with_warm_up(w: &Scalars, u: &Scalars, rest: &Scalars) -> Scalars {
 #[test]
 fn a_burst_s_warm_up_calls_are_counted_but_their_times_stand_for_nothing() {
     // The window: 1,000 calls of 10 ticks; the warm-up before it: 100 calls of 1,000 ticks
-    // (the first calls after the points go on); 10 reference calls in the window, 10,000 in
-    // the round.
+    // (the first calls after the points go on).
     let (w, u) = (calls(1000, 10), calls(100, 1000));
-    let mut b = round(10, 10_000, true, true);
+    let mut b = round(10, 10_000, true);
     b.reference.warm = 1;
 
-    // In bursts: the round holds the window and the warm-up (off between bursts). The
-    // warm-up's calls are estimated with those between bursts, at the window's 10 ticks.
-    let (mut e, mut st) = (Est::default(), BurstState::default());
+    // In bursts: the round holds the window and the warm-up (off between bursts, but for
+    // the count windows, which told 998,900 more). The warm-up's calls are counted, priced
+    // at the mean call.
+    let mut e = Est::default();
     let d = with_warm_up(&w, &u, &Scalars::default());
+    let s = told(998_900.0, 0.0, 10);
     let (got, means, paid) = fold_round(
         Some(&b),
         Some((&w, &u)),
         Some(Mode::Burst),
         &mut e,
-        &mut st,
+        Some(&s),
         &d,
     );
     assert_eq!(got, Some(1_000_000.0));
-    assert!((e.closed().total - 10_000_000.0).abs() < 1e-6, "{e:?}");
+    let (total, _, _) = e.resolve(1000, 10_000, 0.0);
+    assert!((total - 10_000_000.0).abs() < 1e-6, "{total}");
     assert_eq!(means, w);
     assert_eq!(paid.timed, 1100);
 
     // Counted only: 200,000 counted calls besides. Every call is priced at the window's.
-    let (mut e, mut st) = (Est::default(), BurstState::default());
+    let mut e = Est::default();
     let counted = Scalars {
         skipped: 200_000,
         ..Scalars::default()
@@ -451,7 +548,7 @@ fn a_burst_s_warm_up_calls_are_counted_but_their_times_stand_for_nothing() {
         Some((&w, &u)),
         Some(Mode::Count),
         &mut e,
-        &mut st,
+        None,
         &d,
     );
     assert_eq!(got, None);
@@ -465,28 +562,10 @@ fn a_burst_s_warm_up_calls_are_counted_but_their_times_stand_for_nothing() {
     assert_eq!(paid, d);
 
     // Beside the bursts (timed on every call): the warm-up's calls are its own, kept.
-    let (mut e, mut st) = (Est::default(), BurstState::default());
+    let mut e = Est::default();
     let d = with_warm_up(&w, &u, &calls(5000, 10));
-    fold_round(Some(&b), Some((&w, &u)), None, &mut e, &mut st, &d);
+    fold_round(Some(&b), Some((&w, &u)), None, &mut e, None, &d);
     assert_eq!(e.closed().total, d.total as f64);
-}
-
-#[test]
-fn a_burst_s_warm_up_counts_in_the_ratio_to_the_reference_points() {
-    // A window at its shortest: 3 reference calls in it, 3 in its warm-up, 3,000 in the
-    // round; the point made 500 calls in each part. With the window's alone the pool holds 3
-    // reference calls (under MIN_REFERENCE), and the estimate would fall back to the burst's
-    // share of the round's time; with the warm-up's, 6: still under for the first burst,
-    // enough from the second on, and the ratio (1,000 per 6) stands for the round.
-    let (w, u) = (calls(500, 10), calls(500, 1000));
-    let mut b = round(3, 3000, true, true);
-    b.reference.warm = 3;
-    let (mut e, mut st) = (Est::default(), BurstState::default());
-    let d = with_warm_up(&w, &u, &Scalars::default());
-    b.fold(&mut e, &mut st, &d, &w, &u);
-    assert_eq!(st.pool, (1000.0, 6.0));
-    let got = b.fold(&mut e, &mut st, &d, &w, &u).unwrap();
-    assert!((got - 500_000.0).abs() < 1e-6, "{got}");
 }
 
 #[test]
@@ -514,36 +593,25 @@ fn untimed_takes_out_the_warm_up_s_times_and_its_maximum() {
 
 #[test]
 fn a_burst_far_above_the_recent_median_is_a_stall_and_a_lasting_change_is_not() {
-    let (mut e, mut st) = (Est::default(), BurstState::default());
+    let mut e = Est::default();
+    let none = told(0.0, 0.0, 10);
     for _ in 0..5 {
-        round(10, 10_000, true, true).fold(
-            &mut e,
-            &mut st,
-            &calls(300, 1000),
-            &calls(300, 1000),
-            &Scalars::default(),
-        );
+        e.fold_sampled(&calls(300, 1000), &calls(300, 1000), &none);
     }
     // 12x the usual mean, with no new maximum to tell which call (an earlier one was
     // longer): a stall, left out of the pool.
     let slow = calls(300, 12_000);
-    round(10, 10_000, true, true).fold(&mut e, &mut st, &slow, &slow, &Scalars::default());
+    e.fold_sampled(&slow, &slow, &none);
     assert_eq!(e.burst_stalls, 1);
     assert!((e.burst_pool_total / e.burst_pool_timed - 1000.0).abs() < 1e-6);
     // The program's calls of it now take 5x as long, burst after burst: once they are the
     // recent bursts' majority they are its mean.
     let changed = calls(300, 5000);
     for _ in 0..8 {
-        round(10, 10_000, true, true).fold(
-            &mut e,
-            &mut st,
-            &changed,
-            &changed,
-            &Scalars::default(),
-        );
+        e.fold_sampled(&changed, &changed, &none);
     }
     let stalls = e.burst_stalls;
-    round(10, 10_000, true, true).fold(&mut e, &mut st, &changed, &changed, &Scalars::default());
+    e.fold_sampled(&changed, &changed, &none);
     assert_eq!(e.burst_stalls, stalls, "a lasting change is kept");
     assert!(e.burst_pool_total / e.burst_pool_timed > 1500.0);
 }

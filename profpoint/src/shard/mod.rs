@@ -598,6 +598,29 @@ pub(crate) fn read_point(index: usize) -> Counts {
     sum
 }
 
+/// The calls of each of `indices` per shard (a thread's, or an exited thread's kept): one
+/// `(shard, calls)` row per shard, the shard by its address, the calls in `indices`' order
+/// (the budget's count windows: how much counting slowed each thread). Reuses `out`'s rows.
+pub(crate) fn read_points_by_shard(indices: &[usize], out: &mut Vec<(usize, Vec<u64>)>) {
+    let shards = registry().all.clone();
+    out.resize_with(shards.len(), Default::default);
+    for (s, (key, calls)) in shards.iter().zip(out.iter_mut()) {
+        *key = std::ptr::from_ref::<Shard>(s) as usize;
+        calls.clear();
+        calls.extend(indices.iter().map(|&index| {
+            let mut c = Counts::default();
+            if let Some(slot) = s.slot_for_read(index) {
+                slot.read(&mut c);
+            }
+            if let Some(n) = s.counts().get(index) {
+                // Relaxed: see `read_all_scalars`.
+                c.skipped += n.load(Ordering::Relaxed);
+            }
+            c.nr()
+        }));
+    }
+}
+
 /// First-use work so far, every thread: ticks and calls (the report's `setup`).
 /// (std's atomics in every build: tallies, in no model.)
 static SETUP_TICKS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
