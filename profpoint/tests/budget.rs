@@ -362,7 +362,7 @@ fn a_point_too_hot_even_to_count_is_timed_in_bursts_with_estimated_calls() {
         t.off_calls_per_s
     );
     // Its calls between bursts are estimated from its count windows (a window of 1 ms at a
-    // random moment of every 10 ms, its calls there over its share of the slot: see
+    // random moment of every 10-100 ms, its calls there over its share of the slot: see
     // `budget/sample.rs`); benches/burst_coverage measures how often the interval covers the
     // truth (BENCHMARKS.md, "Estimates in bursts"). What is asserted is what holds on any
     // machine: the count says it is an estimate, with its interval or as a lower bound; a

@@ -244,7 +244,8 @@ pub struct PointReport {
     #[serde(default)]
     pub nr_ci95: Option<u64>,
     /// Whether `nr` holds calls estimated between bursts, or is only a lower bound: calls
-    /// went unseen in bursts and no burst has told how many yet (`nr_ci95` is then `None`).
+    /// went unseen in bursts and too few count windows saw a call to tell how many
+    /// (`nr_ci95` is then `None`).
     /// False: `nr` is exact.
     #[serde(default)]
     pub nr_estimated: bool,

@@ -396,7 +396,7 @@ fn write_budget(report: &Report, w: &mut dyn Write) -> io::Result<()> {
         )?;
     }
     let counts = if b.throttled.iter().any(|t| t.worst == "burst") {
-        "counts stay exact but for points in bursts (estimated between them: ~ in the nr column, calls±95% here; ≥ where no burst has told yet)"
+        "counts stay exact but for points in bursts (estimated between them: ~ in the nr column, calls±95% here; ≥ where too few windows saw a call)"
     } else {
         "every count is exact"
     };

@@ -219,7 +219,7 @@ fn the_heatmap_table_says_why_it_differs_from_the_stacks_self_time() {
 }
 
 /// Calls estimated between bursts read `~N` in the nr column and their interval in the
-/// throttle section; calls no burst has told yet read `≥N` and "at least"; others as they are.
+/// throttle section; calls too few windows saw read `≥N` and "at least"; others as they are.
 #[test]
 fn estimated_and_lower_bound_counts_are_marked() {
     let mut r = Report::empty();

@@ -114,8 +114,9 @@ pub(super) struct Controller {
     pub(super) edges: std::collections::BTreeMap<(u32, u32), [f64; 3]>,
     /// What counting alone cost against the budget (see `floor`).
     pub(super) counting: super::floor::CountingFloor,
-    /// Each point's count windows (see `sample`), by point index.
+    /// Each point's count windows (see `sample`), by point index, and their slots' length.
     pub(super) sampled: Vec<SampleState>,
+    pub(super) count_slot: Duration,
 }
 
 /// Which CPU time [`cpu_ns`] reads.
@@ -261,6 +262,7 @@ impl Controller {
         // The cost of the points in steady states, and of the burst.
         let mut cost = 0.0;
         let mut burst_cost = 0.0;
+        let mut windows_cost = 0.0;
         let mut calls_total = 0;
         // (index, calls this round) of the points the controller may change.
         let mut managed: Vec<(usize, u64)> = Vec::new();
@@ -285,6 +287,8 @@ impl Controller {
                 sampled.as_ref(),
                 &d,
             );
+            // The count windows' calls, counted: their cost is the windows' (`count_window`).
+            windows_cost += sampled.map_or(0.0, |s| s.seen as f64 * costs.counted);
             st.last = Some(*cur);
             if d.timed > 0 {
                 // What an untimed call of it stands for in the intervals around it: its recent
@@ -372,7 +376,7 @@ impl Controller {
         let Some(ppm) = ppm else {
             return calls_total;
         };
-        self.cost_ticks += cost + burst_cost;
+        self.cost_ticks += cost + burst_cost + windows_cost;
         self.cpu_ns += dcpu;
         let clk = clock::info();
         let at_ns = clk.to_ns(now.saturating_sub(clock::origin().0));
@@ -381,6 +385,15 @@ impl Controller {
             return calls_total;
         }
         let budget = clk.to_ticks(dcpu as f64) * f64::from(ppm) / 1e6;
+        if windows_cost > 0.0 {
+            // The count windows aim at their share of the budget: their slots' length follows
+            // what they cost, at most doubling or halving a round (see `sample`).
+            let ratio = (windows_cost / (sample::COUNT_SHARE * budget)).clamp(0.5, 2.0);
+            self.count_slot = self
+                .count_slot
+                .mul_f64(ratio)
+                .clamp(sample::MIN_SLOT, sample::MAX_SLOT);
+        }
         let throttled = managed
             .iter()
             .any(|&(i, _)| self.points[i].set.is_some_and(|m| m != Mode::On));

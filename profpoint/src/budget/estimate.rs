@@ -165,7 +165,8 @@ impl Est {
             self.unseen_self += unseen_outer * self.burst_pool_self / self.burst_pool_timed;
             let price = outer_share * mean;
             self.burst_var += price * price * s.var;
-            self.total_sys += price * s.sys + unseen_outer * sample::SYS_SHARE * s.compensated;
+            self.total_sys +=
+                price * s.sys + unseen_outer * sample::COMPENSATION_SHARE * s.compensated;
         }
         d.nr() as f64 + s.unseen
     }

@@ -57,26 +57,18 @@
 //! estimated with its calls between windows, a counted point prices them at its window's),
 //! its cost is the burst's, and no rate is read from it. What a burst saw stands for the
 //! round:
-//! - calls: the counters of every point are read just before and just after the burst, so
-//!   the burst's calls of each point are known exactly, and those of the points beside it (not
-//!   in bursts, counted all the time): a point's calls in the round are its calls in bursts
-//!   over theirs (both pooled over recent bursts, [`KEEP`]) times their calls in the round. A
-//!   ratio estimate: the program's control flow fixes how many calls of one function come with
-//!   another's, whatever the speed, so neither the burst slowing the program (its points are
-//!   timed) nor a thread preempted in it biases it, as a scaling by time would (that read
-//!   0.49-2.06x the true count beside two busy loops; the ratio 0.86-1.02x, with rare outliers
-//!   near 1.5x: `tests/budget.rs`). With no point beside the bursts, a burst stands for its
-//!   share of the round's time. A burst whose counter reads were slow (the controller
-//!   preempted between two points' reads), or that saw nothing while the program did not
-//!   run (a loaded machine), tells nothing: its round waits for the next burst that tells. One
-//!   that saw nothing while the program ran tells a quiet round (its points not called: a
-//!   phase without them), which, waiting, a busy phase's burst would have stood for. The
-//!   pools start again when the set of points beside the bursts changes (a ratio to one set
-//!   is not a ratio to another);
-//! - times: the calls not seen at the bursts' mean call (pooled too); a burst whose mean call
-//!   is over 4 times the median of the point's last 15 bursts' means, or whose longest call
-//!   (a new maximum) is over 1,000 times the others' mean, held a stall, which is counted
-//!   once and not pooled;
+//! - calls: the burst's calls of each point are known exactly (the counters are read just
+//!   before and just after it); those between bursts are estimated from count windows
+//!   (`sample`): between rounds the controller counts the points in bursts for 1 ms at a
+//!   uniform random moment of each 10-100 ms slot, and a slot's calls are the window's over
+//!   its share of the slot, corrected per thread for what counting slowed it. The moment is
+//!   drawn here, so the estimate holds whatever the program's phases; the interval comes from
+//!   successive slots' spread, and with fewer than three windows that saw a call the count is
+//!   a lower bound (the calls seen);
+//! - times: the calls not seen at the bursts' mean call (pooled over bursts, `burst::KEEP`);
+//!   a burst whose mean call is over 4 times the median of the point's last 15 bursts' means,
+//!   or whose longest call (a new maximum) is over 1,000 times the others' mean, held a stall,
+//!   which is counted once and not pooled;
 //! - what a timed call costs in this program: the points beside the bursts run slower in a
 //!   burst than around it, and the time the burst added over the calls it timed
 //!   ([`burst::burst_extra`], pooled) is the cost of a timed call with the program's own
@@ -410,6 +402,7 @@ impl Controller {
         edges: std::collections::BTreeMap::new(),
         counting: floor::CountingFloor::EMPTY,
         sampled: Vec::new(),
+        count_slot: sample::FIRST_SLOT,
     };
 }
 

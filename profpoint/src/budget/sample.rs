@@ -1,17 +1,17 @@
 //! Count windows: how the calls a point in bursts makes between bursts are estimated (see
 //! "Bursts" in the module docs, "calls").
 //!
-//! While points are in bursts, the controller spends the time between rounds in slots of
-//! [`SLOT`]. In each slot it counts those points (`Mode::Count`: every call, no clock read) for
-//! one window of [`WINDOW`] that opens at a moment drawn uniformly at random, and puts them
-//! back off. The moment is drawn here, whatever the program does, so each moment of a slot had
+//! While points are in bursts, the controller spends the time between rounds in slots (10-100
+//! ms, as many as [`COUNT_SHARE`] of the budget pays for). In each slot it counts those points
+//! (`Mode::Count`: every call, no clock read) for one window of [`WINDOW`] that opens at a
+//! moment drawn uniformly at random, and puts them back off. The moment is drawn here, whatever the program does, so each moment of a slot had
 //! the same chance (the window's share of the slot) of being counted, and a slot's calls are
 //! the window's over that share: a Horvitz-Thompson estimate, unbiased on any program, phased
 //! or periodic, that the window's placement cannot alias with. Two corrections:
 //! - counting slows the program in the window (a counted call costs a few nanoseconds more
 //!   than an off one): each thread's calls in the window are scaled by the share of the window
-//!   its counted calls took, at the calibrated counted call ([`window_calls`]); half the
-//!   correction is added to the interval as well ([`SYS_SHARE`]);
+//!   its counted calls took ([`window_calls`]), between the calibrated counted call's share and
+//!   twice it ([`slowed`]); the interval reaches the top of that range;
 //! - the time the points were counted or timed anyway (the round's burst, its isolation
 //!   window) is no slot's: those calls are seen.
 //!
@@ -26,26 +26,31 @@
 use super::*;
 use controller::{Cpu, cpu_ns};
 
-/// A count window's slot.
-pub(super) const SLOT: Duration = Duration::from_millis(10);
-/// A count window: a tenth of its slot.
+/// A count window: long enough that what opening and closing it costs the program (the
+/// controller waking on a core the program's threads use, ~20 us of their calls a window on a
+/// 2-core guest, read as a 0.7x estimate with windows of 100 us) is a small part of it.
 pub(super) const WINDOW: Duration = Duration::from_millis(1);
-/// The share of the slowing correction the interval holds as it is: the calibrated counted
-/// call against what counting costs in the program. On the burst_coverage bench's phased
-/// shape, where the correction was 1.7x (a call every 2 ns counted at ~1.3 ns more), the
-/// corrected estimates read 0.93-1.05x the truth. The same share of what compensation takes
-/// out of a timed call is the uncertainty of the bursts' mean call that prices the calls not
-/// seen (on the bench's `timed` shape, calls of ~330 ns: 0.93-0.95x the true total).
-pub(super) const SYS_SHARE: f64 = 0.5;
+/// A count window's slot at first, and the bounds of every later one: its length follows what
+/// the windows cost, aiming at [`COUNT_SHARE`] of the budget (`Controller::round`).
+pub(super) const FIRST_SLOT: Duration = Duration::from_millis(10);
+pub(super) const MIN_SLOT: Duration = Duration::from_millis(10);
+pub(super) const MAX_SLOT: Duration = Duration::from_millis(100);
+/// The share of the budget the count windows aim at (the bursts' is `BURST_SHARE`).
+pub(super) const COUNT_SHARE: f64 = 0.2;
+/// The share of what compensation takes out of a timed call by which the bursts' mean call,
+/// which prices the calls not seen, is uncertain (on the bench's `timed` shape, calls of
+/// ~330 ns, the totals read 0.92-1.07x the truth).
+pub(super) const COMPENSATION_SHARE: f64 = 0.5;
 /// The fewest slots whose window saw a call for an interval.
 pub(super) const MIN_HITS: u64 = 3;
 
 /// What a point's count windows told since its last round.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub(crate) struct Sampled {
-    /// Slots, and those whose window saw a call.
+    /// Slots, those whose window saw a call, and the calls counted in the windows.
     pub(crate) slots: u64,
     pub(crate) hits: u64,
+    pub(crate) seen: u64,
     /// Calls estimated outside the windows (the slots' estimates less the calls seen).
     pub(crate) unseen: f64,
     /// The variance of those (see the module docs).
@@ -53,7 +58,7 @@ pub(crate) struct Sampled {
     /// What the slowing correction added (part of the interval as it is).
     pub(crate) sys: f64,
     /// What compensation took out of each timed call of the bursts that price these calls
-    /// (ticks): their mean is uncertain by a share of it ([`SYS_SHARE`]).
+    /// (ticks): their mean is uncertain by a share of it ([`COMPENSATION_SHARE`]).
     pub(crate) compensated: f64,
 }
 
@@ -67,12 +72,12 @@ pub(super) struct SampleState {
 impl SampleState {
     /// Adds one slot: `calls` counted in a window of `window` ticks, in a slot of `slot` ticks
     /// in which the point was off but for the window; `corrected`: those calls corrected for
-    /// what counting slowed their threads ([`window_calls`]).
-    pub(super) fn add(&mut self, calls: u64, corrected: f64, window: f64, slot: f64) {
+    /// what counting slowed their threads, `most` at the most ([`window_calls`]).
+    pub(super) fn add(&mut self, calls: u64, corrected: f64, most: f64, window: f64, slot: f64) {
         let window = window.max(1.0);
         let slot = slot.max(window);
-        let plain = calls as f64 * slot / window;
         let est = corrected.max(calls as f64) * slot / window;
+        let top = most.max(corrected) * slot / window;
         let rate = est / slot;
         let var = match self.last_rate {
             Some(prev) => (rate - prev).powi(2) / 2.0 * slot * slot,
@@ -82,27 +87,28 @@ impl SampleState {
         let p = &mut self.pending;
         p.slots += 1;
         p.hits += u64::from(calls > 0);
+        p.seen += calls;
         p.unseen += est - calls as f64;
         p.var += var;
-        p.sys += SYS_SHARE * (est - plain);
+        p.sys += top - est;
     }
 }
 
 /// The calls of each of `n` points in a window of `window` ticks, from the per-shard counts
-/// read at its start and end ([`shard::read_points_by_shard`]): (counted, corrected). A
-/// thread's counted calls took `counted` ticks each out of its window (it is taken to have run
-/// through it), so it made `1 - f` of the calls it makes while they are off, `f` that time's
-/// share of the window (at most a half): its calls are divided by it. One correction for the
-/// whole process would not do: the points of a thread that calls them every 2 ns run at half
-/// speed in a window while those of another thread barely slow.
+/// read at its start and end ([`shard::read_points_by_shard`]): counted, corrected, and
+/// corrected at the most (see [`slowed`]). A thread's counted calls took their share `f` of
+/// its window (it is taken to have run through it), so it made `1 - f` of the calls it makes
+/// while they are off: its calls are divided by that. One correction for the whole process
+/// would not do: the points of a thread that calls them every 2 ns run at half speed in a
+/// window while those of another thread barely slow.
 pub(super) fn window_calls(
     before: &[(usize, Vec<u64>)],
     after: &[(usize, Vec<u64>)],
     n: usize,
     window: f64,
     counted: f64,
-) -> (Vec<u64>, Vec<f64>) {
-    let (mut calls, mut corrected) = (vec![0u64; n], vec![0.0; n]);
+) -> (Vec<u64>, Vec<f64>, Vec<f64>) {
+    let (mut calls, mut mid, mut most) = (vec![0u64; n], vec![0.0; n], vec![0.0; n]);
     for (i, (key, now)) in after.iter().enumerate() {
         // The same shard in the first read: at the same place unless threads came since.
         let then = before
@@ -116,15 +122,33 @@ pub(super) fn window_calls(
                 now.get(k).copied().unwrap_or(0).saturating_sub(was)
             })
             .collect();
-        let load = d.iter().sum::<u64>() as f64 * counted;
-        let kept = 1.0 - (load / window.max(1.0)).min(0.5);
+        let share = d.iter().sum::<u64>() as f64 * counted / window.max(1.0);
+        let (f, f_most) = slowed(share);
         for k in 0..n {
             calls[k] += d[k];
-            corrected[k] += d[k] as f64 / kept;
+            mid[k] += d[k] as f64 / (1.0 - f);
+            most[k] += d[k] as f64 / (1.0 - f_most);
         }
     }
-    (calls, corrected)
+    (calls, mid, most)
 }
+
+/// A thread's slowing in a count window, given the share of the window its counted calls take
+/// at the calibrated counted call (`share`): (the figure taken, the most it may be). The
+/// calibration times a counted call in a tight loop, the cheapest it gets; in a program a
+/// counted call costs up to about twice as much (smallvec's loop: ~3.5 ns against 1.7; the
+/// burst_coverage bench's second thread, a call every ~1.4 ns: its window rate says ~1.45x). So
+/// the slowing lies between `share` and twice it, within [`MOST_SLOWED`]: the figure taken is
+/// the middle, the interval reaches the top.
+pub(super) fn slowed(share: f64) -> (f64, f64) {
+    let most = (2.0 * share).min(MOST_SLOWED);
+    ((share.min(MOST_SLOWED) + most) / 2.0, most)
+}
+
+/// The most a thread is taken to be slowed in a count window: a thread whose counted calls
+/// would take more of it calls its points every few nanoseconds, and its count carries an
+/// interval of at least a third of itself (see [`slowed`]).
+const MOST_SLOWED: f64 = 0.6;
 
 /// Student's t, two-sided 95%, for `df` degrees of freedom (1.96 beyond the table's reach,
 /// approached as `1.96 + 2.4 / df`, within 0.01 of the true figure from 11 on).
@@ -201,9 +225,15 @@ fn sleep_until(at: u64) {
 pub(super) fn sleep_counting(total: Duration, points: &[usize], seen: &Seen) {
     let all = point::all();
     let clk = clock::info();
-    let slot_ticks = clk.to_ticks(SLOT.as_nanos() as f64) as u64;
+    let (counted_ns, slot_length) = {
+        let c = state();
+        (
+            c.costs.map_or(0.0, |c| clk.to_ns_f(c.counted)),
+            c.count_slot,
+        )
+    };
+    let slot_ticks = clk.to_ticks(slot_length.as_nanos() as f64) as u64;
     let window_ticks = clk.to_ticks(WINDOW.as_nanos() as f64) as u64;
-    let counted_ns = state().costs.map_or(0.0, |c| clk.to_ns_f(c.counted));
     let compensated = overhead::inside_ticks();
     let mut moments = Moments::new();
     let own_began = cpu_ns(Cpu::Thread);
@@ -243,7 +273,7 @@ pub(super) fn sleep_counting(total: Duration, points: &[usize], seen: &Seen) {
             let excluded = if first { seen.of(i) } else { 0 };
             now.saturating_sub(start).saturating_sub(excluded) as f64
         };
-        let (calls, corrected) = window_calls(
+        let (calls, corrected, most) = window_calls(
             &before,
             &after,
             points.len(),
@@ -258,7 +288,7 @@ pub(super) fn sleep_counting(total: Duration, points: &[usize], seen: &Seen) {
             for (k, &i) in points.iter().enumerate() {
                 if c.points.get(i).and_then(|s| s.set) == Some(Mode::Burst) {
                     c.sampled[i].pending.compensated = compensated;
-                    c.sampled[i].add(calls[k], corrected[k], window, slot(i));
+                    c.sampled[i].add(calls[k], corrected[k], most[k], window, slot(i));
                 }
             }
         }
