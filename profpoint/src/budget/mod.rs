@@ -121,9 +121,8 @@
 //! a 2 ms warm-up, which did not improve the ranking); the windows' timed calls cost as the
 //! bursts' do and are priced with them.
 //!
-//! The error bar of a point in bursts adds, per round, half the squared difference of its
-//! successive rounds' estimated rates (the first round: its whole estimate over its calls
-//! seen).
+//! The error bar of a point in bursts: its count windows' (`sample`), the unseen calls priced
+//! at the bursts' mean call.
 //!
 //! The controller manages only points in a state it set itself, or on: a point a user sampled,
 //! counted or switched off (by variable or API) stays as the user set it (every public setter
