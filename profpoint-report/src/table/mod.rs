@@ -86,9 +86,8 @@ pub fn write_table(report: &Report, w: &mut dyn Write) -> io::Result<()> {
             "{:>7}  {:<name_w$}  {:>15}  {:>15}  {:>12}  {:>10}  {:>10}  {:>10}  {:>12}  {:>6.2}",
             status(p, &report.budget),
             format!("{name}{mark}"),
-            secs(p.total_ns, p.estimated),
-            p.self_ns
-                .map_or_else(|| "-".to_string(), |ns| secs(ns, p.estimated)),
+            time(p, p.total_ns),
+            p.self_ns.map_or_else(|| "-".to_string(), |ns| time(p, ns)),
             calls(p),
             p.avg_ns,
             p.p50_ns,
@@ -199,12 +198,28 @@ fn write_idle(report: &Report, w: &mut dyn Write) -> io::Result<()> {
     Ok(())
 }
 
+/// Whether a point's count is a lower bound: calls went unseen in bursts and too few of its
+/// count windows saw a call to estimate them (its times then hold the seen calls' only).
+fn lower_bound(p: &PointReport) -> bool {
+    p.nr_estimated && p.nr_ci95.is_none()
+}
+
+/// A point's time `ns` as the points table shows it: `~` when estimated, `≥` when its count is
+/// a lower bound (the seen calls' time).
+fn time(p: &PointReport, ns: u64) -> String {
+    if lower_bound(p) {
+        format!("≥{}", secs(ns, false))
+    } else {
+        secs(ns, p.estimated)
+    }
+}
+
 /// A point's calls as the table shows them: exact as they are, `~N` when some were estimated
-/// between bursts, `≥N` when some went unseen and none has been estimated yet.
+/// between bursts, `≥N` when some went unseen and too few windows saw a call to estimate them.
 fn calls(p: &PointReport) -> String {
     if p.nr_ci95.is_some() {
         format!("~{}", p.nr)
-    } else if p.nr_estimated {
+    } else if lower_bound(p) {
         format!("≥{}", p.nr)
     } else {
         p.nr.to_string()
@@ -372,10 +387,14 @@ fn write_budget(report: &Report, w: &mut dyn Write) -> io::Result<()> {
         let ci = row.filter(|p| p.total_ns > 0).map_or_else(
             || "-".to_string(),
             |p| {
-                format!(
-                    "±{:.1}%",
-                    100.0 * p.total_ci95_ns as f64 / p.total_ns as f64
-                )
+                if lower_bound(p) {
+                    "at least".to_string()
+                } else {
+                    format!(
+                        "±{:.1}%",
+                        100.0 * p.total_ci95_ns as f64 / p.total_ns as f64
+                    )
+                }
             },
         );
         let worst = if t.worst == "off" {

@@ -219,7 +219,8 @@ fn the_heatmap_table_says_why_it_differs_from_the_stacks_self_time() {
 }
 
 /// Calls estimated between bursts read `~N` in the nr column and their interval in the
-/// throttle section; calls too few windows saw read `≥N` and "at least"; others as they are.
+/// throttle section; calls too few windows saw read `≥N` and "at least", their times `≥` too;
+/// others as they are.
 #[test]
 fn estimated_and_lower_bound_counts_are_marked() {
     let mut r = Report::empty();
@@ -234,6 +235,8 @@ fn estimated_and_lower_bound_counts_are_marked() {
     r.points[1].nr_estimated = true;
     r.points[2].nr = 5;
     r.points[2].nr_estimated = true;
+    r.points[2].total_ns = 2_500_000_000;
+    r.points[2].total_ci95_ns = 1_000;
     r.budget.percent = Some(2.0);
     r.budget.throttled = ["db::estimated", "db::unknown"]
         .iter()
@@ -258,6 +261,18 @@ fn estimated_and_lower_bound_counts_are_marked() {
     assert_eq!(nr("db::exact"), "7", "{t}");
     assert_eq!(nr("db::estimated"), "~1000", "{t}");
     assert_eq!(nr("db::unknown"), "≥5", "{t}");
+    // Its time is the seen calls': a lower bound as well, whatever its strata's interval.
+    let total = |name: &str| {
+        let l = t
+            .lines()
+            .find(|l| l.split_whitespace().nth(1) == Some(name))
+            .unwrap_or_else(|| panic!("{name}: {t}"));
+        // The first time after the name (a mark may stand between them).
+        let f = l.split_whitespace().skip(2).find(|f| f.contains('.'));
+        f.unwrap().to_string()
+    };
+    assert_eq!(total("db::unknown"), "≥2.500000000", "{t}");
+    assert_eq!(total("db::exact"), "0.000000010", "{t}");
     let throttle = |name: &str| {
         t.lines()
             .rev()
@@ -267,4 +282,5 @@ fn estimated_and_lower_bound_counts_are_marked() {
     };
     assert!(throttle("db::estimated").contains("±10.0%"), "{t}");
     assert!(throttle("db::unknown").contains("at least"), "{t}");
+    assert!(!throttle("db::unknown").contains('±'), "{t}");
 }
