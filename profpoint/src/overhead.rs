@@ -109,10 +109,9 @@ fn measured() -> Option<(f64, f64)> {
     CALIBRATED.get().map(|c| (c.full, c.inside))
 }
 
-/// What compensation takes out of a timed call's own interval (ticks), as calibrated; 0 before
-/// the calibration.
-pub(crate) fn inside_ticks() -> f64 {
-    measured().map_or(0.0, |(_, inside)| inside)
+/// A timed call's whole instrumentation cost (ticks), as calibrated; 0 before the calibration.
+pub(crate) fn call_ticks() -> f64 {
+    measured().map_or(0.0, |(full, _)| full)
 }
 
 /// Ticks per iteration of each loop of `CALLS` calls through its point (the path an enabled

@@ -263,6 +263,7 @@ impl Controller {
         let mut cost = 0.0;
         let mut burst_cost = 0.0;
         let mut windows_cost = 0.0;
+        let mut windows_ran = false;
         let mut calls_total = 0;
         // (index, calls this round) of the points the controller may change.
         let mut managed: Vec<(usize, u64)> = Vec::new();
@@ -287,8 +288,13 @@ impl Controller {
                 sampled.as_ref(),
                 &d,
             );
-            // The count windows' calls, counted: their cost is the windows' (`count_window`).
-            windows_cost += sampled.map_or(0.0, |s| s.seen as f64 * costs.counted);
+            // The count windows' calls, counted: their cost is the windows' (`count_slot`).
+            if let Some(s) = &sampled
+                && s.slots > 0
+            {
+                windows_cost += s.seen as f64 * costs.counted;
+                windows_ran = true;
+            }
             st.last = Some(*cur);
             if d.timed > 0 {
                 // What an untimed call of it stands for in the intervals around it: its recent
@@ -385,9 +391,10 @@ impl Controller {
             return calls_total;
         }
         let budget = clk.to_ticks(dcpu as f64) * f64::from(ppm) / 1e6;
-        if windows_cost > 0.0 {
+        if windows_ran {
             // The count windows aim at their share of the budget: their slots' length follows
-            // what they cost, at most doubling or halving a round (see `sample`).
+            // what they cost, at most doubling or halving a round (see `sample`); windows that
+            // saw nothing cost nothing, and the slots shorten.
             let ratio = (windows_cost / (sample::COUNT_SHARE * budget)).clamp(0.5, 2.0);
             self.count_slot = self
                 .count_slot

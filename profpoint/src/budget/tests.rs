@@ -310,11 +310,11 @@ fn unseen_calls_are_priced_at_the_bursts_mean_call() {
     let half = sample::t95(19) * 2000.0;
     assert!((e.unseen_ci95().unwrap() - half).abs() < 1e-6);
     assert!((ci - half * 10.0).abs() < 1e-6, "{ci}");
-    // Where compensation took 4 ticks out of each timed call, the mean is uncertain by half
-    // of that, for every call it prices.
+    // Where a timed call's instrumentation costs 2 ticks, the compensated mean is uncertain
+    // by that much, for every call it prices.
     let mut e = Est::default();
     let s = Sampled {
-        compensated: 4.0,
+        compensated: 2.0,
         ..told(999_000.0, 4e6, 20)
     };
     e.fold_sampled(&w, &w, &s);
