@@ -10,8 +10,8 @@
 //! or periodic, that the window's placement cannot alias with. Two corrections:
 //! - counting slows the program in the window (a counted call costs a few nanoseconds more
 //!   than an off one): each thread's calls in the window are scaled by the share of the window
-//!   its counted calls took ([`window_calls`]), between the calibrated counted call's share and
-//!   twice it ([`slowed`]); the interval reaches the top of that range;
+//!   its counted calls took ([`window_calls`]), between half the calibrated counted call's
+//!   share and twice it ([`slowed`]); the interval reaches both ends of that range;
 //! - the time the points were counted or timed anyway (the round's burst, its isolation
 //!   window) is no slot's: those calls are seen.
 //!
@@ -74,12 +74,13 @@ pub(super) struct SampleState {
 impl SampleState {
     /// Adds one slot: `calls` counted in a window of `window` ticks, in a slot of `slot` ticks
     /// in which the point was off but for the window; `corrected`: those calls corrected for
-    /// what counting slowed their threads, `most` at the most ([`window_calls`]).
-    pub(super) fn add(&mut self, calls: u64, corrected: f64, most: f64, window: f64, slot: f64) {
+    /// what counting slowed their threads, at the least, the figure taken and the most
+    /// ([`window_calls`]).
+    pub(super) fn add(&mut self, calls: u64, corrected: [f64; 3], window: f64, slot: f64) {
         let window = window.max(1.0);
         let slot = slot.max(window);
-        let est = corrected.max(calls as f64) * slot / window;
-        let top = most.max(corrected) * slot / window;
+        let scale = |c: f64| c.max(calls as f64) * slot / window;
+        let [least, est, most] = corrected.map(scale);
         let rate = est / slot;
         let var = match self.last_rate {
             Some(prev) => (rate - prev).powi(2) / 2.0 * slot * slot,
@@ -92,13 +93,13 @@ impl SampleState {
         p.seen += calls;
         p.unseen += est - calls as f64;
         p.var += var;
-        p.sys += top - est;
+        p.sys += (most - est).max(est - least);
     }
 }
 
 /// The calls of each of `n` points in a window of `window` ticks, from the per-shard counts
-/// read at its start and end ([`shard::read_points_by_shard`]): counted, corrected, and
-/// corrected at the most (see [`slowed`]). A thread's counted calls took their share `f` of
+/// read at its start and end ([`shard::read_points_by_shard`]): counted, and corrected at the
+/// least, the figure taken and the most (see [`slowed`]). A thread's counted calls took their share `f` of
 /// its window (it is taken to have run through it), so it made `1 - f` of the calls it makes
 /// while they are off: its calls are divided by that. One correction for the whole process
 /// would not do: the points of a thread that calls them every 2 ns run at half speed in a
@@ -109,8 +110,9 @@ pub(super) fn window_calls(
     n: usize,
     window: f64,
     counted: f64,
-) -> (Vec<u64>, Vec<f64>, Vec<f64>) {
-    let (mut calls, mut mid, mut most) = (vec![0u64; n], vec![0.0; n], vec![0.0; n]);
+) -> (Vec<u64>, [Vec<f64>; 3]) {
+    let mut calls = vec![0u64; n];
+    let mut corrected = [vec![0.0; n], vec![0.0; n], vec![0.0; n]];
     for (i, (key, now)) in after.iter().enumerate() {
         // The same shard in the first read: at the same place unless threads came since.
         let then = before
@@ -125,32 +127,35 @@ pub(super) fn window_calls(
             })
             .collect();
         let share = d.iter().sum::<u64>() as f64 * counted / window.max(1.0);
-        let (f, f_most) = slowed(share);
+        let (least, mid, most) = slowed(share);
         for k in 0..n {
             calls[k] += d[k];
-            mid[k] += d[k] as f64 / (1.0 - f);
-            most[k] += d[k] as f64 / (1.0 - f_most);
+            for (c, f) in corrected.iter_mut().zip([least, mid, most]) {
+                c[k] += d[k] as f64 / (1.0 - f);
+            }
         }
     }
-    (calls, mid, most)
+    (calls, corrected)
 }
 
 /// A thread's slowing in a count window, given the share of the window its counted calls take
-/// at the calibrated counted call (`share`): (the figure taken, the most it may be). The
-/// calibration times a counted call in a tight loop, the cheapest it gets; in a program a
-/// counted call costs up to about twice as much (smallvec's loop: ~3.5 ns against 1.7; the
-/// burst_coverage bench's second thread, a call every ~1.4 ns: its window rate says ~1.45x). So
-/// the slowing lies between `share` and twice it, within [`MOST_SLOWED`]: the figure taken is
-/// the middle, the interval reaches the top.
-pub(super) fn slowed(share: f64) -> (f64, f64) {
+/// at the calibrated counted call (`share`): (the least it may be, the figure taken, the most).
+/// The calibration times a counted call in a tight loop once, in 2 ms: in a program a counted
+/// call costs up to about twice as much (smallvec's loop: ~3.5 ns against 1.7), and the figure
+/// itself moves from run to run (1.1-1.7 ns in the burst_coverage bench's runs). So the slowing
+/// lies between half the share and twice it, within [`MOST_SLOWED`]: the figure taken is the
+/// middle, the interval reaches both ends. The range is wide only where counting is a large
+/// part of the calls (a call every ~1.4 ns: the share ~0.35, the estimate within +-90%); for
+/// calls of a few hundred nanoseconds it is a fraction of a percent.
+pub(super) fn slowed(share: f64) -> (f64, f64, f64) {
+    let least = (share / 2.0).min(MOST_SLOWED);
     let most = (2.0 * share).min(MOST_SLOWED);
-    ((share.min(MOST_SLOWED) + most) / 2.0, most)
+    (least, (least + most) / 2.0, most)
 }
 
-/// The most a thread is taken to be slowed in a count window: a thread whose counted calls
-/// would take more of it calls its points every few nanoseconds, and its count carries an
-/// interval of at least a third of itself (see [`slowed`]).
-const MOST_SLOWED: f64 = 0.6;
+/// The most a thread is taken to be slowed in a count window: counted calls taking more of it
+/// would be calls of a few cycles each.
+const MOST_SLOWED: f64 = 0.75;
 
 /// Student's t, two-sided 95%, for `df` degrees of freedom (1.96 beyond the table's reach,
 /// approached as `1.96 + 2.4 / df`, within 0.01 of the true figure from 11 on).
@@ -275,7 +280,7 @@ pub(super) fn sleep_counting(total: Duration, points: &[usize], seen: &Seen) {
             let excluded = if first { seen.of(i) } else { 0 };
             now.saturating_sub(start).saturating_sub(excluded) as f64
         };
-        let (calls, corrected, most) = window_calls(
+        let (calls, [least, corrected, most]) = window_calls(
             &before,
             &after,
             points.len(),
@@ -290,7 +295,7 @@ pub(super) fn sleep_counting(total: Duration, points: &[usize], seen: &Seen) {
             for (k, &i) in points.iter().enumerate() {
                 if c.points.get(i).and_then(|s| s.set) == Some(Mode::Burst) {
                     c.sampled[i].pending.compensated = compensated;
-                    c.sampled[i].add(calls[k], corrected[k], most[k], window, slot(i));
+                    c.sampled[i].add(calls[k], [least[k], corrected[k], most[k]], window, slot(i));
                 }
             }
         }

@@ -233,37 +233,37 @@ fn told(unseen: f64, var: f64, hits: u64) -> Sampled {
 fn a_slot_stands_for_its_calls_by_its_window_s_share_of_it() {
     // 100 calls in a window of 1e5 ticks of a slot of 1e6: ~1,000 in the slot, 900 unseen.
     let mut s = SampleState::default();
-    s.add(100, 100.0, 100.0, 1e5, 1e6);
+    s.add(100, [100.0; 3], 1e5, 1e6);
     assert_eq!(s.pending.unseen, 900.0);
     assert_eq!((s.pending.slots, s.pending.hits), (1, 1));
     // The first slot is uncertain by its whole estimate.
     assert_eq!(s.pending.var, 1000.0 * 1000.0);
     // A slot at the same rate adds no variance; one at twice the rate adds half the squared
     // difference of the slots' estimates.
-    s.add(100, 100.0, 100.0, 1e5, 1e6);
+    s.add(100, [100.0; 3], 1e5, 1e6);
     assert_eq!(s.pending.var, 1e6);
-    s.add(200, 200.0, 200.0, 1e5, 1e6);
+    s.add(200, [200.0; 3], 1e5, 1e6);
     assert!((s.pending.var - (1e6 + 1000.0 * 1000.0 / 2.0)).abs() < 1e-6);
     // A window that saw nothing is a slot, not a hit.
-    s.add(0, 0.0, 0.0, 1e5, 1e6);
+    s.add(0, [0.0; 3], 1e5, 1e6);
     assert_eq!((s.pending.slots, s.pending.hits), (4, 3));
 }
 
 #[test]
 fn counting_s_slowing_is_corrected_per_thread_and_kept_in_the_interval() {
-    // Between the calibrated share and twice it, at most 0.6; the figure is the middle.
-    assert_eq!(sample::slowed(0.1), (0.15000000000000002, 0.2));
-    assert_eq!(sample::slowed(0.4), (0.5, 0.6));
-    assert_eq!(sample::slowed(0.9), (0.6, 0.6));
+    // Between half the calibrated share and twice it, at most 0.75; the figure is the middle.
+    assert_eq!(sample::slowed(0.1), (0.05, 0.125, 0.2));
+    assert_eq!(sample::slowed(0.5), (0.25, 0.5, 0.75));
+    assert_eq!(sample::slowed(2.0), (0.75, 0.75, 0.75));
     // Two threads in a window of 1,000 ticks, a counted call at 1 tick: the first made 100
     // calls of point 0 (a tenth of its window counting), the second 250 of point 1 and 50 of
     // point 0 (three tenths).
     let before = vec![(1, vec![10, 0]), (2, vec![5, 5])];
     let after = vec![(1, vec![110, 0]), (2, vec![55, 255])];
-    let (calls, mid, most) = sample::window_calls(&before, &after, 2, 1000.0, 1.0);
+    let (calls, [least, mid, most]) = sample::window_calls(&before, &after, 2, 1000.0, 1.0);
     assert_eq!(calls, vec![150, 250]);
-    let (f1, m1) = sample::slowed(0.1);
-    let (f2, m2) = sample::slowed(0.3);
+    let (l1, f1, m1) = sample::slowed(0.1);
+    let (_, f2, m2) = sample::slowed(0.3);
     assert!(
         (mid[0] - (100.0 / (1.0 - f1) + 50.0 / (1.0 - f2))).abs() < 1e-9,
         "{mid:?}"
@@ -273,16 +273,23 @@ fn counting_s_slowing_is_corrected_per_thread_and_kept_in_the_interval() {
         (most[0] - (100.0 / (1.0 - m1) + 50.0 / (1.0 - m2))).abs() < 1e-9,
         "{most:?}"
     );
+    assert!(
+        least[0] > 100.0 / (1.0 - l1) && least[0] < mid[0],
+        "{least:?}"
+    );
     // A thread that came during the window is found by its shard; one whose shard came first
     // counts from zero.
     let after = vec![(3, vec![7, 0]), (1, vec![110, 0]), (2, vec![5, 5])];
-    let (calls, _, _) = sample::window_calls(&before, &after, 2, 1e9, 1.0);
+    let (calls, _) = sample::window_calls(&before, &after, 2, 1e9, 1.0);
     assert_eq!(calls, vec![107, 0]);
-    // A slot: the corrected calls stand for the slot, the distance to the most is in the
+    // A slot: the corrected calls stand for the slot, the farther end of the range is in the
     // interval.
     let mut s = SampleState::default();
-    s.add(100, 125.0, 150.0, 1e5, 1e6);
+    s.add(100, [110.0, 125.0, 150.0], 1e5, 1e6);
     assert!((s.pending.unseen - 1150.0).abs() < 1e-9);
+    assert!((s.pending.sys - 250.0).abs() < 1e-9);
+    let mut s = SampleState::default();
+    s.add(100, [100.0, 125.0, 130.0], 1e5, 1e6);
     assert!((s.pending.sys - 250.0).abs() < 1e-9);
 }
 
@@ -378,7 +385,7 @@ fn simulate(rate: &dyn Fn(u64) -> f64, end_us: u64, seed: u64) -> (f64, f64, Opt
         let open = start + next(slot - window);
         let c = calls(open, open + window).round();
         seen += c;
-        s.add(c as u64, c, c, window as f64, slot as f64);
+        s.add(c as u64, [c; 3], window as f64, slot as f64);
         start += slot;
     }
     let mut e = Est::default();
