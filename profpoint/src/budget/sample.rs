@@ -4,10 +4,11 @@
 //! While points are in bursts, the controller spends the time between rounds in slots (10-100
 //! ms, as many as [`COUNT_SHARE`] of the budget pays for). In each slot it counts those points
 //! (`Mode::Count`: every call, no clock read) for one window of [`WINDOW`] that opens at a
-//! moment drawn uniformly at random, and puts them back off. The moment is drawn here, whatever the program does, so each moment of a slot had
-//! the same chance (the window's share of the slot) of being counted, and a slot's calls are
-//! the window's over that share: a Horvitz-Thompson estimate, unbiased on any program, phased
-//! or periodic, that the window's placement cannot alias with. Two corrections:
+//! moment drawn uniformly at random, and puts them back off. The moment is drawn here,
+//! whatever the program does, so each moment of a slot had the same chance (the window's
+//! share of the slot) of being counted, and a slot's calls are the window's over that share:
+//! a Horvitz-Thompson estimate, unbiased on any program, phased or periodic, that the window's
+//! placement cannot alias with. Two corrections:
 //! - counting slows the program in the window (a counted call costs a few nanoseconds more
 //!   than an off one): each thread's calls in the window are scaled by the share of the window
 //!   its counted calls took ([`window_calls`]), between half the calibrated counted call's
@@ -57,7 +58,8 @@ pub(crate) struct Sampled {
     pub(crate) unseen: f64,
     /// The variance of those (see the module docs).
     pub(crate) var: f64,
-    /// What the slowing correction added (part of the interval as it is).
+    /// How far the estimate may be off for what counting slowed its threads (the farther end
+    /// of the slowing's range, [`slowed`]): added to the interval as it is.
     pub(crate) sys: f64,
     /// A timed call's whole instrumentation cost (ticks), the most by which the bursts'
     /// compensated mean call, which prices these calls, can be off ([`COMPENSATION_SHARE`]).
@@ -99,9 +101,9 @@ impl SampleState {
 
 /// The calls of each of `n` points in a window of `window` ticks, from the per-shard counts
 /// read at its start and end ([`shard::read_points_by_shard`]): counted, and corrected at the
-/// least, the figure taken and the most (see [`slowed`]). A thread's counted calls took their share `f` of
-/// its window (it is taken to have run through it), so it made `1 - f` of the calls it makes
-/// while they are off: its calls are divided by that. One correction for the whole process
+/// least, the figure taken and the most (see [`slowed`]). A thread's counted calls took their
+/// share `f` of its window (it is taken to have run through it), so it made `1 - f` of the
+/// calls it makes while they are off: its calls are divided by that. One correction for the whole process
 /// would not do: the points of a thread that calls them every 2 ns run at half speed in a
 /// window while those of another thread barely slow.
 pub(super) fn window_calls(
