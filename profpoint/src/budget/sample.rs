@@ -295,7 +295,10 @@ pub(super) fn sleep_counting(total: Duration, points: &[usize], seen: &Seen) {
                 c.sampled.resize(all.len(), SampleState::default());
             }
             for (k, &i) in points.iter().enumerate() {
-                if c.points.get(i).and_then(|s| s.set) == Some(Mode::Burst) {
+                // A point the user set during the slot is theirs: its calls from then on are
+                // seen (or theirs to switch off), and the slot stands for none of them.
+                if all[i].is_by_budget() && c.points.get(i).and_then(|s| s.set) == Some(Mode::Burst)
+                {
                     c.sampled[i].pending.compensated = compensated;
                     c.sampled[i].add(calls[k], [least[k], corrected[k], most[k]], window, slot(i));
                 }
