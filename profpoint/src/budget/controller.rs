@@ -220,14 +220,17 @@ pub(super) fn run() {
 }
 
 impl Controller {
-    /// The points the controller keeps in bursts (whose calls the count windows estimate).
+    /// Whether the controller keeps point `i` in bursts: it put it there and no public setter
+    /// touched it since (its calls are the count windows' to estimate).
+    pub(super) fn keeps_in_bursts(&self, i: usize) -> bool {
+        self.points.get(i).and_then(|st| st.set) == Some(Mode::Burst)
+            && point::all()[i].is_by_budget()
+    }
+
+    /// The points the controller keeps in bursts ([`Controller::keeps_in_bursts`]).
     pub(super) fn in_bursts(&self) -> Vec<usize> {
-        let all = point::all();
-        self.points
-            .iter()
-            .enumerate()
-            .filter(|(i, st)| st.set == Some(Mode::Burst) && all[*i].is_by_budget())
-            .map(|(i, _)| i)
+        (0..self.points.len())
+            .filter(|&i| self.keeps_in_bursts(i))
             .collect()
     }
 

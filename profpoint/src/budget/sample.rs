@@ -103,9 +103,9 @@ impl SampleState {
 /// read at its start and end ([`shard::read_points_by_shard`]): counted, and corrected at the
 /// least, the figure taken and the most (see [`slowed`]). A thread's counted calls took their
 /// share `f` of its window (it is taken to have run through it), so it made `1 - f` of the
-/// calls it makes while they are off: its calls are divided by that. One correction for the whole process
-/// would not do: the points of a thread that calls them every 2 ns run at half speed in a
-/// window while those of another thread barely slow.
+/// calls it makes while they are off: its calls are divided by that. One correction for the
+/// whole process would not do: the points of a thread that calls them every 2 ns run at half
+/// speed in a window while those of another thread barely slow.
 pub(super) fn window_calls(
     before: &[(usize, Vec<u64>)],
     after: &[(usize, Vec<u64>)],
@@ -234,12 +234,9 @@ fn sleep_until(at: u64) {
 pub(super) fn sleep_counting(total: Duration, points: &[usize], seen: &Seen) {
     let all = point::all();
     let clk = clock::info();
-    let (counted_ns, slot_length) = {
+    let (counted, slot_length) = {
         let c = state();
-        (
-            c.costs.map_or(0.0, |c| clk.to_ns_f(c.counted)),
-            c.count_slot,
-        )
+        (c.costs.map_or(0.0, |c| c.counted), c.count_slot)
     };
     let slot_ticks = clk.to_ticks(slot_length.as_nanos() as f64) as u64;
     let window_ticks = clk.to_ticks(WINDOW.as_nanos() as f64) as u64;
@@ -259,8 +256,7 @@ pub(super) fn sleep_counting(total: Duration, points: &[usize], seen: &Seen) {
             for &i in points {
                 // A point the user set, or one the controller moved since, is not the
                 // windows' (read under the lock the rounds change states under).
-                if all[i].is_by_budget() && c.points.get(i).and_then(|s| s.set) == Some(Mode::Burst)
-                {
+                if c.keeps_in_bursts(i) {
                     mode.apply(&all[i]);
                 }
             }
@@ -282,13 +278,8 @@ pub(super) fn sleep_counting(total: Duration, points: &[usize], seen: &Seen) {
             let excluded = if first { seen.of(i) } else { 0 };
             now.saturating_sub(start).saturating_sub(excluded) as f64
         };
-        let (calls, [least, corrected, most]) = window_calls(
-            &before,
-            &after,
-            points.len(),
-            window,
-            clk.to_ticks(counted_ns),
-        );
+        let (calls, [least, corrected, most]) =
+            window_calls(&before, &after, points.len(), window, counted);
         {
             let mut c = state();
             if c.sampled.len() < all.len() {
@@ -297,8 +288,7 @@ pub(super) fn sleep_counting(total: Duration, points: &[usize], seen: &Seen) {
             for (k, &i) in points.iter().enumerate() {
                 // A point the user set during the slot is theirs: its calls from then on are
                 // seen (or theirs to switch off), and the slot stands for none of them.
-                if all[i].is_by_budget() && c.points.get(i).and_then(|s| s.set) == Some(Mode::Burst)
-                {
+                if c.keeps_in_bursts(i) {
                     c.sampled[i].pending.compensated = compensated;
                     c.sampled[i].add(calls[k], [least[k], corrected[k], most[k]], window, slot(i));
                 }

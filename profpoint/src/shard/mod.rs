@@ -582,18 +582,24 @@ pub(crate) fn slot_memory() -> profpoint_report::SlotMemory {
     slots
 }
 
+/// Adds the counts of point `index` on shard `s` (its slot's, and its count table's word as
+/// calls counted only) to `sum`.
+fn add_point_counts(s: &Shard, index: usize, sum: &mut Counts) {
+    if let Some(slot) = s.slot_for_read(index) {
+        slot.read(sum);
+    }
+    if let Some(c) = s.counts().get(index) {
+        // Relaxed: see `read_all_scalars`.
+        sum.skipped += c.load(Ordering::Relaxed);
+    }
+}
+
 /// Sums the counts of point `index` over every shard.
 pub(crate) fn read_point(index: usize) -> Counts {
     let shards = registry().all.clone();
     let mut sum = Counts::default();
     for s in shards {
-        if let Some(slot) = s.slot_for_read(index) {
-            slot.read(&mut sum);
-        }
-        if let Some(c) = s.counts().get(index) {
-            // Relaxed: see `read_all_scalars`.
-            sum.skipped += c.load(Ordering::Relaxed);
-        }
+        add_point_counts(s, index, &mut sum);
     }
     sum
 }
@@ -609,13 +615,7 @@ pub(crate) fn read_points_by_shard(indices: &[usize], out: &mut Vec<(usize, Vec<
         calls.clear();
         calls.extend(indices.iter().map(|&index| {
             let mut c = Counts::default();
-            if let Some(slot) = s.slot_for_read(index) {
-                slot.read(&mut c);
-            }
-            if let Some(n) = s.counts().get(index) {
-                // Relaxed: see `read_all_scalars`.
-                c.skipped += n.load(Ordering::Relaxed);
-            }
+            add_point_counts(s, index, &mut c);
             c.nr()
         }));
     }
