@@ -8,6 +8,10 @@ use crate::model::Report;
 /// by a little: a total may pass its bound by this much before it is impossible.
 const SLACK_NS: u64 = 1_000_000;
 
+/// Points that cost more than this times the budget must say why (the runtime's line is
+/// given from this factor on).
+pub const OVER_SAID: f64 = 1.05;
+
 impl Report {
     /// Every impossible figure in the report, one line each (empty: none):
     /// - a synchronous point's total above the wall time times the threads that ran points
@@ -19,6 +23,8 @@ impl Report {
     ///   inside its parent's interval), or, with no compensation anywhere in the run, whose
     ///   self time is negative;
     /// - a negative or non-finite cost in the budget's section;
+    /// - points that cost more than the budget (by more than 5% of it) with nothing saying
+    ///   why (neither `counting_over` nor `over`);
     /// - an interval on a figure not marked an estimate (`nr_ci95` without `nr_estimated`,
     ///   `total_ci95_ns` without `estimated`): a reader would take the figure as exact.
     pub fn impossible(&self) -> Vec<String> {
@@ -122,12 +128,28 @@ impl Report {
                 b.counting_over.as_ref().map(|o| o.percent),
             ),
         ];
-        for (name, v) in costs {
+        let parts = b
+            .over
+            .iter()
+            .flat_map(|o| &o.parts)
+            .map(|p| ("over.parts", Some(p.percent)));
+        for (name, v) in costs.into_iter().chain(parts) {
             if let Some(v) = v
                 && !(v.is_finite() && v >= 0.0)
             {
                 out.push(format!("budget: {name} is {v}"));
             }
+        }
+        if let Some(budget) = b.percent
+            && budget > 0.0
+            && b.cost_percent > OVER_SAID * budget
+            && b.counting_over.is_none()
+            && b.over.is_none()
+        {
+            out.push(format!(
+                "budget: the points cost {}% of the CPU time against a budget of {budget}%, and nothing says why",
+                b.cost_percent
+            ));
         }
         out
     }
@@ -148,6 +170,21 @@ mod tests {
         assert_eq!(bad.len(), 2, "{bad:?}");
         r.points[0].nr_estimated = true;
         r.points[1].estimated = true;
+        assert_eq!(r.impossible(), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_budget_not_kept_with_nothing_said_is_impossible() {
+        let mut r = Report::empty();
+        r.budget.percent = Some(2.0);
+        r.budget.cost_percent = 2.1;
+        assert_eq!(r.impossible(), Vec::<String>::new());
+        r.budget.cost_percent = 3.0;
+        assert_eq!(r.impossible().len(), 1, "{:?}", r.impossible());
+        r.budget.over = Some(crate::BudgetOver::default());
+        assert_eq!(r.impossible(), Vec::<String>::new());
+        r.budget.over = None;
+        r.budget.counting_over = Some(crate::CountingOver::default());
         assert_eq!(r.impossible(), Vec::<String>::new());
     }
 }

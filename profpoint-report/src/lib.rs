@@ -35,6 +35,7 @@
 //! ```
 
 mod check;
+pub use check::OVER_SAID;
 mod csv;
 #[cfg(feature = "flame")]
 mod flame;

@@ -89,7 +89,7 @@ pub use profpoint_macros::{main, profile_point, trace, tracepoint};
 pub use profpoint_report::Overhead;
 pub use profpoint_report::ReadError;
 pub use profpoint_report::{
-    BudgetEvent, BudgetReport, CountingOver, CountingShare, ThrottledPoint,
+    BudgetEvent, BudgetOver, BudgetReport, CostPart, CountingOver, CountingShare, ThrottledPoint,
 };
 pub use report::{
     ClockReport, CollectReport, Interval, IntervalPoint, PointReport, PointsTree, Report,

@@ -375,9 +375,21 @@ fn a_point_too_hot_even_to_count_is_timed_in_bursts_with_estimated_calls() {
     assert!(p.nr >= p.timed, "{p:?}");
     let ratio = p.nr as f64 / x as f64;
     eprintln!(
-        "budget::tiny: {} calls estimated of {x} ({ratio:.3}x), interval {:?}",
-        p.nr, p.nr_ci95
+        "budget::tiny: {} calls estimated of {x} ({ratio:.3}x), interval {:?}; cost {:.3}% of a {BUDGET_PERCENT}% budget, {:?}",
+        p.nr, p.nr_ci95, r.budget.cost_percent, r.budget.over
     );
+    // Bursts have a least length, so a hot point may take the run above so small a budget:
+    // the report then says how the cost was paid (the parts add up to it) and why.
+    if r.budget.cost_percent > profpoint_report::OVER_SAID * BUDGET_PERCENT {
+        let over = r.budget.over.as_ref().expect("the budget not kept is said");
+        let parts: f64 = over.parts.iter().map(|p| p.percent).sum();
+        assert!(
+            (parts - r.budget.cost_percent).abs() < 1e-6 * r.budget.cost_percent.max(1.0),
+            "{:?}",
+            r.budget
+        );
+        assert!(!over.why.is_empty(), "{over:?}");
+    }
     match p.nr_ci95 {
         None => assert!(p.nr <= x, "a lower bound of {} over {x} calls", p.nr),
         Some(_) => {

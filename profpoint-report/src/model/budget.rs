@@ -96,6 +96,38 @@ pub struct BudgetReport {
     /// counted, every call, and this says what that cost and who made it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub counting_over: Option<CountingOver>,
+    /// The points cost more than the budget (by more than 5% of it) for another reason than
+    /// counting alone (`None`: they did not, or `counting_over` says why): how, and who.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub over: Option<BudgetOver>,
+}
+
+/// The points cost more than the budget over the run: the parts of their cost and the points
+/// that made most of it.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+#[non_exhaustive]
+pub struct BudgetOver {
+    /// Each part of the cost (`between bursts`: the points' steady states; `in bursts`; `in
+    /// count windows`; `in isolation windows`), with its share of the CPU time (percent);
+    /// they add up to `cost_percent`.
+    pub parts: Vec<CostPart>,
+    /// The points that made most of it, hottest first (`share`: of the cost spent on points).
+    pub points: Vec<CountingShare>,
+    /// Why the controller could not keep the budget by throttling: how it shares the budget
+    /// among the parts and the least each part costs.
+    pub why: String,
+}
+
+/// One part of the points' cost.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+#[non_exhaustive]
+pub struct CostPart {
+    /// How the calls were made.
+    pub part: String,
+    /// Its share of the CPU time, percent.
+    pub percent: f64,
 }
 
 /// Counting alone, every call of every point the budget manages, cost more than the budget.
@@ -112,7 +144,7 @@ pub struct CountingOver {
     pub points: Vec<CountingShare>,
 }
 
-/// One point's part of the counting cost.
+/// One point's part of a cost (counting's, or the whole cost's).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(default)]
 #[non_exhaustive]
@@ -145,6 +177,7 @@ impl BudgetReport {
             events_dropped: 0,
             bursts_allowed: false,
             counting_over: None,
+            over: None,
         }
     }
 }

@@ -1,7 +1,7 @@
 //! The seed's points table, in text: status, name, total, nr, avg, plus the columns a user
 //! needs next (self, p50, p99, max, share of wall time).
 
-use crate::model::{BudgetReport, CountingOver, PointReport, Report};
+use crate::model::{BudgetOver, BudgetReport, CountingOver, PointReport, Report};
 use std::io::{self, Write};
 
 /// Writes the points table of `report` to `w`.
@@ -326,6 +326,9 @@ fn write_budget(report: &Report, w: &mut dyn Write) -> io::Result<()> {
     if let Some(over) = &b.counting_over {
         write_counting_over(b, over, w)?;
     }
+    if let Some(over) = &b.over {
+        write_over(b, over, w)?;
+    }
     if b.throttled.is_empty() {
         return Ok(());
     }
@@ -446,6 +449,36 @@ fn write_counting_over(b: &BudgetReport, over: &CountingOver, w: &mut dyn Write)
         over.percent,
         b.percent
             .map_or_else(|| "off".to_string(), |p| format!("{p}%")),
+        names.join(", ")
+    )
+}
+
+/// One line: the points cost more than the budget, how that cost was paid, who made it, and
+/// the knobs.
+fn write_over(b: &BudgetReport, over: &BudgetOver, w: &mut dyn Write) -> io::Result<()> {
+    let parts: Vec<String> = over
+        .parts
+        .iter()
+        .map(|p| format!("{:.2}% {}", p.percent, p.part))
+        .collect();
+    let names: Vec<String> = over
+        .points
+        .iter()
+        .map(|s| format!("{} ({:.0}%)", escape(&s.point), 100.0 * s.share))
+        .collect();
+    let why = if over.why.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", over.why)
+    };
+    writeln!(w)?;
+    writeln!(
+        w,
+        "The points cost {:.2}% of the CPU time, over the budget of {}: {}{why}. Most of it: {}; PROFPOINT_DISABLE for them, or a larger budget, would help",
+        b.cost_percent,
+        b.percent
+            .map_or_else(|| "off".to_string(), |p| format!("{p}%")),
+        parts.join(", "),
         names.join(", ")
     )
 }

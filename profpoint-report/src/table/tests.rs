@@ -57,6 +57,47 @@ fn uncertain_figures_bursts_and_the_counting_floor_are_said() {
     );
 }
 
+/// Points that cost more than the budget are one line: the share they reached, how it was
+/// paid, who made it, and the knobs.
+#[test]
+fn a_budget_not_kept_is_said_with_its_parts_and_points() {
+    let mut r = Report::empty();
+    r.budget.percent = Some(2.0);
+    r.budget.cost_percent = 3.1;
+    r.budget.over = Some(crate::BudgetOver {
+        parts: vec![
+            crate::CostPart {
+                part: "between bursts".into(),
+                percent: 1.2,
+            },
+            crate::CostPart {
+                part: "in bursts".into(),
+                percent: 1.9,
+            },
+        ],
+        points: vec![crate::CountingShare {
+            point: "db::hot".into(),
+            share: 0.85,
+        }],
+        why: "bursts have a least length".into(),
+    });
+    let t = text(&r);
+    let line = t
+        .lines()
+        .find(|l| l.starts_with("The points cost 3.10% of the CPU time, over the budget of 2%"))
+        .unwrap_or_else(|| panic!("{t}"));
+    for part in [
+        "1.20% between bursts",
+        "1.90% in bursts",
+        "(bursts have a least length)",
+        "db::hot (85%)",
+        "PROFPOINT_DISABLE",
+    ] {
+        assert!(line.contains(part), "{part}: {line}");
+    }
+    assert!(!text(&Report::empty()).contains("The points cost"));
+}
+
 /// A budget section that throttled one point says how far its self times rank, and where
 /// the sampler's self times are (or how to get them).
 #[test]

@@ -8,6 +8,7 @@ use burst::{BurstRound, KEEP, burst, isolate};
 use estimate::stalled_call;
 use isolation::{Isolated, isolation_classes};
 use sample::{SampleState, Sampled, Seen, sleep_counting};
+use spent::{Part, Spent};
 
 /// What the controller remembers of one point.
 #[derive(Debug, Clone, Default)]
@@ -117,6 +118,9 @@ pub(super) struct Controller {
     /// Each point's count windows (see `sample`), by point index, and their slots' length.
     pub(super) sampled: Vec<SampleState>,
     pub(super) count_slot: Duration,
+    /// The run's cost by part and point (see `spent`): what the report names when the points
+    /// cost more than the budget.
+    pub(super) spent: Spent,
 }
 
 /// Which CPU time [`cpu_ns`] reads.
@@ -267,6 +271,8 @@ impl Controller {
         let mut burst_cost = 0.0;
         let mut windows_cost = 0.0;
         let mut windows_ran = false;
+        // This round's cost, by part and point, for `spent` once the round counts.
+        let mut round_spent: Vec<(Part, Option<usize>, f64)> = Vec::new();
         let mut calls_total = 0;
         // (index, calls this round) of the points the controller may change.
         let mut managed: Vec<(usize, u64)> = Vec::new();
@@ -296,6 +302,7 @@ impl Controller {
                 && s.slots > 0
             {
                 windows_cost += s.seen as f64 * costs.counted;
+                round_spent.push((Part::Windows, Some(i), s.seen as f64 * costs.counted));
                 windows_ran = true;
             }
             st.last = Some(*cur);
@@ -348,6 +355,7 @@ impl Controller {
                 0.0
             };
             burst_cost += windows;
+            round_spent.push((Part::Bursts, Some(i), windows));
             // A point in bursts was called about `scale` times what the burst saw. A burst is a
             // sample of a few hundred microseconds: of a program that calls the point in
             // phases it may catch none (or a burst may catch no thread running), so the rate
@@ -355,6 +363,7 @@ impl Controller {
             // burst told nothing, instead of reading as a point no longer called.
             let calls = if mode == Mode::Burst {
                 burst_cost += spent;
+                round_spent.push((Part::Bursts, Some(i), spent));
                 if let Some(calls) = estimated {
                     let rate = calls / dt as f64;
                     st.burst_rate = if st.burst_rate > 0.0 {
@@ -366,6 +375,7 @@ impl Controller {
                 (st.burst_rate * dt as f64).round() as u64
             } else {
                 cost += spent - windows;
+                round_spent.push((Part::Steady, Some(i), spent - windows));
                 d.nr()
             };
             calls_total += paid.nr();
@@ -381,11 +391,16 @@ impl Controller {
         self.scratch = scratch;
         // The isolation windows' timed calls of points in bursts (a counted point's are in
         // its round, priced above).
-        cost += std::mem::take(&mut self.isolation_timed) as f64 * costs.timed;
+        let isolation = std::mem::take(&mut self.isolation_timed) as f64 * costs.timed;
+        cost += isolation;
+        round_spent.push((Part::Isolation, None, isolation));
         let Some(ppm) = ppm else {
             return calls_total;
         };
         self.cost_ticks += cost + burst_cost + windows_cost;
+        for (part, point, ticks) in round_spent {
+            self.spent.add(part, point, ticks);
+        }
         self.cpu_ns += dcpu;
         let clk = clock::info();
         let at_ns = clk.to_ns(now.saturating_sub(clock::origin().0));

@@ -66,20 +66,8 @@ impl CountingFloor {
         if self.over_rounds == 0 || self.ticks <= self.budget_ticks {
             return None;
         }
-        let total: u64 = self.calls.iter().sum();
-        let mut order: Vec<usize> = (0..self.calls.len())
-            .filter(|&i| self.calls[i] > 0)
-            .collect();
-        order.sort_by(|&a, &b| self.calls[b].cmp(&self.calls[a]));
-        let mut points = Vec::new();
-        let mut seen = 0u64;
-        for &i in order.iter().take(NAMED) {
-            if total > 0 && seen as f64 >= MOST * total as f64 {
-                break;
-            }
-            seen += self.calls[i];
-            points.push((names(i), self.calls[i] as f64 / total.max(1) as f64));
-        }
+        let calls: Vec<f64> = self.calls.iter().map(|&n| n as f64).collect();
+        let points = most_of(&calls, names);
         Some(CountingOver {
             // Budget ticks are `ppm` of the CPU's ticks: the share of CPU is the budget's
             // percent scaled by how far counting went over it.
@@ -88,6 +76,24 @@ impl CountingFloor {
             points,
         })
     }
+}
+
+/// The points that make most of `parts` (by point index), hottest first, each with its share
+/// of the whole: at most [`NAMED`], until they make [`MOST`] of it.
+pub(super) fn most_of(parts: &[f64], names: impl Fn(usize) -> String) -> Vec<(String, f64)> {
+    let total: f64 = parts.iter().filter(|v| **v > 0.0).sum();
+    let mut order: Vec<usize> = (0..parts.len()).filter(|&i| parts[i] > 0.0).collect();
+    order.sort_by(|&a, &b| parts[b].total_cmp(&parts[a]));
+    let mut points = Vec::new();
+    let mut seen = 0.0;
+    for &i in order.iter().take(NAMED) {
+        if seen >= MOST * total {
+            break;
+        }
+        seen += parts[i];
+        points.push((names(i), parts[i] / total));
+    }
+    points
 }
 
 /// Counting alone cost more than the budget.

@@ -165,6 +165,7 @@ mod estimate;
 mod floor;
 mod isolation;
 mod sample;
+mod spent;
 
 use controller::{Controller, PointState, delta, fold_round, run};
 pub(crate) use estimate::{Est, stalled_call};
@@ -402,6 +403,7 @@ impl Controller {
         counting: floor::CountingFloor::EMPTY,
         sampled: Vec::new(),
         count_slot: sample::FIRST_SLOT,
+        spent: spent::Spent::EMPTY,
     };
 }
 
@@ -567,19 +569,50 @@ pub(crate) fn report(clk: &clock::ClockInfo, iso: Option<&Isolation>) -> BudgetR
             // budget's times how far over it counting went.
             over.percent = get().unwrap_or(0.0) * o.ratio_to_budget;
             over.rounds = o.rounds;
-            over.points = o
-                .points
+            over.points = shares(o.points);
+            over
+        });
+    // Above the budget for another reason than counting alone: how the cost was paid, and who.
+    report.over = report
+        .counting_over
+        .is_none()
+        .then(|| {
+            c.spent
+                .over(report.cost_percent, get().unwrap_or(0.0), |i| {
+                    point::all()[i].name().to_string()
+                })
+        })
+        .flatten()
+        .map(|o| {
+            let mut over = profpoint_report::BudgetOver::default();
+            over.parts = o
+                .parts
                 .into_iter()
-                .map(|(point, share)| {
-                    let mut s = profpoint_report::CountingShare::default();
-                    s.point = point;
-                    s.share = share;
-                    s
+                .map(|(part, percent)| {
+                    let mut p = profpoint_report::CostPart::default();
+                    p.part = part.to_string();
+                    p.percent = percent;
+                    p
                 })
                 .collect();
+            over.points = shares(o.points);
+            over.why = o.why;
             over
         });
     report
+}
+
+/// Points named with their shares of a cost, as the report gives them.
+fn shares(points: Vec<(String, f64)>) -> Vec<profpoint_report::CountingShare> {
+    points
+        .into_iter()
+        .map(|(point, share)| {
+            let mut s = profpoint_report::CountingShare::default();
+            s.point = point;
+            s.share = share;
+            s
+        })
+        .collect()
 }
 
 #[cfg(unix)]
