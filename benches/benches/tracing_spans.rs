@@ -133,6 +133,77 @@ mod linux {
         fn exit(&self, _: &tracing::span::Id) {}
     }
 
+    thread_local! {
+        /// The clock floors' entered spans (their clock reads at enter) and their summed time.
+        static ENTERED: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
+        static SUM: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+        /// The clock subscriber's next span id.
+        static NEXT_ID: std::cell::Cell<u64> = const { std::cell::Cell::new(1) };
+    }
+
+    /// What any span timer does at least: a clock read at enter, one at exit, the difference
+    /// kept (a thread's stack of open reads; no span state, no call recorded).
+    fn clock_enter() {
+        let t = profpoint_benches::rdtsc();
+        ENTERED.with(|e| e.borrow_mut().push(t));
+    }
+
+    fn clock_exit() {
+        let t = profpoint_benches::rdtsc();
+        if let Some(t0) = ENTERED.with(|e| e.borrow_mut().pop()) {
+            SUM.with(|s| s.set(s.get() + t.wrapping_sub(t0)));
+        }
+    }
+
+    /// The floor of a timing layer: [`clock_enter`] and [`clock_exit`] on a `Registry`.
+    struct ClockLayer;
+
+    impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for ClockLayer {
+        fn on_enter(&self, _: &tracing::span::Id, _: tracing_subscriber::layer::Context<'_, S>) {
+            clock_enter();
+        }
+        fn on_exit(&self, _: &tracing::span::Id, _: tracing_subscriber::layer::Context<'_, S>) {
+            clock_exit();
+        }
+    }
+
+    /// The floor of a timing subscriber: ids from a thread's counter (no span state: nothing
+    /// a span moved to another thread could find), [`clock_enter`] and [`clock_exit`].
+    struct ClockOnly;
+
+    impl tracing::Subscriber for ClockOnly {
+        fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+            true
+        }
+        fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+            let id = NEXT_ID.with(|n| {
+                let id = n.get();
+                n.set(id + 1);
+                id
+            });
+            tracing::span::Id::from_u64(id)
+        }
+        fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+        fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+        fn event(&self, _: &tracing::Event<'_>) {}
+        fn enter(&self, _: &tracing::span::Id) {
+            clock_enter();
+        }
+        fn exit(&self, _: &tracing::span::Id) {
+            clock_exit();
+        }
+    }
+
+    /// One uncontended atomic read-modify-write a call, beside the bare call: the least a
+    /// change of a span's state costs when another thread may hold the span.
+    static SHARED_WORD: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+    #[inline(never)]
+    fn bare_and_atomic(x: u64) -> u64 {
+        SHARED_WORD.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        black_box(x) + 1
+    }
+
     /// puffin's scopes, a frame closed every 1,000 calls (as a game loop closes one per frame:
     /// puffin keeps a frame's scopes until it is closed).
     fn puffin_calls(n: u64) {
@@ -178,9 +249,23 @@ mod linux {
                 "#[instrument], a subscriber doing nothing",
                 under(tracing::Dispatch::new(Nothing)),
             ),
+            // The floors under the targets: a subscriber and a layer that read the clock at
+            // enter and exit and keep nothing else, and one atomic add (what each change of a
+            // span's state costs at least where another thread may hold the span).
+            Row::new(
+                "#[instrument], a subscriber reading the clock only",
+                under(tracing::Dispatch::new(ClockOnly)),
+            ),
+            Row::new("bare function and one atomic add", calls(bare_and_atomic)),
             Row::new(
                 "#[instrument], Registry alone",
                 under(tracing::Dispatch::new(tracing_subscriber::registry())),
+            ),
+            Row::new(
+                "#[instrument], a layer reading the clock only, on Registry",
+                under(tracing::Dispatch::new(
+                    tracing_subscriber::registry().with(ClockLayer),
+                )),
             ),
             Row::new(
                 "#[instrument], profpoint layer on Registry",

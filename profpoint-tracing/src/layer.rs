@@ -101,7 +101,7 @@ where
             match ctx.span(id) {
                 Some(span) => span.extensions_mut().insert(SlotId(ours)),
                 None => {
-                    spans::release(ours);
+                    spans::release(ours, |_, _| {});
                 }
             }
         }
@@ -110,15 +110,18 @@ where
     fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
         let raw = id.into_u64();
         let Some(mut l) = slot_id(id, &ctx).and_then(spans::lock) else {
-            stack::enter(raw, || None);
+            stack::enter(raw, |_| None);
             return;
         };
         let Some(point) = callsites::point(l.callsite()) else {
             drop(l);
-            stack::enter(raw, || None);
+            stack::enter(raw, |_| None);
             return;
         };
-        stack::enter(raw, || Some((point, l.call().enter(point))));
+        stack::enter(raw, |segment| {
+            l.call().enter_in(point, segment);
+            Some(point)
+        });
     }
 
     fn on_exit(&self, id: &Id, ctx: Context<'_, S>) {
@@ -129,7 +132,7 @@ where
                 ext.get::<SlotId>().map(|s| s.0)
             });
             match ours.and_then(spans::lock) {
-                Some(mut l) => l.call().exit(segment),
+                Some(mut l) => l.call().exit_in(segment),
                 None => stack::end_lost(segment),
             }
         });
@@ -143,10 +146,12 @@ where
         });
         // The span's point was claimed when it was made or first entered (a slot id of
         // NOT_YET, never entered, releases nothing).
-        if let Some((call, callsite)) = ours.and_then(spans::release)
-            && let Some(point) = callsites::point(callsite)
-        {
-            call.finish(point);
+        if let Some(ours) = ours {
+            spans::release(ours, |call, callsite| {
+                if let Some(point) = callsites::point(callsite) {
+                    call.finish(point);
+                }
+            });
         }
     }
 

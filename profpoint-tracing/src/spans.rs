@@ -277,23 +277,28 @@ pub(crate) fn add_ref(id: u64) {
     }
 }
 
-/// Drops a reference to the span of `id`; the last one frees the slot and returns the span's
-/// call and callsite, to be recorded.
-pub(crate) fn release(id: u64) -> Option<(SplitCall, usize)> {
-    let mut l = lock(id)?;
+/// Drops a reference to the span of `id`; the last one hands the span's call and callsite to
+/// `finish` (under the slot's lock: the call is recorded where it lies, see
+/// `SplitCall::finish`), then frees the slot. Whether it was the last.
+pub(crate) fn release(id: u64, finish: impl FnOnce(&mut SplitCall, usize)) -> bool {
+    let Some(mut l) = lock(id) else {
+        return false;
+    };
     l.state -= REF;
     if l.state & REFS != 0 {
-        return None;
+        return false;
     }
-    let call = std::mem::replace(l.call(), SplitCall::new());
     let callsite = l.callsite();
+    finish(l.call(), callsite);
+    // Ready for the slot's next span whatever `finish` did.
+    *l.call() = SplitCall::new();
     // The next generation (31 bits: an id holds no more), no reference, unlocked once the
     // guard drops: stale ids find nothing from here.
     l.state = (((l.state >> 32) + 1) & GENERATIONS) << 32 | LOCKED;
     let index = l.index;
     drop(l);
     put_free(index);
-    Some((call, callsite))
+    true
 }
 
 #[cfg(test)]
@@ -305,17 +310,18 @@ mod tests {
         let id = alloc(7).expect("a slot");
         assert_eq!(lock(id).map(|l| l.callsite()), Some(7));
         add_ref(id);
-        assert!(release(id).is_none(), "one reference left");
-        let (_, callsite) = release(id).expect("the last reference");
-        assert_eq!(callsite, 7);
+        assert!(!release(id, |_, _| panic!("one reference left")));
+        let mut seen = None;
+        assert!(release(id, |_, c| seen = Some(c)), "the last reference");
+        assert_eq!(seen, Some(7));
         assert!(lock(id).is_none(), "a stale id finds nothing");
-        assert!(release(id).is_none());
+        assert!(!release(id, |_, _| panic!("stale")));
         // The slot is reused with a new generation: the old id still finds nothing.
         let again = alloc(9).expect("a slot");
         assert_ne!(again, id);
         assert!(lock(id).is_none());
         assert_eq!(lock(again).map(|l| l.callsite()), Some(9));
-        assert!(release(again).is_some());
+        assert!(release(again, |_, _| {}));
     }
 
     #[test]
@@ -323,7 +329,7 @@ mod tests {
         let unmade = ((PAGES * PAGE) as u64) << 1;
         for id in [0, 1, 3, u64::MAX, u64::MAX - 1, 1 << 40, unmade] {
             assert!(lock(id).is_none(), "{id}");
-            assert!(release(id).is_none(), "{id}");
+            assert!(!release(id, |_, _| panic!("{id}")), "{id}");
         }
     }
 
@@ -345,10 +351,10 @@ mod tests {
                         // show in the total.
                         *l.slot_callsite_mut() += 1;
                     }
-                    if let Some((_, callsite)) = release(id) {
+                    release(id, |_, callsite| {
                         freed.fetch_add(1, Ordering::Relaxed);
                         total.store(callsite, Ordering::Relaxed);
-                    }
+                    });
                 });
             }
         });
@@ -369,7 +375,7 @@ mod tests {
                         assert_eq!(lock(id).map(|l| l.callsite()), Some(t * 1000 + i));
                     }
                     for &id in &ids {
-                        assert!(release(id).is_some());
+                        assert!(release(id, |_, _| {}));
                     }
                 });
             }

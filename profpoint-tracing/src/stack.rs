@@ -1,11 +1,14 @@
 //! The spans entered on this thread, innermost last, each with its segment.
 //!
 //! # Mechanism
-//! - Entering a span starts a segment of its call ([`SplitCall::enter`], under the span's own
-//!   state: the caller's closure) and pushes it with the span's id; exiting pops it and hands
-//!   it back to the caller, which ends it under the span's state ([`SplitCall::exit`]).
-//!   Segments hold tokens, which are not `Send` and must be ended in reverse order of
-//!   starting, which a per-thread stack gives.
+//! - Entering a span writes its id into the next entry, whose segment is off, then starts the
+//!   segment there ([`SplitCall::enter_in`], under the span's own state: the caller's
+//!   closure); exiting ends it in place ([`SplitCall::exit_in`], the caller's closure again),
+//!   which leaves it off, and the entry is kept for the next enter. Nothing is moved: an entry
+//!   built aside and copied in, or a segment returned by value, is copied with wide loads of
+//!   fields just written narrow, which the CPU cannot forward from its store buffer (a stall
+//!   each, about a tenth of a span's cost here). Segments hold tokens, which are not `Send`
+//!   and must be ended in reverse order of starting, which a per-thread stack gives.
 //! - An exit of a span that is not the innermost (its `Entered` guards dropped out of order)
 //!   ends the segments of the spans entered inside it first, as if they exited with it; their
 //!   own exits later find nothing and do nothing. An exit of a span this thread never entered
@@ -21,63 +24,86 @@ use std::cell::RefCell;
 
 struct Entry {
     id: u64,
-    /// The span's point and its segment (`None`: the span has no point; kept so that the
-    /// stack's order stays the spans').
-    timed: Option<(&'static Point, Segment)>,
+    /// The span's point (`None`: the span has no point; kept so that the stack's order stays
+    /// the spans').
+    point: Option<&'static Point>,
+    segment: Segment,
 }
 
-struct Stack(Vec<Entry>);
+/// The entries: the first `len` are the entered spans; those past it are kept (their
+/// segments off) to be written in place by the next enters.
+struct Stack {
+    entries: Vec<Entry>,
+    len: usize,
+}
 
 impl Drop for Stack {
     fn drop(&mut self) {
-        for e in self.0.drain(..) {
-            if let Some((_, segment)) = e.timed {
-                std::mem::forget(segment);
-            }
+        let len = self.len;
+        for e in self.entries.drain(..len) {
+            std::mem::forget(e.segment);
         }
     }
 }
 
 thread_local! {
-    static STACK: RefCell<Stack> = const { RefCell::new(Stack(Vec::new())) };
+    static STACK: RefCell<Stack> = const {
+        RefCell::new(Stack {
+            entries: Vec::new(),
+            len: 0,
+        })
+    };
 }
 
-/// Enters span `id` on this thread: `start` starts its segment (`None`: the span has no
-/// point). Returns whether the enter was recorded (`start` ran).
+/// Enters span `id` on this thread: `start` starts its segment in the place given (returning
+/// the span's point; `None`: the span has no point, and the segment stays off). Returns
+/// whether the enter was recorded (`start` ran).
 #[inline]
-pub(crate) fn enter(id: u64, start: impl FnOnce() -> Option<(&'static Point, Segment)>) -> bool {
+pub(crate) fn enter(id: u64, start: impl FnOnce(&mut Segment) -> Option<&'static Point>) -> bool {
     STACK
         .try_with(|s| {
             let Ok(mut s) = s.try_borrow_mut() else {
                 return false;
             };
-            // Room first: an allocation must not land in the span's time.
-            s.0.reserve(1);
-            let timed = start();
-            s.0.push(Entry { id, timed });
+            let s = &mut *s;
+            // The entry first: an allocation must not land in the span's time.
+            if s.len == s.entries.len() {
+                s.entries.push(Entry {
+                    id,
+                    point: None,
+                    segment: Segment::OFF,
+                });
+            }
+            let Some(e) = s.entries.get_mut(s.len) else {
+                return false;
+            };
+            s.len += 1;
+            // Field by field, in place (its segment is off: see `exit`).
+            e.id = id;
+            e.point = start(&mut e.segment);
             true
         })
         .unwrap_or(false)
 }
 
-/// Exits span `id` on this thread (see the module docs for an exit out of order): `end` gets
-/// each segment ended, innermost first, with its span's id and point.
+/// Exits span `id` on this thread (see the module docs for an exit out of order): `end` ends
+/// each segment in its place, innermost first, given its span's id and point; it must leave it
+/// off (as `SplitCall::exit_in` does), for the next enter to start there.
 #[inline]
-pub(crate) fn exit(id: u64, mut end: impl FnMut(u64, &'static Point, Segment)) {
+pub(crate) fn exit(id: u64, mut end: impl FnMut(u64, &'static Point, &mut Segment)) {
     let _ = STACK.try_with(|s| {
         let Ok(mut s) = s.try_borrow_mut() else {
             return;
         };
-        let Some(at) = s.0.iter().rposition(|e| e.id == id) else {
+        let s = &mut *s;
+        let Some(at) = s.entries[..s.len].iter().rposition(|e| e.id == id) else {
             return;
         };
-        while s.0.len() > at {
-            if let Some(Entry {
-                id,
-                timed: Some((p, segment)),
-            }) = s.0.pop()
-            {
-                end(id, p, segment);
+        while s.len > at {
+            s.len -= 1;
+            let e = &mut s.entries[s.len];
+            if let Some(p) = e.point.take() {
+                end(e.id, p, &mut e.segment);
             }
         }
     });
@@ -85,14 +111,17 @@ pub(crate) fn exit(id: u64, mut end: impl FnMut(u64, &'static Point, Segment)) {
 
 /// Ends `segment` of a span whose call state is not at hand (none was kept): its time is
 /// recorded, the call is not.
-pub(crate) fn end_lost(segment: Segment) {
-    SplitCall::new().exit(segment);
+pub(crate) fn end_lost(segment: &mut Segment) {
+    SplitCall::new().exit_in(segment);
 }
 
 /// The innermost span entered on this thread.
 pub(crate) fn current() -> Option<u64> {
     STACK
-        .try_with(|s| s.try_borrow().ok()?.0.last().map(|e| e.id))
+        .try_with(|s| {
+            let s = s.try_borrow().ok()?;
+            Some(s.entries.get(s.len.checked_sub(1)?)?.id)
+        })
         .ok()
         .flatten()
 }

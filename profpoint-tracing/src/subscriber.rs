@@ -62,13 +62,11 @@ fn serial() -> u64 {
 /// Drops one reference to the span of `id` (with data); the last records its call. Whether
 /// it was the last.
 fn release(id: u64) -> bool {
-    let Some((call, slot)) = spans::release(id) else {
-        return false;
-    };
-    if let Some(point) = callsites::point(slot) {
-        call.finish(point);
-    }
-    true
+    spans::release(id, |call, slot| {
+        if let Some(point) = callsites::point(slot) {
+            call.finish(point);
+        }
+    })
 }
 
 /// The callsite slot of a span id.
@@ -147,15 +145,18 @@ impl Subscriber for ProfpointSubscriber {
     fn enter(&self, span: &Id) {
         let id = span.into_u64();
         let Some(mut l) = spans::lock(id) else {
-            stack::enter(id, || None);
+            stack::enter(id, |_| None);
             return;
         };
         let Some(point) = callsites::point(l.callsite()) else {
             drop(l);
-            stack::enter(id, || None);
+            stack::enter(id, |_| None);
             return;
         };
-        stack::enter(id, || Some((point, l.call().enter(point))));
+        stack::enter(id, |segment| {
+            l.call().enter_in(point, segment);
+            Some(point)
+        });
     }
 
     fn exit(&self, span: &Id) {
@@ -163,7 +164,7 @@ impl Subscriber for ProfpointSubscriber {
             // Gone only if the span was closed while entered (an `Entered` guard forgotten):
             // the segment's time is recorded, its call was at the close.
             match spans::lock(id) {
-                Some(mut l) => l.call().exit(segment),
+                Some(mut l) => l.call().exit_in(segment),
                 None => stack::end_lost(segment),
             }
         });

@@ -39,12 +39,19 @@ impl Point {
     #[inline(always)]
     pub fn start(&'static self) -> Token {
         let mut t = Token::OFF;
+        self.start_into(&mut t);
+        t
+    }
+
+    /// [`Point::start`] into `t`, which is off (a segment kept where it is: see
+    /// `SplitCall::enter_in`).
+    #[inline(always)]
+    pub(super) fn start_into(&'static self, t: &mut Token) {
         // Relaxed: see `is_enabled`.
         let status = owned::get8(&self.status);
         if status != OFF {
-            self.start_on(status, &mut t);
+            self.start_on(status, t);
         }
-        t
     }
 
     /// Starts an enabled call into `t` (which is off). The token is filled in place, field by
@@ -576,9 +583,7 @@ impl Point {
     /// a later segment of a call already timed as a whole (`segment.rs`). The status is the
     /// caller's to check (not off, not counted-only).
     #[inline]
-    pub(super) fn start_timed(&'static self) -> Token {
-        let mut t = Token::OFF;
-        self.start_on(ON, &mut t);
-        t
+    pub(super) fn start_timed_into(&'static self, t: &mut Token) {
+        self.start_on(ON, t);
     }
 }

@@ -116,10 +116,24 @@ impl SplitCall {
     /// Starts a segment of this call of `point` on this thread.
     #[inline]
     pub fn enter(&mut self, point: &'static Point) -> Segment {
+        let mut segment = Segment::OFF;
+        self.enter_in(point, &mut segment);
+        segment
+    }
+
+    /// [`SplitCall::enter`] into `segment`, which must be off (as [`Segment::OFF`], or as
+    /// [`SplitCall::exit_in`] leaves it): the segment is written where it is kept, field by
+    /// field. A segment returned and then moved into place is copied with wide loads of
+    /// fields just written narrow, which the CPU cannot forward from its store buffer: a
+    /// stall of a dozen cycles a copy on this path.
+    #[inline]
+    pub fn enter_in(&mut self, point: &'static Point, segment: &mut Segment) {
+        let token = &mut segment.0;
+        debug_assert_eq!(token.mode, T_OFF, "a segment entered twice");
         match self.state {
             S_NEW => {
                 self.origin = tree::origin();
-                let token = point.start();
+                point.start_into(token);
                 let mode = token.mode & !(T_BORROWED | T_MONO);
                 self.state = match mode {
                     T_OFF => S_OFF,
@@ -133,16 +147,15 @@ impl SplitCall {
                     // SAFETY: a started token's shard is never freed.
                     self.node = Some((unsafe { &*token.shard }, token.node));
                 }
-                Segment(token)
             }
             S_TIMED | S_NESTED => {
                 // Relaxed: see `is_enabled`.
                 let status = point.status.load(Ordering::Relaxed);
                 if status == OFF || status == COUNT {
                     self.last_exit = 0;
-                    return Segment::OFF;
+                    return;
                 }
-                let token = point.start_timed();
+                point.start_timed_into(token);
                 if token.mode != T_OFF && self.last_exit != 0 {
                     // SAFETY: a started token's shard is never freed.
                     let shard = unsafe { &*token.shard };
@@ -153,41 +166,52 @@ impl SplitCall {
                         .idle
                         .saturating_add(began.saturating_sub(self.last_exit));
                 }
-                Segment(token)
             }
-            _ => Segment::OFF,
+            _ => {}
         }
     }
 
     /// Ends a segment entered on this thread (see [`Segment`] for the order).
     #[inline]
-    pub fn exit(&mut self, segment: Segment) {
-        let token = segment.0;
+    pub fn exit(&mut self, mut segment: Segment) {
+        self.exit_in(&mut segment);
+    }
+
+    /// [`SplitCall::exit`] of the segment where it is kept (see [`SplitCall::enter_in`]); it
+    /// is left off, so dropping it does nothing.
+    #[inline]
+    pub fn exit_in(&mut self, segment: &mut Segment) {
+        let token = &mut segment.0;
         let mode = token.mode & !(T_BORROWED | T_MONO);
         if mode == T_TIMED || mode == T_NESTED {
-            let (dur, end) = leave_timed(&token);
+            let (dur, end) = leave_timed(token);
             self.busy = self.busy.saturating_add(dur);
             self.last_exit = end;
         } else if mode == T_SKIPPED || mode == T_SKIPPED_NESTED {
-            leave_untimed(&token, mode);
+            leave_untimed(token, mode);
         } else {
-            // Off or counted: the token's drop does what is left (a borrowed shard goes back).
-            drop(token);
+            // Off or counted: what the token's drop does is all that is left (a borrowed
+            // shard goes back); it is done here, and the token left off.
+            drop(std::mem::replace(token, Token::OFF));
             return;
         }
         if token.mode & T_BORROWED != 0 {
             // SAFETY: a started token's shard is never freed.
             shard::release(unsafe { &*token.shard });
         }
-        // Left: its drop must not run.
-        std::mem::forget(token);
+        // Left: off from here, so its drop does nothing.
+        token.mode = T_OFF;
     }
 
     /// Records the call of `point` on this thread, once its last segment is exited: one call
     /// whatever the point's status now (none if it was off at the first segment, or no segment
-    /// was entered).
-    pub fn finish(self, point: &'static Point) {
-        if self.state == S_NEW || self.state == S_OFF {
+    /// was entered). The call is left new, ready for another. By reference: a call moved out
+    /// of where its last exit wrote it is copied with wide loads of fields just written
+    /// narrow, a stall (see [`SplitCall::enter_in`]).
+    pub fn finish(&mut self, point: &'static Point) {
+        let state = self.state;
+        if state == S_NEW || state == S_OFF {
+            *self = SplitCall::new();
             return;
         }
         let index = point.index();
@@ -236,6 +260,7 @@ impl SplitCall {
         if borrowed {
             shard::release(shard);
         }
+        *self = SplitCall::new();
     }
 }
 

@@ -360,7 +360,7 @@ mod split_call {
         assert!(!call.entered());
         segment(&mut call);
         std::thread::sleep(std::time::Duration::from_millis(1));
-        let call = std::thread::spawn(move || {
+        let mut call = std::thread::spawn(move || {
             segment(&mut call);
             call
         })
@@ -372,6 +372,7 @@ mod split_call {
         // Not finished: its time is in, its call is not.
         assert!(point("segment::split").is_none_or(|p| p.nr == 0));
         call.finish(&SPLIT);
+        assert!(!call.entered(), "a finished call is new again");
         let report = collect(&ReportOptions::default());
         let point = |name: &str| report.points.iter().find(|p| p.name == name).unwrap();
         let split = point("segment::split");
