@@ -21,8 +21,10 @@ pub(super) struct PointState {
     pub(super) set: Option<Mode>,
     /// Calls per second when the controller last switched it off.
     pub(super) off_rate: f64,
-    /// While in bursts: its calls per tick, averaged over bursts (see `round`).
+    /// While in bursts: its calls per tick, averaged over bursts (see `round`), and when it
+    /// was last put in bursts (raw clock).
     pub(super) burst_rate: f64,
+    pub(super) burst_since: u64,
     /// How many times the controller changed it, and the most throttled state it gave.
     pub(super) changes: u32,
     pub(super) worst: Option<Mode>,
@@ -118,6 +120,8 @@ pub(super) struct Controller {
     /// Each point's count windows (see `sample`), by point index, and their slots' length.
     pub(super) sampled: Vec<SampleState>,
     pub(super) count_slot: Duration,
+    /// Where the last count-window slot ended (raw clock).
+    pub(super) slots_to: u64,
     /// The run's cost by part and point (see `spent`): what the report names when the points
     /// cost more than the budget.
     pub(super) spent: Spent,
@@ -600,6 +604,7 @@ impl Controller {
             st.off_rate = calls_per_s;
             // Its rate until its bursts tell: the one it was put in bursts at.
             st.burst_rate = calls_per_s / clock::info().to_ticks(1e9).max(1.0);
+            st.burst_since = clock::now();
         }
         if self.events.len() < MAX_EVENTS {
             let mut event = BudgetEvent::default();

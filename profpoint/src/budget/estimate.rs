@@ -39,6 +39,10 @@ pub(crate) struct Est {
     /// Count-window slots, and those whose window saw a call (see `sample`).
     pub(super) slots: u64,
     pub(super) hits: u64,
+    /// In bursts as the estimate was taken: its calls since the last slot ended are not in a
+    /// slot yet (estimated at its last slot's rate, or, with none, not at all: see
+    /// `budget::estimates`), so even a point with no slot yet has a count that is not exact.
+    pub(super) open: bool,
     /// The mean call of its last bursts, which a burst is judged against, and how many
     /// bursts (or calls in them) were taken as stalled (see `fold_burst`).
     pub(super) burst_means: Recent,
@@ -253,14 +257,15 @@ impl Est {
     /// estimated (every call was counted: the count is exact) or when the count is a lower
     /// bound ([`Est::count_unknown`]).
     pub(crate) fn unseen_ci95(&self) -> Option<f64> {
-        (self.slots > 0 && !self.count_unknown())
+        ((self.slots > 0 || self.open) && !self.count_unknown())
             .then(|| self.t() * self.count_var.sqrt() + self.count_sys)
     }
 
-    /// Whether some of its calls went unseen in bursts and too few count windows saw a call
-    /// (fewer than [`sample::MIN_HITS`]) for an interval: the count is then a lower bound.
+    /// Whether some of its calls went unseen in bursts (in slots, or since the last one while
+    /// it is in bursts) and too few count windows saw a call (fewer than [`sample::MIN_HITS`])
+    /// for an interval: the count is then a lower bound.
     pub(crate) fn count_unknown(&self) -> bool {
-        self.slots > 0 && self.hits < sample::MIN_HITS
+        (self.slots > 0 || self.open) && self.hits < sample::MIN_HITS
     }
 
     /// Closes the pending stratum. One with fewer than [`MIN_TIMED`] timed calls (the last,
@@ -380,6 +385,7 @@ impl Est {
             slots: a.slots + b.slots,
             hits: a.hits + b.hits,
             burst_stalls: a.burst_stalls + b.burst_stalls,
+            open: a.open || b.open,
             ..a
         }
     }

@@ -403,6 +403,7 @@ impl Controller {
         counting: floor::CountingFloor::EMPTY,
         sampled: Vec::new(),
         count_slot: sample::FIRST_SLOT,
+        slots_to: 0,
         spent: spent::Spent::EMPTY,
     };
 }
@@ -427,19 +428,32 @@ pub(crate) fn estimates(abs: &[Scalars]) -> Option<Vec<Est>> {
             .enumerate()
             .map(|(i, cur)| {
                 // Since the point's last round (the whole run for a point no round saw yet).
-                let (mut e, d, set) = match c.points.get(i) {
+                let (mut e, d, set, since) = match c.points.get(i) {
                     Some(PointState {
                         est,
                         last: Some(last),
                         set,
+                        burst_since,
                         ..
-                    }) => (*est, delta(cur, last), *set),
-                    _ => (Est::default(), *cur, None),
+                    }) => (*est, delta(cur, last), *set, *burst_since),
+                    _ => (Est::default(), *cur, None, 0),
                 };
                 let window = c.window_calls.get(i).zip(c.window_warm.get(i));
-                // The count windows' slots since the round (the slot under way is not yet
-                // one: its calls seen are counted, those not seen wait for its end).
-                let sampled = c.sampled.get(i).map(|s| s.pending);
+                // The count windows' slots since the round. The slot under way is not yet one:
+                // its calls seen are counted, and those not seen, since the last slot ended (or
+                // the point went into bursts), are estimated at its last slot's rate, as
+                // uncertain as a first slot (by their whole number); with no slot yet, they
+                // are not, and the count is a lower bound (`Est::open`).
+                let mut sampled = c.sampled.get(i).map(|s| s.pending);
+                if set == Some(Mode::Burst) {
+                    e.open = true;
+                    let open = now.saturating_sub(c.slots_to.max(since)) as f64;
+                    if let Some(calls) = c.sampled.get(i).and_then(|s| s.open(open)) {
+                        let s = sampled.get_or_insert_with(Default::default);
+                        s.unseen += calls;
+                        s.var += calls * calls;
+                    }
+                }
                 fold_round(burst.as_ref(), window, set, &mut e, sampled.as_ref(), &d);
                 match c.base.get(i) {
                     Some(b) => e.since(b),

@@ -74,6 +74,12 @@ pub(super) struct SampleState {
 }
 
 impl SampleState {
+    /// The calls estimated in `ticks` since its last slot, at that slot's rate (`None`: no
+    /// slot yet).
+    pub(super) fn open(&self, ticks: f64) -> Option<f64> {
+        self.last_rate.map(|rate| rate * ticks.max(0.0))
+    }
+
     /// Adds one slot: `calls` counted in a window of `window` ticks, in a slot of `slot` ticks
     /// in which the point was off but for the window; `corrected`: those calls corrected for
     /// what counting slowed their threads, at the least, the figure taken and the most
@@ -285,6 +291,8 @@ pub(super) fn sleep_counting(total: Duration, points: &[usize], seen: &Seen) {
             if c.sampled.len() < all.len() {
                 c.sampled.resize(all.len(), SampleState::default());
             }
+            // The slots reach this far: a report taken later estimates the calls since.
+            c.slots_to = now;
             for (k, &i) in points.iter().enumerate() {
                 // A point the user set during the slot is theirs: its calls from then on are
                 // seen (or theirs to switch off), and the slot stands for none of them.
