@@ -377,7 +377,11 @@ fn a_point_in_bursts_with_no_slot_yet_has_a_lower_bound() {
     assert!(e.count_unknown());
     assert_eq!(e.unseen_ci95(), None);
     let mut s = SampleState::default();
-    assert_eq!(s.open(1000.0), None, "no slot: no rate to estimate the calls since");
+    assert_eq!(
+        s.open(1000.0),
+        None,
+        "no slot: no rate to estimate the calls since"
+    );
     // One slot of 10,000 ticks whose 100-tick window saw 5 calls: 500 calls, 0.05 a tick.
     s.add(5, [5.0; 3], 100.0, 10_000.0);
     assert_eq!(s.open(2000.0), Some(100.0));
