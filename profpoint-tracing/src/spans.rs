@@ -14,14 +14,16 @@
 //!   a mutex took four. The call and the callsite are read and written only under the lock, or
 //!   by the thread that took a free slot and has not published it yet.
 //! - The last reference's close bumps the generation (stale ids then find nothing) and puts
-//!   the slot on this thread's free list; lists past [`BATCH`] slots give half to a shared one,
-//!   and a thread with none takes a batch from it, or a slot never used. A thread's list goes
-//!   to the shared one when the thread ends.
+//!   the slot aside for this thread's next span ([`LAST`]: a span made and closed on one
+//!   thread, again and again, reuses one slot), or, with one there already, on this thread's
+//!   free list; lists past [`BATCH`] slots give half to a shared one, and a thread with none
+//!   takes a batch from it, or a slot never used. A thread's slots go to the shared list when
+//!   the thread ends.
 //! - The lock is held for a few dozen instructions (a segment's start or end); a second thread
 //!   entering the same span at that moment spins, then yields.
 
 use profpoint::__private::SplitCall;
-use std::cell::{RefCell, UnsafeCell};
+use std::cell::{Cell, RefCell, UnsafeCell};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
@@ -69,19 +71,32 @@ static NEXT: AtomicU32 = AtomicU32::new(0);
 /// Free slots handed back by threads.
 static SHARED: Mutex<Vec<u32>> = Mutex::new(Vec::new());
 
-/// This thread's free slots; given to [`SHARED`] when the thread ends.
+/// This thread's free slots; given to [`SHARED`] when the thread ends, with the one in
+/// [`LAST`].
 struct Local(Vec<u32>);
 
 impl Drop for Local {
     fn drop(&mut self) {
+        let last = LAST.try_with(|l| l.replace(0)).unwrap_or(0);
+        if let Some(index) = (last & !HELD).checked_sub(1) {
+            self.0.push(index as u32);
+        }
         if !self.0.is_empty() {
             shared().extend(self.0.drain(..));
         }
     }
 }
 
+/// [`LAST`]'s flag: this thread's [`LOCAL`] exists, so its drop will hand on the slot held.
+const HELD: u64 = 1 << 63;
+
 thread_local! {
     static LOCAL: RefCell<Local> = const { RefCell::new(Local(Vec::new())) };
+    /// The slot this thread freed last, plus one (0: none), and [`HELD`]: a span made and
+    /// closed on one thread, again and again, takes the slot back from here, a load and a
+    /// store (no destructor to register, no borrow, no list). Set only once [`LOCAL`] exists,
+    /// whose drop gives the slot on when the thread ends.
+    static LAST: Cell<u64> = const { Cell::new(0) };
 }
 
 fn shared() -> std::sync::MutexGuard<'static, Vec<u32>> {
@@ -125,10 +140,21 @@ fn slot_made(index: u32) -> Option<&'static Slot> {
     slot(index)
 }
 
-/// A free slot's index: this thread's list, then the shared one, then one never used.
+/// A free slot's index: the one this thread freed last, its list, then the shared one, then
+/// one never used.
 fn take_free() -> Option<u32> {
+    if let Ok(Some(index)) = LAST.try_with(|l| {
+        let v = l.get();
+        let index = (v & !HELD).checked_sub(1)?;
+        l.set(HELD);
+        Some(index as u32)
+    }) {
+        return Some(index);
+    }
     let local = LOCAL
         .try_with(|l| {
+            // Its drop now runs at the thread's end: `LAST` may hold a slot.
+            let _ = LAST.try_with(|last| last.set(last.get() | HELD));
             let mut l = l.try_borrow_mut().ok()?;
             if l.0.is_empty() {
                 let mut s = shared();
@@ -150,6 +176,15 @@ fn take_free() -> Option<u32> {
 
 /// Gives `index` back (its slot free, its generation bumped).
 fn put_free(index: u32) {
+    if let Ok(true) = LAST.try_with(|l| {
+        let held = l.get() == HELD;
+        if held {
+            l.set(HELD | (u64::from(index) + 1));
+        }
+        held
+    }) {
+        return;
+    }
     let kept = LOCAL
         .try_with(|l| {
             let Ok(mut l) = l.try_borrow_mut() else {
@@ -305,8 +340,17 @@ pub(crate) fn release(id: u64, finish: impl FnOnce(&mut SplitCall, usize)) -> bo
 mod tests {
     use super::*;
 
+    /// The tests take turns: a thread with no free slot takes a batch from the shared list,
+    /// which one of them reads.
+    static TURNS: Mutex<()> = Mutex::new(());
+
+    fn turn() -> std::sync::MutexGuard<'static, ()> {
+        TURNS.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     #[test]
     fn an_id_finds_its_span_until_its_last_reference_goes() {
+        let _turn = turn();
         let id = alloc(7).expect("a slot");
         assert_eq!(lock(id).map(|l| l.callsite()), Some(7));
         add_ref(id);
@@ -325,7 +369,28 @@ mod tests {
     }
 
     #[test]
+    fn a_thread_reuses_the_slot_it_freed_last_and_hands_it_on_when_it_ends() {
+        let _turn = turn();
+        let index = std::thread::spawn(|| {
+            let first = alloc(3).expect("a slot");
+            assert!(release(first, |_, _| {}));
+            let again = alloc(4).expect("a slot");
+            let (i, _) = parts(again).unwrap();
+            assert_eq!(i, parts(first).unwrap().0, "the slot freed last, again");
+            assert!(release(again, |_, _| {}));
+            i
+        })
+        .join()
+        .unwrap();
+        assert!(
+            shared().contains(&index),
+            "the ended thread's slot is shared"
+        );
+    }
+
+    #[test]
     fn ids_not_made_here_find_nothing() {
+        let _turn = turn();
         let unmade = ((PAGES * PAGE) as u64) << 1;
         for id in [0, 1, 3, u64::MAX, u64::MAX - 1, 1 << 40, unmade] {
             assert!(lock(id).is_none(), "{id}");
@@ -335,6 +400,7 @@ mod tests {
 
     #[test]
     fn threads_locking_one_span_take_turns_and_free_it_once() {
+        let _turn = turn();
         let id = alloc(1).expect("a slot");
         let threads = 4;
         for _ in 1..threads {
@@ -365,6 +431,7 @@ mod tests {
 
     #[test]
     fn many_spans_across_threads_get_distinct_live_ids() {
+        let _turn = turn();
         std::thread::scope(|s| {
             for t in 0..4 {
                 s.spawn(move || {
