@@ -313,8 +313,8 @@ pub(crate) fn add_ref(id: u64) {
 }
 
 /// Drops a reference to the span of `id`; the last one hands the span's call and callsite to
-/// `finish` (under the slot's lock: the call is recorded where it lies, see
-/// `SplitCall::finish`), then frees the slot. Whether it was the last.
+/// `finish` (where the call lies: see `SplitCall::finish`), then frees the slot. Whether it was
+/// the last.
 pub(crate) fn release(id: u64, finish: impl FnOnce(&mut SplitCall, usize)) -> bool {
     let Some(mut l) = lock(id) else {
         return false;
@@ -323,17 +323,30 @@ pub(crate) fn release(id: u64, finish: impl FnOnce(&mut SplitCall, usize)) -> bo
     if l.state & REFS != 0 {
         return false;
     }
-    let callsite = l.callsite();
-    finish(l.call(), callsite);
-    // Ready for the slot's next span whatever `finish` did.
-    *l.call() = SplitCall::new();
-    // The next generation (31 bits: an id holds no more), no reference, unlocked once the
-    // guard drops: stale ids find nothing from here.
+    let (slot, index, callsite) = (l.slot, l.index, l.callsite());
+    // The next generation (31 bits: an id holds no more), no reference, unlocked as the guard
+    // drops: stale ids find nothing from here.
     l.state = (((l.state >> 32) + 1) & GENERATIONS) << 32 | LOCKED;
-    let index = l.index;
     drop(l);
-    put_free(index);
+    // Freed when this returns, or if `finish` panics.
+    let _free = Free(index);
+    // SAFETY: the slot is this thread's alone until `_free` drops: with no reference left no
+    // lock can be taken (`lock` refuses such a state), and it is on no free list yet. Its
+    // holder's release store was before ours (we held the lock after it).
+    let call = unsafe { &mut *slot.call.get() };
+    finish(call, callsite);
+    // Ready for the slot's next span whatever `finish` did.
+    *call = SplitCall::new();
     true
+}
+
+/// Puts a slot on this thread's free list when dropped.
+struct Free(u32);
+
+impl Drop for Free {
+    fn drop(&mut self) {
+        put_free(self.0);
+    }
 }
 
 #[cfg(test)]
@@ -371,20 +384,42 @@ mod tests {
     #[test]
     fn a_thread_reuses_the_slot_it_freed_last_and_hands_it_on_when_it_ends() {
         let _turn = turn();
-        let index = std::thread::spawn(|| {
-            let first = alloc(3).expect("a slot");
-            assert!(release(first, |_, _| {}));
-            let again = alloc(4).expect("a slot");
-            let (i, _) = parts(again).unwrap();
-            assert_eq!(i, parts(first).unwrap().0, "the slot freed last, again");
+        let index = |id: u64| parts(id).unwrap().0;
+        let (a, b) = std::thread::spawn(move || {
+            let a = alloc(3).expect("a slot");
+            let b = alloc(4).expect("a slot");
+            // `a` is kept aside, `b` goes to the list: `a` comes back first, then `b` (a
+            // list alone, last in first out, would give `b` first).
+            assert!(release(a, |_, _| {}));
+            assert!(release(b, |_, _| {}));
+            let again = alloc(5).expect("a slot");
+            assert_eq!(
+                index(again),
+                index(a),
+                "the slot freed last but one, kept aside"
+            );
+            let then = alloc(6).expect("a slot");
+            assert_eq!(index(then), index(b), "then the list's");
+            // Held aside as the thread ends: handed on.
+            assert!(release(then, |_, _| {}));
             assert!(release(again, |_, _| {}));
-            i
+            (index(again), index(then))
         })
         .join()
         .unwrap();
+        let shared_now = shared().clone();
         assert!(
-            shared().contains(&index),
-            "the ended thread's slot is shared"
+            shared_now.contains(&a) && shared_now.contains(&b),
+            "{shared_now:?}"
+        );
+        // A thread that only frees a slot (made on another) hands it on too.
+        let c = alloc(7).expect("a slot");
+        std::thread::spawn(move || assert!(release(c, |_, _| {})))
+            .join()
+            .unwrap();
+        assert!(
+            shared().contains(&index(c)),
+            "the freeing thread's slot is shared"
         );
     }
 

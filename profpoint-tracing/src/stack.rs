@@ -78,6 +78,11 @@ pub(crate) fn enter(id: u64, start: impl FnOnce(&mut Segment) -> Option<&'static
                 return false;
             };
             s.len += 1;
+            if !e.segment.is_off() {
+                // Left started by an exit whose `end` panicked: dropped as the unwinding
+                // would have dropped it (its point no longer marked active on this thread).
+                drop(std::mem::replace(&mut e.segment, Segment::OFF));
+            }
             // Field by field, in place (its segment is off: see `exit`).
             e.id = id;
             e.point = start(&mut e.segment);

@@ -605,6 +605,9 @@ impl Controller {
             // Its rate until its bursts tell: the one it was put in bursts at.
             st.burst_rate = calls_per_s / clock::info().to_ticks(1e9).max(1.0);
             st.burst_since = clock::now();
+            if let Some(s) = self.sampled.get_mut(i) {
+                s.forget_rate();
+            }
         }
         if self.events.len() < MAX_EVENTS {
             let mut event = BudgetEvent::default();

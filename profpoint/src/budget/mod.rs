@@ -416,6 +416,13 @@ fn state() -> MutexGuard<'static, Controller> {
 /// The estimates of every point (index order) from `abs`, the counters since process start,
 /// minus those at the last [`reset`]; `None` when the controller never ran.
 pub(crate) fn estimates(abs: &[Scalars]) -> Option<Vec<Est>> {
+    estimates_at(abs, true)
+}
+
+/// [`estimates`], with the calls of points in bursts since their last slot (`open`) or
+/// without them (a reset's base: the slot that ends later stands for them, with its own
+/// variance, which a base holding the open estimate's would cancel).
+fn estimates_at(abs: &[Scalars], open: bool) -> Option<Vec<Est>> {
     let c = state();
     if !c.running {
         return None;
@@ -445,11 +452,24 @@ pub(crate) fn estimates(abs: &[Scalars]) -> Option<Vec<Est>> {
                 // uncertain as a first slot (by their whole number); with no slot yet, they
                 // are not, and the count is a lower bound (`Est::open`).
                 let mut sampled = c.sampled.get(i).map(|s| s.pending);
-                if set == Some(Mode::Burst) {
+                if open && set == Some(Mode::Burst) {
                     e.open = true;
-                    let open = now.saturating_sub(c.slots_to.max(since)) as f64;
+                    // From the last slot's end, or the point's going into bursts, or the last
+                    // burst's end (its calls in the burst are seen; the round's few
+                    // milliseconds before it are left to the next slot).
+                    let burst_end = if c.window_end >= c.window_start {
+                        c.window_end
+                    } else {
+                        0
+                    };
+                    let from = c.slots_to.max(since).max(burst_end);
+                    let open = now.saturating_sub(from) as f64;
                     if let Some(calls) = c.sampled.get(i).and_then(|s| s.open(open)) {
-                        let s = sampled.get_or_insert_with(Default::default);
+                        let s = sampled.get_or_insert_with(|| {
+                            let mut s = sample::Sampled::default();
+                            s.compensated = overhead::call_ticks();
+                            s
+                        });
                         s.unseen += calls;
                         s.var += calls * calls;
                     }
@@ -466,7 +486,7 @@ pub(crate) fn estimates(abs: &[Scalars]) -> Option<Vec<Est>> {
 
 /// Records the estimates at a reset (`abs`: the counters the reset made the new zero).
 pub(crate) fn reset(abs: &[Scalars]) {
-    let now = estimates(abs);
+    let now = estimates_at(abs, false);
     let mut c = state();
     // `estimates` subtracted the previous base; add it back: the base is absolute.
     if let Some(now) = now {
@@ -581,7 +601,7 @@ pub(crate) fn report(clk: &clock::ClockInfo, iso: Option<&Isolation>) -> BudgetR
             let mut over = profpoint_report::CountingOver::default();
             // The budget's ticks are its share of the CPU's: counting's share is the
             // budget's times how far over it counting went.
-            over.percent = get().unwrap_or(0.0) * o.ratio_to_budget;
+            over.percent = report.percent.unwrap_or(0.0) * o.ratio_to_budget;
             over.rounds = o.rounds;
             over.points = shares(o.points);
             over
@@ -592,7 +612,7 @@ pub(crate) fn report(clk: &clock::ClockInfo, iso: Option<&Isolation>) -> BudgetR
         .is_none()
         .then(|| {
             c.spent
-                .over(report.cost_percent, get().unwrap_or(0.0), |i| {
+                .over(report.cost_percent, report.percent.unwrap_or(0.0), |i| {
                     point::all()[i].name().to_string()
                 })
         })

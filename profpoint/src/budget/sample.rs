@@ -75,9 +75,16 @@ pub(super) struct SampleState {
 
 impl SampleState {
     /// The calls estimated in `ticks` since its last slot, at that slot's rate (`None`: no
-    /// slot yet).
+    /// slot since it went into bursts).
     pub(super) fn open(&self, ticks: f64) -> Option<f64> {
         self.last_rate.map(|rate| rate * ticks.max(0.0))
+    }
+
+    /// Forgets the last slot's rate: the point goes into bursts again, and a rate from its
+    /// earlier time there is no measure of now (nor a neighbour to difference the next slot
+    /// with).
+    pub(super) fn forget_rate(&mut self) {
+        self.last_rate = None;
     }
 
     /// Adds one slot: `calls` counted in a window of `window` ticks, in a slot of `slot` ticks

@@ -32,6 +32,7 @@ impl Part {
             Part::Steady => 1.0 - super::BURST_SHARE,
             Part::Bursts => super::BURST_SHARE,
             Part::Windows => super::sample::COUNT_SHARE,
+            // Held with the steady states (see `Spent::over`).
             Part::Isolation => 0.0,
         }
     }
@@ -129,19 +130,49 @@ impl Spent {
             .filter(|p| self.parts[**p as usize] > 0.0)
             .map(|p| (*p, cost_percent * self.parts[*p as usize] / total))
             .collect();
-        let why: Vec<String> = parts
-            .iter()
-            .filter(|(p, percent)| *percent > p.share() * budget_percent)
-            .map(|(p, percent)| {
-                format!(
+        let percent = |p: Part| cost_percent * self.parts[p as usize] / total;
+        // The controller holds the steady states and the isolation windows together to their
+        // share (`Controller::round`), the bursts and the count windows each to theirs.
+        let mut why: Vec<String> = Vec::new();
+        let steady = percent(Part::Steady) + percent(Part::Isolation);
+        if steady > Part::Steady.share() * budget_percent {
+            let mut reason = Part::Steady.reason();
+            if self.parts[Part::Isolation as usize] > 0.0 {
+                reason = format!(
+                    "{reason}; {}% of it in isolation windows: {}",
+                    figure(percent(Part::Isolation)),
+                    Part::Isolation.reason()
+                );
+            }
+            why.push(format!(
+                "{} {}% against the {}% given them: {reason}",
+                Part::Steady.label(),
+                figure(steady),
+                figure(Part::Steady.share() * budget_percent),
+            ));
+        }
+        for p in [Part::Bursts, Part::Windows] {
+            if percent(p) > p.share() * budget_percent {
+                why.push(format!(
                     "{} {}% against the {}% given them: {}",
                     p.label(),
-                    figure(*percent),
+                    figure(percent(p)),
                     figure(p.share() * budget_percent),
                     p.reason()
-                )
-            })
-            .collect();
+                ));
+            }
+        }
+        if why.is_empty() {
+            // Each part within its share: the shares themselves add up to more than the
+            // budget (headroom for the bursts and windows, which the steady states do not
+            // give back while they are used).
+            why.push(format!(
+                "each part kept to the share the controller gives it ({:.0}% of the budget between bursts, {:.0}% in bursts, {:.0}% in count windows), and the shares add up to more than the budget",
+                100.0 * Part::Steady.share(),
+                100.0 * Part::Bursts.share(),
+                100.0 * Part::Windows.share()
+            ));
+        }
         Some(Over {
             parts: parts.into_iter().map(|(p, v)| (p.label(), v)).collect(),
             points: most_of(&self.points, names),
@@ -196,17 +227,35 @@ mod tests {
         );
         let sum: f64 = o.parts.iter().map(|p| p.1).sum();
         assert!((sum - 3.0).abs() < 1e-9);
-        // Of a 2% budget, steady states are given 1.6%, bursts 0.4%, windows 0.4%, isolation
-        // none: all but the steady states are over their share, each said with its reason.
+        // Of a 2% budget, steady states (with the isolation windows) are given 1.6%, bursts
+        // 0.4%, windows 0.4%: the steady states' 0.9% is within theirs, the bursts and the
+        // windows are over theirs, each said with its reason.
         assert!(!o.why.contains("between bursts"), "{}", o.why);
         for part in [
             "in bursts 1.50% against the 0.40%",
             "in count windows 0.60% against the 0.40%",
-            "in isolation windows 0.30% against the 0.00%",
         ] {
             assert!(o.why.contains(part), "{part}: {}", o.why);
         }
-        assert_eq!(o.why.matches("; ").count(), 2, "{}", o.why);
+        assert_eq!(o.why.matches("; ").count(), 1, "{}", o.why);
+        // Steady states over theirs, with isolation windows among them.
+        let mut s2 = Spent::EMPTY;
+        s2.add(Part::Steady, Some(0), 80.0);
+        s2.add(Part::Isolation, None, 20.0);
+        let o2 = s2.over(3.0, 2.0, |i| format!("p{i}")).expect("over");
+        assert!(
+            o2.why.starts_with("between bursts 3.00% against the 1.60%")
+                && o2.why.contains("0.60% of it in isolation windows"),
+            "{}",
+            o2.why
+        );
+        // Each part within its share, the whole over the budget: the shares are the reason.
+        let mut s3 = Spent::EMPTY;
+        s3.add(Part::Steady, Some(0), 75.0);
+        s3.add(Part::Bursts, Some(0), 19.0);
+        s3.add(Part::Windows, Some(0), 19.0);
+        let o3 = s3.over(2.26, 2.0, |i| format!("p{i}")).expect("over");
+        assert!(o3.why.contains("the shares add up to more"), "{}", o3.why);
         assert_eq!(figure(0.0228), "0.023");
         assert_eq!(figure(0.2), "0.20");
         assert_eq!(figure(0.0), "0.00");

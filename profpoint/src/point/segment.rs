@@ -82,6 +82,11 @@ pub struct Segment(Token);
 impl Segment {
     /// A segment that records nothing (a span with no point).
     pub const OFF: Segment = Segment(Token::OFF);
+
+    /// Whether it records nothing (never started, or ended by [`SplitCall::exit_in`]).
+    pub fn is_off(&self) -> bool {
+        self.0.mode == T_OFF
+    }
 }
 
 impl SplitCall {
