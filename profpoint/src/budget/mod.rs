@@ -465,10 +465,9 @@ fn estimates_at(abs: &[Scalars], open: bool) -> Option<Vec<Est>> {
                     let from = c.slots_to.max(since).max(burst_end);
                     let open = now.saturating_sub(from) as f64;
                     if let Some(calls) = c.sampled.get(i).and_then(|s| s.open(open)) {
-                        let s = sampled.get_or_insert_with(|| {
-                            let mut s = sample::Sampled::default();
-                            s.compensated = overhead::call_ticks();
-                            s
+                        let s = sampled.get_or_insert_with(|| sample::Sampled {
+                            compensated: overhead::call_ticks(),
+                            ..Default::default()
                         });
                         s.unseen += calls;
                         s.var += calls * calls;
