@@ -109,19 +109,7 @@ where
 
     fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
         let raw = id.into_u64();
-        let Some(mut l) = slot_id(id, &ctx).and_then(spans::lock) else {
-            stack::enter(raw, |_| None);
-            return;
-        };
-        let Some(point) = callsites::point(l.callsite()) else {
-            drop(l);
-            stack::enter(raw, |_| None);
-            return;
-        };
-        stack::enter(raw, |segment| {
-            l.call().enter_in(point, segment);
-            Some(point)
-        });
+        stack::enter_span(raw, slot_id(id, &ctx).and_then(spans::lock));
     }
 
     fn on_exit(&self, id: &Id, ctx: Context<'_, S>) {
@@ -131,10 +119,7 @@ where
                 let ext = span.extensions();
                 ext.get::<SlotId>().map(|s| s.0)
             });
-            match ours.and_then(spans::lock) {
-                Some(mut l) => l.call().exit_in(segment),
-                None => stack::end_lost(segment),
-            }
+            stack::end_segment(ours.and_then(spans::lock), segment);
         });
     }
 
@@ -147,11 +132,7 @@ where
         // The span's point was claimed when it was made or first entered (a slot id of
         // NOT_YET, never entered, releases nothing).
         if let Some(ours) = ours {
-            spans::release(ours, |call, callsite| {
-                if let Some(point) = callsites::point(callsite) {
-                    call.finish(point);
-                }
-            });
+            spans::close(ours);
         }
     }
 

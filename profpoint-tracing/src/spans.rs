@@ -22,6 +22,7 @@
 //! - The lock is held for a few dozen instructions (a segment's start or end); a second thread
 //!   entering the same span at that moment spins, then yields.
 
+use crate::callsites;
 use profpoint::__private::SplitCall;
 use std::cell::{Cell, RefCell, UnsafeCell};
 use std::sync::Mutex;
@@ -334,10 +335,19 @@ pub(crate) fn release(id: u64, finish: impl FnOnce(&mut SplitCall, usize)) -> bo
     // lock can be taken (`lock` refuses such a state), and it is on no free list yet. Its
     // holder's release store was before ours (we held the lock after it).
     let call = unsafe { &mut *slot.call.get() };
+    // `alloc` makes the call new again for the slot's next span, whatever `finish` did.
     finish(call, callsite);
-    // Ready for the slot's next span whatever `finish` did.
-    *call = SplitCall::new();
     true
+}
+
+/// Drops one reference to the span of `id`; the last records its call as one call of its
+/// callsite's point (the subscriber's and the layer's close). Whether it was the last.
+pub(crate) fn close(id: u64) -> bool {
+    release(id, |call, callsite| {
+        if let Some(point) = callsites::point(callsite) {
+            call.finish(point);
+        }
+    })
 }
 
 /// Puts a slot on this thread's free list when dropped.

@@ -19,6 +19,8 @@
 //! - At thread exit, the segments still on the stack are forgotten, not ended: the thread's
 //!   profpoint state may already be torn down, and its shard unmarks what they marked.
 
+use crate::callsites;
+use crate::spans::Locked;
 use profpoint::__private::{Point, Segment, SplitCall};
 use std::cell::RefCell;
 
@@ -55,40 +57,67 @@ thread_local! {
     };
 }
 
-/// Enters span `id` on this thread: `start` starts its segment in the place given (returning
-/// the span's point; `None`: the span has no point, and the segment stays off). Returns
-/// whether the enter was recorded (`start` ran).
+/// Enters span `id` on this thread, its slot `locked` (`None`: the span keeps no state): its
+/// segment is started under the lock where its callsite has a point (the subscriber's and the
+/// layer's enter).
 #[inline]
-pub(crate) fn enter(id: u64, start: impl FnOnce(&mut Segment) -> Option<&'static Point>) -> bool {
-    STACK
-        .try_with(|s| {
-            let Ok(mut s) = s.try_borrow_mut() else {
-                return false;
-            };
-            let s = &mut *s;
-            // The entry first: an allocation must not land in the span's time.
-            if s.len == s.entries.len() {
-                s.entries.push(Entry {
-                    id,
-                    point: None,
-                    segment: Segment::OFF,
-                });
-            }
-            let Some(e) = s.entries.get_mut(s.len) else {
-                return false;
-            };
-            s.len += 1;
-            if !e.segment.is_off() {
-                // Left started by an exit whose `end` panicked: dropped as the unwinding
-                // would have dropped it (its point no longer marked active on this thread).
-                drop(std::mem::replace(&mut e.segment, Segment::OFF));
-            }
-            // Field by field, in place (its segment is off: see `exit`).
-            e.id = id;
-            e.point = start(&mut e.segment);
-            true
-        })
-        .unwrap_or(false)
+pub(crate) fn enter_span(id: u64, locked: Option<Locked>) {
+    let Some(mut l) = locked else {
+        enter(id, |_| None);
+        return;
+    };
+    let Some(point) = callsites::point(l.callsite()) else {
+        drop(l);
+        enter(id, |_| None);
+        return;
+    };
+    enter(id, |segment| {
+        l.call().enter_in(point, segment);
+        Some(point)
+    });
+}
+
+/// Ends `segment` of a span under its slot's lock, or, with the span gone (closed while
+/// entered: an `Entered` guard forgotten), as lost: its time is recorded, its call was at the
+/// close (the subscriber's and the layer's exit).
+pub(crate) fn end_segment(locked: Option<Locked>, segment: &mut Segment) {
+    match locked {
+        Some(mut l) => l.call().exit_in(segment),
+        None => SplitCall::new().exit_in(segment),
+    }
+}
+
+/// Enters span `id` on this thread: `start` starts its segment in the place given (returning
+/// the span's point; `None`: the span has no point, and the segment stays off). Nothing is
+/// done (`start` does not run) without the thread's stack.
+#[inline]
+fn enter(id: u64, start: impl FnOnce(&mut Segment) -> Option<&'static Point>) {
+    let _ = STACK.try_with(|s| {
+        let Ok(mut s) = s.try_borrow_mut() else {
+            return;
+        };
+        let s = &mut *s;
+        // The entry first: an allocation must not land in the span's time.
+        if s.len == s.entries.len() {
+            s.entries.push(Entry {
+                id,
+                point: None,
+                segment: Segment::OFF,
+            });
+        }
+        let Some(e) = s.entries.get_mut(s.len) else {
+            return;
+        };
+        s.len += 1;
+        if !e.segment.is_off() {
+            // Left started by an exit whose `end` panicked: dropped as the unwinding
+            // would have dropped it (its point no longer marked active on this thread).
+            drop(std::mem::replace(&mut e.segment, Segment::OFF));
+        }
+        // Field by field, in place (its segment is off: see `exit`).
+        e.id = id;
+        e.point = start(&mut e.segment);
+    });
 }
 
 /// Exits span `id` on this thread (see the module docs for an exit out of order): `end` ends
@@ -112,12 +141,6 @@ pub(crate) fn exit(id: u64, mut end: impl FnMut(u64, &'static Point, &mut Segmen
             }
         }
     });
-}
-
-/// Ends `segment` of a span whose call state is not at hand (none was kept): its time is
-/// recorded, the call is not.
-pub(crate) fn end_lost(segment: &mut Segment) {
-    SplitCall::new().exit_in(segment);
 }
 
 /// The innermost span entered on this thread.

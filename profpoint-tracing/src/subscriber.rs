@@ -59,16 +59,6 @@ fn serial() -> u64 {
         .unwrap_or_else(|_| new_block())
 }
 
-/// Drops one reference to the span of `id` (with data); the last records its call. Whether
-/// it was the last.
-fn release(id: u64) -> bool {
-    spans::release(id, |call, slot| {
-        if let Some(point) = callsites::point(slot) {
-            call.finish(point);
-        }
-    })
-}
-
 /// The callsite slot of a span id.
 fn slot_of(id: u64) -> Option<usize> {
     if id & 1 == 0 {
@@ -129,7 +119,7 @@ impl Subscriber for ProfpointSubscriber {
     }
 
     fn try_close(&self, id: Id) -> bool {
-        release(id.into_u64())
+        spans::close(id.into_u64())
     }
 
     fn record(&self, _span: &Id, _values: &Record<'_>) {}
@@ -144,29 +134,12 @@ impl Subscriber for ProfpointSubscriber {
 
     fn enter(&self, span: &Id) {
         let id = span.into_u64();
-        let Some(mut l) = spans::lock(id) else {
-            stack::enter(id, |_| None);
-            return;
-        };
-        let Some(point) = callsites::point(l.callsite()) else {
-            drop(l);
-            stack::enter(id, |_| None);
-            return;
-        };
-        stack::enter(id, |segment| {
-            l.call().enter_in(point, segment);
-            Some(point)
-        });
+        stack::enter_span(id, spans::lock(id));
     }
 
     fn exit(&self, span: &Id) {
         stack::exit(span.into_u64(), |id, _point, segment| {
-            // Gone only if the span was closed while entered (an `Entered` guard forgotten):
-            // the segment's time is recorded, its call was at the close.
-            match spans::lock(id) {
-                Some(mut l) => l.call().exit_in(segment),
-                None => stack::end_lost(segment),
-            }
+            stack::end_segment(spans::lock(id), segment);
         });
     }
 

@@ -1,7 +1,7 @@
 //! The seed's points table, in text: status, name, total, nr, avg, plus the columns a user
 //! needs next (self, p50, p99, max, share of wall time).
 
-use crate::model::{BudgetOver, BudgetReport, CountingOver, PointReport, Report};
+use crate::model::{BudgetOver, BudgetReport, CountingOver, CountingShare, PointReport, Report};
 use std::io::{self, Write};
 
 /// Writes the points table of `report` to `w`.
@@ -432,11 +432,6 @@ fn write_budget(report: &Report, w: &mut dyn Write) -> io::Result<()> {
 
 /// One line: counting alone cost more than the budget, who made it, and the knobs.
 fn write_counting_over(b: &BudgetReport, over: &CountingOver, w: &mut dyn Write) -> io::Result<()> {
-    let names: Vec<String> = over
-        .points
-        .iter()
-        .map(|s| format!("{} ({:.0}%)", escape(&s.point), 100.0 * s.share))
-        .collect();
     let knob = if b.bursts_allowed {
         "PROFPOINT_DISABLE for them would help"
     } else {
@@ -449,7 +444,7 @@ fn write_counting_over(b: &BudgetReport, over: &CountingOver, w: &mut dyn Write)
         over.percent,
         b.percent
             .map_or_else(|| "off".to_string(), |p| format!("{p}%")),
-        names.join(", ")
+        named(&over.points)
     )
 }
 
@@ -460,11 +455,6 @@ fn write_over(b: &BudgetReport, over: &BudgetOver, w: &mut dyn Write) -> io::Res
         .parts
         .iter()
         .map(|p| format!("{:.2}% {}", p.percent, p.part))
-        .collect();
-    let names: Vec<String> = over
-        .points
-        .iter()
-        .map(|s| format!("{} ({:.0}%)", escape(&s.point), 100.0 * s.share))
         .collect();
     let why = if over.why.is_empty() {
         String::new()
@@ -479,8 +469,17 @@ fn write_over(b: &BudgetReport, over: &BudgetOver, w: &mut dyn Write) -> io::Res
         b.percent
             .map_or_else(|| "off".to_string(), |p| format!("{p}%")),
         parts.join(", "),
-        names.join(", ")
+        named(&over.points)
     )
+}
+
+/// Points with their shares of a cost: `a (60%), b (30%)`.
+fn named(points: &[CountingShare]) -> String {
+    let names: Vec<String> = points
+        .iter()
+        .map(|s| format!("{} ({:.0}%)", escape(&s.point), 100.0 * s.share))
+        .collect();
+    names.join(", ")
 }
 
 /// The tracepoints section: every tracepoint that is enabled, was hit or could not be switched

@@ -270,13 +270,10 @@ impl Controller {
         }
         let costs = &in_program;
         self.points.resize(points.len(), PointState::default());
-        // The cost of the points in steady states, and of the burst.
-        let mut cost = 0.0;
-        let mut burst_cost = 0.0;
-        let mut windows_cost = 0.0;
+        // The round's cost, by part (steady states, the burst, the count windows, the
+        // isolation window) and point.
+        let mut round = Spent::EMPTY;
         let mut windows_ran = false;
-        // This round's cost, by part and point, for `spent` once the round counts.
-        let mut round_spent: Vec<(Part, Option<usize>, f64)> = Vec::new();
         let mut calls_total = 0;
         // (index, calls this round) of the points the controller may change.
         let mut managed: Vec<(usize, u64)> = Vec::new();
@@ -305,8 +302,7 @@ impl Controller {
             if let Some(s) = &sampled
                 && s.slots > 0
             {
-                windows_cost += s.seen as f64 * costs.counted;
-                round_spent.push((Part::Windows, Some(i), s.seen as f64 * costs.counted));
+                round.add(Part::Windows, Some(i), s.seen as f64 * costs.counted);
                 windows_ran = true;
             }
             st.last = Some(*cur);
@@ -358,16 +354,14 @@ impl Controller {
             } else {
                 0.0
             };
-            burst_cost += windows;
-            round_spent.push((Part::Bursts, Some(i), windows));
+            round.add(Part::Bursts, Some(i), windows);
             // A point in bursts was called about `scale` times what the burst saw. A burst is a
             // sample of a few hundred microseconds: of a program that calls the point in
             // phases it may catch none (or a burst may catch no thread running), so the rate
             // the controller decides on is averaged over bursts, and kept through rounds whose
             // burst told nothing, instead of reading as a point no longer called.
             let calls = if mode == Mode::Burst {
-                burst_cost += spent;
-                round_spent.push((Part::Bursts, Some(i), spent));
+                round.add(Part::Bursts, Some(i), spent);
                 if let Some(calls) = estimated {
                     let rate = calls / dt as f64;
                     st.burst_rate = if st.burst_rate > 0.0 {
@@ -378,8 +372,7 @@ impl Controller {
                 }
                 (st.burst_rate * dt as f64).round() as u64
             } else {
-                cost += spent - windows;
-                round_spent.push((Part::Steady, Some(i), spent - windows));
+                round.add(Part::Steady, Some(i), spent - windows);
                 d.nr()
             };
             calls_total += paid.nr();
@@ -395,16 +388,20 @@ impl Controller {
         self.scratch = scratch;
         // The isolation windows' timed calls of points in bursts (a counted point's are in
         // its round, priced above).
-        let isolation = std::mem::take(&mut self.isolation_timed) as f64 * costs.timed;
-        cost += isolation;
-        round_spent.push((Part::Isolation, None, isolation));
+        round.add(
+            Part::Isolation,
+            None,
+            std::mem::take(&mut self.isolation_timed) as f64 * costs.timed,
+        );
         let Some(ppm) = ppm else {
             return calls_total;
         };
-        self.cost_ticks += cost + burst_cost + windows_cost;
-        for (part, point, ticks) in round_spent {
-            self.spent.add(part, point, ticks);
-        }
+        // The steady states' cost (with the isolation window's), the burst's, the windows'.
+        let cost = round.part(Part::Steady) + round.part(Part::Isolation);
+        let burst_cost = round.part(Part::Bursts);
+        let windows_cost = round.part(Part::Windows);
+        self.cost_ticks += round.total();
+        self.spent.merge(&round);
         self.cpu_ns += dcpu;
         let clk = clock::info();
         let at_ns = clk.to_ns(now.saturating_sub(clock::origin().0));

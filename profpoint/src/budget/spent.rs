@@ -113,6 +113,29 @@ impl Spent {
         }
     }
 
+    /// The ticks spent in `part`.
+    pub(super) fn part(&self, part: Part) -> f64 {
+        self.parts[part as usize]
+    }
+
+    /// The ticks spent in every part.
+    pub(super) fn total(&self) -> f64 {
+        self.parts.iter().sum()
+    }
+
+    /// Adds what `other` spent (a round's cost to the run's).
+    pub(super) fn merge(&mut self, other: &Spent) {
+        for (a, b) in self.parts.iter_mut().zip(other.parts) {
+            *a += b;
+        }
+        if self.points.len() < other.points.len() {
+            self.points.resize(other.points.len(), 0.0);
+        }
+        for (a, b) in self.points.iter_mut().zip(&other.points) {
+            *a += b;
+        }
+    }
+
     /// What the report says of it: `None` unless the run's cost (`cost_percent` of the CPU
     /// time) is above the budget (`budget_percent`) by more than [`SAID_ABOVE`].
     pub(super) fn over(
@@ -121,7 +144,7 @@ impl Spent {
         budget_percent: f64,
         names: impl Fn(usize) -> String,
     ) -> Option<Over> {
-        let total: f64 = self.parts.iter().sum();
+        let total = self.total();
         if !(budget_percent > 0.0 && cost_percent > SAID_ABOVE * budget_percent && total > 0.0) {
             return None;
         }
@@ -195,6 +218,23 @@ fn figure(percent: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_round_merged_into_the_run_adds_its_parts_and_points() {
+        let mut run = Spent::EMPTY;
+        run.add(Part::Steady, Some(0), 5.0);
+        let mut round = Spent::EMPTY;
+        round.add(Part::Steady, Some(2), 3.0);
+        round.add(Part::Bursts, Some(0), 4.0);
+        round.add(Part::Isolation, None, 1.0);
+        assert_eq!(round.total(), 8.0);
+        run.merge(&round);
+        assert_eq!(run.part(Part::Steady), 8.0);
+        assert_eq!(run.part(Part::Bursts), 4.0);
+        assert_eq!(run.part(Part::Isolation), 1.0);
+        assert_eq!(run.total(), 13.0);
+        assert_eq!(run.points, [9.0, 0.0, 3.0]);
+    }
 
     #[test]
     fn within_the_budget_nothing_is_said() {
