@@ -56,7 +56,10 @@ pub(crate) struct Slot {
     /// this thread (`u32::MAX`: none yet) and its node under that parent.
     pub(crate) tree_parent: AtomicU32,
     pub(crate) tree_node: AtomicU32,
-    /// Distribution of timed intervals.
+    /// The bucket of the last timed interval, plus one (0: none), not yet in `hist`
+    /// ([`Slot::record_hist`]).
+    pub(crate) pending: AtomicU64,
+    /// Distribution of timed intervals (but the last: `pending`).
     pub(crate) hist: [AtomicU64; hist::BUCKETS],
     /// Idle time of calls made in segments (`point/segment.rs`: a `tracing` span's time alive
     /// between its enters), in ticks; 0 for every other point. Last: no hot path writes it,
@@ -190,6 +193,7 @@ impl Slot {
             countdown: AtomicU32::new(0),
             tree_parent: AtomicU32::new(u32::MAX),
             tree_node: AtomicU32::new(0),
+            pending: z(),
             hist: std::array::from_fn(|_| z()),
             idle: z(),
         })
@@ -213,9 +217,29 @@ impl Slot {
         crate::owned::add(&self.seq, 1);
     }
 
+    /// Adds a timed interval to the distribution (inside the owner's seqlock write), one call
+    /// late: the bucket of the call before goes into `hist`, this call's waits in `pending`.
+    ///
+    /// An increment at a bucket computed from the clock read just taken cost a timed call
+    /// 5-8 ns on this project's VMs, most of what a call costs beyond its two clock reads
+    /// (BENCHMARKS, "Profile points"): every other update hides behind the reads, but a store
+    /// whose address waits on `rdtsc`'s result did not. One call late, the bucket's address is
+    /// a load made before the clock read, and only the store's data waits on it.
+    #[inline(always)]
+    pub(crate) fn record_hist(&self, ticks: u64) {
+        let last = crate::owned::get(&self.pending);
+        if last != 0 {
+            // Indexed with a bounds check (built into the language, no call at opt-level 0):
+            // `pending` only ever holds a `hist::index` plus one, so it never fails.
+            bump(&self.hist[last as usize - 1], 1);
+        }
+        crate::owned::set(&self.pending, hist::index(ticks) as u64 + 1);
+    }
+
     /// A copy of the slot: the scalar counters consistent with each other (retried while the
     /// owner is mid-update), then the distribution (read after them, so it may hold a few calls
-    /// more than `timed`: percentiles use the distribution's own total).
+    /// more than `timed`, or its last call twice: percentiles use the distribution's own
+    /// total).
     pub(crate) fn read(&self, into: &mut Counts) {
         let mut c = Counts::default();
         let s = self.read_scalars();
@@ -231,6 +255,11 @@ impl Slot {
         for (d, s) in c.hist.iter_mut().zip(&self.hist) {
             // Relaxed: the distribution is read as a best-effort copy (see above).
             *d = s.load(Ordering::Relaxed);
+        }
+        // Relaxed: as the distribution. The owner's last timed call, still out of `hist`.
+        let last = self.pending.load(Ordering::Relaxed);
+        if last != 0 {
+            c.hist[last as usize - 1] += 1;
         }
         into.add(&c);
     }
@@ -336,10 +365,12 @@ impl Scalars {
 // atomics are larger than a word: not in the model-checking build).
 #[cfg(not(loom))]
 const _: () = assert!(std::mem::offset_of!(Slot, depth) == 64);
-// The distribution starts right after the 32-bit words, as before the idle word (last) was
-// added.
+// The owner-only words and the pending bucket share the second line with the distribution's
+// first buckets (a call touches that line for its recursion depth and tree cache anyway).
 #[cfg(not(loom))]
-const _: () = assert!(std::mem::offset_of!(Slot, hist) == 80);
+const _: () = assert!(std::mem::offset_of!(Slot, pending) == 80);
+#[cfg(not(loom))]
+const _: () = assert!(std::mem::offset_of!(Slot, hist) == 88);
 
 /// How long a reader retries a slot whose owner keeps it mid-update before it accepts a torn
 /// copy: longer than a scheduler time slice, so a preempted owner runs and finishes first.
@@ -375,6 +406,35 @@ mod tests {
         );
         let d = a.since(&b);
         assert_eq!((d.nr(), d.total, d.hist[1]), (3, 30, 3));
+    }
+
+    /// The distribution, one call late in the slot, is whole in every copy: the last timed
+    /// interval (still pending) is read into its bucket, and each earlier one is in `hist`
+    /// once.
+    #[test]
+    fn a_copy_holds_every_interval_the_last_one_too() {
+        let s = Slot::new_boxed();
+        let mut empty = Counts::default();
+        s.read(&mut empty);
+        assert_eq!(empty.hist.iter().sum::<u64>(), 0);
+        let ticks = [3u64, 40, 40, 1_000, 77_777, 3];
+        for (n, &t) in ticks.iter().enumerate() {
+            s.write_begin();
+            bump(&s.timed, 1);
+            s.record_hist(t);
+            s.write_end();
+            let mut c = Counts::default();
+            s.read(&mut c);
+            let mut want = vec![0u64; hist::BUCKETS];
+            for &seen in &ticks[..=n] {
+                want[hist::index(seen)] += 1;
+            }
+            assert_eq!(c.hist, want, "after {} intervals", n + 1);
+            assert_eq!(c.hist.iter().sum::<u64>(), c.timed);
+        }
+        // The slot itself holds all but the last, which waits for the next timed call.
+        let held: u64 = s.hist.iter().map(|b| b.load(Ordering::Relaxed)).sum();
+        assert_eq!(held, ticks.len() as u64 - 1);
     }
 
     #[test]

@@ -472,9 +472,7 @@ pub(super) fn record_interval(slot: &Slot, dur: u64) {
     if dur > owned::get(&slot.max) {
         owned::set(&slot.max, dur);
     }
-    // Indexed with a bounds check: built into the language (no call at opt-level 0), and
-    // `hist::index` never exceeds the last bucket (`hist::tests`), so it never fails.
-    bump(&slot.hist[hist::index(dur)], 1);
+    slot.record_hist(dur);
 }
 
 /// Leaves its point when dropped: returns, `?`, `break` and panics all count.

@@ -33,7 +33,6 @@
 //! by `slot::Slot::read`, reported from `profpoint_report::PointReport`.
 
 use crate::clock;
-use crate::hist;
 use crate::owned;
 use crate::shard::{self, Lease, Shard};
 use crate::slot::{Slot, bump};

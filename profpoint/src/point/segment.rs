@@ -255,7 +255,7 @@ impl SplitCall {
                 if self.busy > owned::get(&slot.max) {
                     owned::set(&slot.max, self.busy);
                 }
-                bump(&slot.hist[hist::index(self.busy)], 1);
+                slot.record_hist(self.busy);
                 bump(&slot.idle, self.idle);
             }
             S_NESTED | S_NESTED_UNTIMED => bump(&slot.nested, 1),
