@@ -473,8 +473,10 @@ mod loom_tests {
     use std::sync::{Arc, Mutex};
 
     /// A reader copying a slot twice while its owner makes two updates of `timed` and `total`
-    /// together (10 ticks a call): every copy has `total == 10 * timed` (no torn pair), the
-    /// second is never older than the first, and the final copy has both updates.
+    /// together (10 ticks a call), each adding its interval to the distribution one call late:
+    /// every copy has `total == 10 * timed` (no torn pair) and at least `timed` intervals in
+    /// its distribution (the pending one read in), the second is never older than the first,
+    /// and the final copy has both updates, each interval once.
     #[test]
     fn loom_seqlock_reader_never_sees_a_torn_pair() {
         // What the first copy saw, over every execution: proof that the reader really ran
@@ -490,10 +492,19 @@ mod loom_tests {
                 let mut first = Counts::default();
                 r.read(&mut first);
                 let torn = |c: &Counts| format!("torn copy: timed {} total {}", c.timed, c.total);
+                let in_hist = |c: &Counts| c.hist.iter().sum::<u64>();
                 assert_eq!(first.total, 10 * first.timed, "{}", torn(&first));
+                assert!(
+                    in_hist(&first) >= first.timed,
+                    "an interval missing from a copy"
+                );
                 let mut second = Counts::default();
                 r.read(&mut second);
                 assert_eq!(second.total, 10 * second.timed, "{}", torn(&second));
+                assert!(
+                    in_hist(&second) >= second.timed,
+                    "an interval missing from a copy"
+                );
                 assert!(
                     second.timed >= first.timed,
                     "second copy older than the first"
@@ -504,12 +515,23 @@ mod loom_tests {
                 slot.write_begin();
                 bump(&slot.timed, 1);
                 bump(&slot.total, 10);
+                slot.record_hist(10);
                 slot.write_end();
             }
             reader.join().unwrap();
             let mut last = Counts::default();
             slot.read(&mut last);
             assert_eq!((last.timed, last.total), (2, 20), "after the reader ended");
+            assert_eq!(
+                last.hist[hist::index(10)],
+                2,
+                "each interval once, after the reader"
+            );
+            assert_eq!(
+                last.hist.iter().sum::<u64>(),
+                2,
+                "each interval once, after the reader"
+            );
         });
         let seen = seen.lock().unwrap();
         assert_eq!(*seen, BTreeSet::from([0, 1, 2]), "schedules explored");
