@@ -63,8 +63,8 @@ pub(crate) struct Slot {
     pub(crate) hist: [AtomicU64; hist::BUCKETS],
     /// Idle time of calls made in segments (`point/segment.rs`: a `tracing` span's time alive
     /// between its enters), in ticks; 0 for every other point. Last: no hot path writes it,
-    /// the overhead budget does not read it, and it takes what was the slot's tail padding
-    /// (the slot's size and every other field's offset are unchanged).
+    /// the overhead budget does not read it, and it sits in what would be the slot's tail
+    /// padding (the slot is no larger for it, nor for `pending`).
     pub(crate) idle: AtomicU64,
 }
 
@@ -221,7 +221,7 @@ impl Slot {
     /// late: the bucket of the call before goes into `hist`, this call's waits in `pending`.
     ///
     /// An increment at a bucket computed from the clock read just taken cost a timed call
-    /// 5-8 ns on this project's VMs, most of what a call costs beyond its two clock reads
+    /// 5-8 ns on this project's VM, most of what a call costs beyond its two clock reads
     /// (BENCHMARKS, "Profile points"): every other update hides behind the reads, but a store
     /// whose address waits on `rdtsc`'s result did not. One call late, the bucket's address is
     /// a load made before the clock read, and only the store's data waits on it.
@@ -257,9 +257,14 @@ impl Slot {
             *d = s.load(Ordering::Relaxed);
         }
         // Relaxed: as the distribution. The owner's last timed call, still out of `hist`.
+        // `get_mut`: a reader must not panic (it may be a signal handler's report), though
+        // `pending` only ever holds a bucket plus one.
         let last = self.pending.load(Ordering::Relaxed);
-        if last != 0 {
-            c.hist[last as usize - 1] += 1;
+        if let Some(b) = (last as usize)
+            .checked_sub(1)
+            .and_then(|i| c.hist.get_mut(i))
+        {
+            *b += 1;
         }
         into.add(&c);
     }
@@ -461,8 +466,8 @@ mod size_tests {
 
 /// Model checking of the seqlock (`RUSTFLAGS="--cfg loom"`, docs/loom.md).
 ///
-/// Real code: `Slot::new_boxed`, `write_begin`, `bump`, `write_end` and `read`, with loom's
-/// atomics and fences (`crate::sync`). Stand-in: the writer's update is the model's own
+/// Real code: `Slot::new_boxed`, `write_begin`, `bump`, `record_hist`, `write_end` and `read`,
+/// with loom's atomics and fences (`crate::sync`). Stand-in: the writer's update is the model's own
 /// sequence of `bump`s between `write_begin` and `write_end`, the shape of `point/hot.rs`'s leave
 /// (which needs the thread-locals and the clock); `owned.rs`'s debug-build x86_64 assembly is
 /// replaced by its release-build code (the std atomics loom can see).
