@@ -148,43 +148,47 @@ impl Spent {
         if !(budget_percent > 0.0 && cost_percent > SAID_ABOVE * budget_percent && total > 0.0) {
             return None;
         }
+        let percent = |p: Part| cost_percent * self.parts[p as usize] / total;
         let parts: Vec<(Part, f64)> = Part::ALL
             .iter()
             .filter(|p| self.parts[**p as usize] > 0.0)
-            .map(|p| (*p, cost_percent * self.parts[*p as usize] / total))
+            .map(|p| (*p, percent(*p)))
             .collect();
-        let percent = |p: Part| cost_percent * self.parts[p as usize] / total;
         // The controller holds the steady states and the isolation windows together to their
         // share (`Controller::round`), the bursts and the count windows each to theirs.
-        let mut why: Vec<String> = Vec::new();
-        let steady = percent(Part::Steady) + percent(Part::Isolation);
-        if steady > Part::Steady.share() * budget_percent {
-            let mut reason = Part::Steady.reason();
-            if self.parts[Part::Isolation as usize] > 0.0 {
-                reason = format!(
-                    "{reason}; {}% of it in isolation windows: {}",
-                    figure(percent(Part::Isolation)),
-                    Part::Isolation.reason()
-                );
-            }
-            why.push(format!(
-                "{} {}% against the {}% given them: {reason}",
-                Part::Steady.label(),
-                figure(steady),
-                figure(Part::Steady.share() * budget_percent),
-            ));
+        let mut steady_reason = Part::Steady.reason();
+        if self.parts[Part::Isolation as usize] > 0.0 {
+            steady_reason = format!(
+                "{steady_reason}; {}% of it in isolation windows: {}",
+                figure(percent(Part::Isolation)),
+                Part::Isolation.reason()
+            );
         }
-        for p in [Part::Bursts, Part::Windows] {
-            if percent(p) > p.share() * budget_percent {
-                why.push(format!(
-                    "{} {}% against the {}% given them: {}",
+        let held = [
+            (
+                Part::Steady,
+                percent(Part::Steady) + percent(Part::Isolation),
+                steady_reason,
+            ),
+            (Part::Bursts, percent(Part::Bursts), Part::Bursts.reason()),
+            (
+                Part::Windows,
+                percent(Part::Windows),
+                Part::Windows.reason(),
+            ),
+        ];
+        let mut why: Vec<String> = held
+            .into_iter()
+            .filter(|(p, spent, _)| *spent > p.share() * budget_percent)
+            .map(|(p, spent, reason)| {
+                format!(
+                    "{} {}% against the {}% given them: {reason}",
                     p.label(),
-                    figure(percent(p)),
+                    figure(spent),
                     figure(p.share() * budget_percent),
-                    p.reason()
-                ));
-            }
-        }
+                )
+            })
+            .collect();
         if why.is_empty() {
             // Each part within its share: the shares themselves add up to more than the
             // budget (headroom for the bursts and windows, which the steady states do not
