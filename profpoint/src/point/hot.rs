@@ -463,8 +463,16 @@ fn tree_leave_untimed(shard: &Shard, token: &Token) {
 /// Adds one timed interval to a slot (inside the caller's seqlock write).
 #[inline(always)]
 pub(super) fn record_interval(slot: &Slot, dur: u64) {
-    bump(&slot.timed, 1);
     bump(&slot.total, dur);
+    record_timed_call(slot, dur);
+}
+
+/// Adds one timed call lasting `dur` to a slot's count, min, max and distribution, but not to
+/// its total (inside the caller's seqlock write): a call made in segments added each
+/// segment's time to the total as it ended (`segment.rs`).
+#[inline(always)]
+pub(super) fn record_timed_call(slot: &Slot, dur: u64) {
+    bump(&slot.timed, 1);
     // Relaxed: owner-only fields.
     if dur < owned::get(&slot.min) {
         owned::set(&slot.min, dur);

@@ -247,15 +247,7 @@ impl SplitCall {
         slot.write_begin();
         match self.state {
             S_TIMED => {
-                bump(&slot.timed, 1);
-                // Relaxed: owner-only fields.
-                if self.busy < owned::get(&slot.min) {
-                    owned::set(&slot.min, self.busy);
-                }
-                if self.busy > owned::get(&slot.max) {
-                    owned::set(&slot.max, self.busy);
-                }
-                slot.record_hist(self.busy);
+                super::hot::record_timed_call(slot, self.busy);
                 bump(&slot.idle, self.idle);
             }
             S_NESTED | S_NESTED_UNTIMED => bump(&slot.nested, 1),
