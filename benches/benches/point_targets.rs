@@ -315,9 +315,9 @@ mod linux {
         );
         // The target for a call counted and not timed, 1.5 ns (the budget counts every call it
         // cannot afford to time, so many calls take this path): a call, the thread's word, one
-        // add. It reads 1.35 or
-        // 1.62 ns by the binary's code layout alone (two builds differing only in the timed
-        // path, alternating, 2026-12-01), so it is a known miss at the slower figure.
+        // add. It reads 1.35 or 1.62 ns by the binary's code layout alone (two builds
+        // differing only in the timed path, alternating, 2026-12-01), so it is a known miss at
+        // the slower figure.
         check.known_miss(
             "counted-only point over bare fn",
             counted_ns - bare_ns,
