@@ -108,9 +108,10 @@ pub struct BudgetReport {
 #[serde(default)]
 #[non_exhaustive]
 pub struct BudgetOver {
-    /// Each part of the cost (`between bursts`: the points' steady states; `in bursts`; `in
-    /// count windows`; `in isolation windows`), with its share of the CPU time (percent);
-    /// they add up to `cost_percent`.
+    /// Each part of the cost (the points' steady states: `between bursts` in a run that had
+    /// bursts, `in steady states` in one that had none; `in bursts`; `in count windows`; `in
+    /// isolation windows`), with its share of the CPU time (percent); they add up to
+    /// `cost_percent`.
     pub parts: Vec<CostPart>,
     /// The points that made most of it, hottest first (`share`: of the cost spent on points).
     pub points: Vec<CountingShare>,

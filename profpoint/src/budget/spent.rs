@@ -58,9 +58,12 @@ impl Part {
         }
     }
 
-    fn label(self) -> &'static str {
+    /// The part's name in the report; the steady states are "between bursts" only in a run
+    /// that had bursts (`bursts`): the default mode has none.
+    fn label(self, bursts: bool) -> &'static str {
         match self {
-            Part::Steady => "between bursts",
+            Part::Steady if bursts => "between bursts",
+            Part::Steady => "in steady states",
             Part::Bursts => "in bursts",
             Part::Windows => "in count windows",
             Part::Isolation => "in isolation windows",
@@ -149,6 +152,10 @@ impl Spent {
             return None;
         }
         let percent = |p: Part| cost_percent * self.parts[p as usize] / total;
+        // Count windows and isolation windows come with bursts alone.
+        let bursts = [Part::Bursts, Part::Windows, Part::Isolation]
+            .iter()
+            .any(|p| self.parts[*p as usize] > 0.0);
         let parts: Vec<(Part, f64)> = Part::ALL
             .iter()
             .filter(|p| self.parts[**p as usize] > 0.0)
@@ -183,7 +190,7 @@ impl Spent {
             .map(|(p, spent, reason)| {
                 format!(
                     "{} {}% against the {}% given them: {reason}",
-                    p.label(),
+                    p.label(bursts),
                     figure(spent),
                     figure(p.share() * budget_percent),
                 )
@@ -201,7 +208,10 @@ impl Spent {
             ));
         }
         Some(Over {
-            parts: parts.into_iter().map(|(p, v)| (p.label(), v)).collect(),
+            parts: parts
+                .into_iter()
+                .map(|(p, v)| (p.label(bursts), v))
+                .collect(),
             points: most_of(&self.points, names),
             why: why.join("; "),
         })
@@ -292,6 +302,18 @@ mod tests {
                 && o2.why.contains("0.60% of it in isolation windows"),
             "{}",
             o2.why
+        );
+        // The default mode, with no bursts: its steady states are not said to be between
+        // any.
+        let mut s4 = Spent::EMPTY;
+        s4.add(Part::Steady, Some(0), 100.0);
+        let o4 = s4.over(3.0, 2.0, |i| format!("p{i}")).expect("over");
+        assert_eq!(o4.parts, [("in steady states", 3.0)]);
+        assert!(
+            o4.why
+                .starts_with("in steady states 3.00% against the 1.60%"),
+            "{}",
+            o4.why
         );
         // Each part within its share, the whole over the budget: the shares are the reason.
         let mut s3 = Spent::EMPTY;
