@@ -10,6 +10,15 @@
 //! - [`write_fd`] writes straight to the descriptor, looping on partial writes and `EINTR`,
 //!   and returns the error it ends with (the report's writers want to know; a warning ignores
 //!   it: `EPIPE`, `ENOSPC`, `EBADF`, anything).
+//! - A reader that takes nothing cannot hold the host: before each write, [`write_fd`] waits
+//!   (`poll`) until the descriptor takes bytes, at most [`STALL`] without progress, and then
+//!   writes at most [`CHUNK`] bytes (a pipe that polls writable has room for that many, so
+//!   the write does not block). A parent that reads its child's stderr only after the child
+//!   exits, its pipe full, used to hold the exit report, and the exit, for ever. Past
+//!   [`STALL`] the write ends with `TimedOut`, and the standard stream is marked stalled:
+//!   later writes to it wait no more than one `poll` that returns at once, so a process waits
+//!   on a stalled stream once in its life. A descriptor made non-blocking by the program
+//!   (`EAGAIN`) waits in the same `poll`.
 //! - SIGPIPE: before `main` (and in a host that is not a Rust program) its disposition is the
 //!   default, which ends the process when a write meets a pipe whose reader has gone. While it
 //!   writes, [`write_fd`] blocks SIGPIPE in the calling thread; a SIGPIPE its write raised (the
@@ -36,19 +45,72 @@ pub(crate) fn line(args: std::fmt::Arguments<'_>) {
     let _ = write_fd(2, s.as_bytes());
 }
 
+/// How long a write waits for its reader to take anything before it gives up (see the
+/// module's documentation).
+pub(crate) const STALL: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The most bytes one `write` is given: `PIPE_BUF` on Linux, the room a pipe that polls
+/// writable has at least.
+#[cfg(unix)]
+const CHUNK: usize = 4096;
+
+/// Standard streams (bit `fd`, descriptors 0 to 2) on which a write waited [`STALL`] in vain.
+#[cfg(unix)]
+static STALLED: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
 /// Writes `bytes` to descriptor `fd` (borrowed, never closed), whole unless an error stops
-/// it; SIGPIPE is held off while it writes (see the module's documentation).
+/// it or its reader takes nothing for [`STALL`]; SIGPIPE is held off while it writes (see
+/// the module's documentation).
 #[cfg(unix)]
 pub(crate) fn write_fd(fd: libc::c_int, bytes: &[u8]) -> std::io::Result<()> {
+    write_fd_within(fd, bytes, STALL)
+}
+
+/// [`write_fd`], giving up once its reader took nothing for `stall` (system calls only, no
+/// allocation: a signal handler may call it).
+#[cfg(unix)]
+pub(crate) fn write_fd_within(
+    fd: libc::c_int,
+    bytes: &[u8],
+    stall: std::time::Duration,
+) -> std::io::Result<()> {
+    use std::sync::atomic::Ordering;
     let guard = PipeGuard::new();
+    let bit = u8::try_from(fd).ok().filter(|&f| f < 3).map(|f| 1u8 << f);
+    // Relaxed: a hint; the worst a stale read costs is one more wait.
+    let stalled = bit.is_some_and(|b| STALLED.load(Ordering::Relaxed) & b != 0);
+    let stall = if stalled {
+        std::time::Duration::ZERO
+    } else {
+        stall
+    };
     let mut rest = bytes;
     let mut result = Ok(());
     while !rest.is_empty() {
-        // SAFETY: `rest` is a live buffer of `rest.len()` bytes; write only reads it.
-        let n = unsafe { libc::write(fd, rest.as_ptr().cast(), rest.len()) };
+        match wait_writable(fd, stall) {
+            Ok(true) => {}
+            Ok(false) => {
+                if let Some(b) = bit {
+                    STALLED.fetch_or(b, Ordering::Relaxed);
+                }
+                // A bare kind: a message would allocate (a signal handler may be here).
+                result = Err(std::io::ErrorKind::TimedOut.into());
+                break;
+            }
+            Err(e) => {
+                result = Err(e);
+                break;
+            }
+        }
+        let len = rest.len().min(CHUNK);
+        // SAFETY: `rest` is a live buffer of at least `len` bytes; write only reads it.
+        let n = unsafe { libc::write(fd, rest.as_ptr().cast(), len) };
         if n < 0 {
             let e = std::io::Error::last_os_error();
-            if e.raw_os_error() == Some(libc::EINTR) {
+            if matches!(
+                e.raw_os_error(),
+                Some(libc::EINTR | libc::EAGAIN) // EWOULDBLOCK is EAGAIN on Linux
+            ) {
                 continue;
             }
             result = Err(e);
@@ -63,6 +125,50 @@ pub(crate) fn write_fd(fd: libc::c_int, bytes: &[u8]) -> std::io::Result<()> {
     let epipe = matches!(&result, Err(e) if e.raw_os_error() == Some(libc::EPIPE));
     guard.restore(epipe);
     result
+}
+
+/// Waits until `fd` takes bytes (true), at most `stall` (false: it took nothing); `poll`
+/// interrupted by a signal waits again for what is left. An error or a hang-up is for the
+/// write to tell (true); a descriptor that is not open is `EBADF`.
+#[cfg(unix)]
+fn wait_writable(fd: libc::c_int, stall: std::time::Duration) -> std::io::Result<bool> {
+    let until = monotonic_ms().saturating_add(stall.as_millis() as u64);
+    loop {
+        let mut p = libc::pollfd {
+            fd,
+            events: libc::POLLOUT,
+            revents: 0,
+        };
+        let left = until.saturating_sub(monotonic_ms());
+        // SAFETY: one valid pollfd, alive across the call.
+        let n = unsafe { libc::poll(&mut p, 1, left.min(i32::MAX as u64) as libc::c_int) };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.raw_os_error() == Some(libc::EINTR) && left > 0 {
+                continue;
+            }
+            return Err(e);
+        }
+        if n == 0 {
+            return Ok(false);
+        }
+        if p.revents & libc::POLLNVAL != 0 {
+            return Err(std::io::Error::from_raw_os_error(libc::EBADF));
+        }
+        return Ok(true);
+    }
+}
+
+/// CLOCK_MONOTONIC in milliseconds (a system call, async-signal-safe).
+#[cfg(unix)]
+fn monotonic_ms() -> u64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid, writable timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
+    (t.tv_sec as u64).saturating_mul(1000) + t.tv_nsec as u64 / 1_000_000
 }
 
 /// Elsewhere: through std (which reports a failed write as an error, never a panic).
@@ -169,5 +275,83 @@ mod tests {
         unsafe { libc::close(fds[1]) };
         // A closed descriptor: an error, no panic.
         assert!(write_fd(fds[1], b"x\n").is_err());
+    }
+
+    /// A pipe whose reader never reads: the write fills it, waits `stall` for room, and gives
+    /// up with `TimedOut` (it used to block for ever); what fitted was written, in pieces the
+    /// pipe had room for.
+    #[test]
+    fn a_reader_that_takes_nothing_ends_the_write_after_its_stall() {
+        let mut fds = [0; 2];
+        // SAFETY: a valid array of two descriptors for pipe to fill.
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        let big = vec![b'x'; 1 << 20];
+        let stall = std::time::Duration::from_millis(300);
+        let t = std::time::Instant::now();
+        let e = write_fd_within(fds[1], &big, stall).unwrap_err();
+        let took = t.elapsed();
+        assert_eq!(e.kind(), std::io::ErrorKind::TimedOut);
+        assert!(took >= stall, "{took:?}");
+        // The bound is the stall, not the load: minutes would mean a blocked write.
+        assert!(took < std::time::Duration::from_secs(30), "{took:?}");
+        let mut queued: libc::c_int = 0;
+        // SAFETY: FIONREAD on our pipe's read end writes one int.
+        let r = unsafe { libc::ioctl(fds[0], libc::FIONREAD, &mut queued) };
+        assert_eq!(r, 0);
+        assert!(queued > 0 && (queued as usize) < big.len(), "{queued}");
+        // A reader that reads again: the next write goes through whole.
+        let reader = std::thread::spawn(move || {
+            let mut buf = vec![0u8; 1 << 16];
+            let mut total = 0usize;
+            loop {
+                // SAFETY: reads into a live buffer of its length from our read end.
+                let n = unsafe { libc::read(fds[0], buf.as_mut_ptr().cast(), buf.len()) };
+                if n <= 0 {
+                    break;
+                }
+                total += n as usize;
+            }
+            // SAFETY: the read end, ours, closed once.
+            unsafe { libc::close(fds[0]) };
+            total
+        });
+        // Long enough that a loaded machine does not starve the reader past it.
+        write_fd_within(fds[1], &big, std::time::Duration::from_secs(20))
+            .expect("a reader that reads");
+        // SAFETY: the write end, ours, closed once.
+        unsafe { libc::close(fds[1]) };
+        assert_eq!(reader.join().unwrap(), queued as usize + big.len());
+    }
+
+    /// A non-blocking descriptor (as a program may leave its stderr) that is full: `EAGAIN`
+    /// waits in `poll` as a blocking one does, and a reader's progress lets the write finish.
+    #[test]
+    fn a_non_blocking_descriptor_waits_instead_of_failing() {
+        let mut fds = [0; 2];
+        // SAFETY: a valid array of two descriptors for pipe2 to fill.
+        let r = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK) };
+        assert_eq!(r, 0);
+        let reader = std::thread::spawn(move || {
+            let mut buf = vec![0u8; 4096];
+            let mut total = 0usize;
+            while total < 1 << 20 {
+                std::thread::sleep(std::time::Duration::from_micros(200));
+                // SAFETY: reads into a live buffer of its length from our read end.
+                let n = unsafe { libc::read(fds[0], buf.as_mut_ptr().cast(), buf.len()) };
+                if n > 0 {
+                    total += n as usize;
+                } else if n == 0 {
+                    break;
+                }
+            }
+            // SAFETY: the read end, ours, closed once.
+            unsafe { libc::close(fds[0]) };
+            total
+        });
+        let big = vec![b'y'; 1 << 20];
+        write_fd_within(fds[1], &big, std::time::Duration::from_secs(20)).expect("written");
+        // SAFETY: the write end, ours, closed once.
+        unsafe { libc::close(fds[1]) };
+        assert_eq!(reader.join().unwrap(), big.len());
     }
 }

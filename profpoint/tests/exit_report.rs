@@ -301,6 +301,23 @@ fn child(scenario: &str) {
             unsafe { libc::close(1) };
             std::process::exit(3);
         }
+        #[cfg(unix)]
+        "child_fills_stderr" => {
+            profpoint::report_at_exit();
+            work();
+            // Fills stderr's pipe, which the parent does not read until this process ends
+            // (a parent that collects its child's output at the end): the report at exit
+            // then finds no room.
+            // SAFETY: fcntl on fd 2, its flags put back below.
+            let flags = unsafe { libc::fcntl(2, libc::F_GETFL) };
+            // SAFETY: as above.
+            unsafe { libc::fcntl(2, libc::F_SETFL, flags | libc::O_NONBLOCK) };
+            let filler = [b'.'; 4096];
+            // SAFETY: writes from a live buffer of its length to fd 2 until it is full.
+            while unsafe { libc::write(2, filler.as_ptr().cast(), filler.len()) } > 0 {}
+            // SAFETY: as above.
+            unsafe { libc::fcntl(2, libc::F_SETFL, flags) };
+        }
         "child_moves" => {
             work();
             std::env::set_current_dir(std::env::var_os("PROFPOINT_TEST_PATH").unwrap()).unwrap();
@@ -489,6 +506,43 @@ fn a_forked_child_does_not_overwrite_the_parents_report() {
 }
 
 /// The `profpoint:` lines of a child's stderr.
+/// A report at exit to a stderr whose reader takes nothing (its pipe full, the parent waiting
+/// for the child's end to read it) holds the exit for `diag::STALL` (10 s), not for ever;
+/// the program's exit status stands.
+#[cfg(unix)]
+fn a_full_stderr_holds_the_exit_for_ten_seconds_not_for_ever() {
+    use std::process::Stdio;
+    let mut cmd = common::runner::target_command(std::env::current_exe().unwrap());
+    cmd.env("PROFPOINT_TEST_CHILD", "child_fills_stderr")
+        .env_remove("PROFPOINT_REPORT")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let t = std::time::Instant::now();
+    let mut child = cmd.spawn().unwrap();
+    // The pipe is kept open and unread until the child has ended.
+    let pipe = child.stderr.take().unwrap();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break Some(s);
+        }
+        if t.elapsed() > Duration::from_secs(120) {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let took = t.elapsed();
+    drop(pipe);
+    let status = status.unwrap_or_else(|| panic!("still running after {took:?}: the exit hung"));
+    println!("a full stderr: the child ended in {took:?}");
+    assert!(status.success(), "{status:?}");
+    assert!(
+        took >= Duration::from_secs(9),
+        "the report did not wait: {took:?}"
+    );
+}
+
 fn profpoint_lines(e: &str) -> Vec<&str> {
     e.lines().filter(|l| l.starts_with("profpoint")).collect()
 }
@@ -560,6 +614,10 @@ fn main() {
     ));
     #[cfg(unix)]
     tests.push(trial!(a_forked_child_does_not_overwrite_the_parents_report));
+    #[cfg(unix)]
+    tests.push(trial!(
+        a_full_stderr_holds_the_exit_for_ten_seconds_not_for_ever
+    ));
     #[cfg(unix)]
     tests.push(trial!(non_utf8_environment_values_get_one_clear_line));
     libtest_mimic::run(&args, tests).exit();

@@ -38,9 +38,14 @@
 //!
 //! # Async-signal safety
 //! The handler touches `errno` (saved and restored) and atomics in static memory, and calls
-//! `getpid`, `sigaction`, `fstat`, `clock_gettime`, `write`, `raise` and `kill`, all
-//! async-signal-safe (POSIX.1-2008 2.4.3). It allocates nothing and takes no lock; `tests/signals.rs` counts
-//! the allocations around a signal handled on the test's thread.
+//! `getpid`, `sigaction`, `fstat`, `clock_gettime`, `poll`, `write`, `raise` and `kill`, and,
+//! to write a line on stderr with SIGPIPE held off (`crate::diag`), `pthread_sigmask`,
+//! `sigpending` and `sigtimedwait`. The first eight and `sigpending` are async-signal-safe by
+//! POSIX.1-2008 2.4.3; `pthread_sigmask` is, in glibc, the `rt_sigprocmask` system call that
+//! `sigprocmask` (on the list) makes, and `sigtimedwait` with a zero timeout one system call,
+//! neither taking a lock nor allocating. The handler allocates
+//! nothing and takes no lock; `tests/signals.rs` counts the allocations around a signal
+//! handled on the test's thread.
 
 #![cfg_attr(feature = "off", allow(dead_code))]
 
@@ -246,12 +251,18 @@ fn pipe_intact(fd: libc::c_int) -> bool {
         && st.st_ino as u64 == PIPE_INO.load(Ordering::Acquire)
 }
 
-/// One line on stderr from a signal handler (a static buffer, one `write`).
+/// One line on stderr from a signal handler (a static buffer, one `write`), given up after
+/// [`SAY_STALL`] if stderr takes nothing.
 #[cfg(unix)]
 fn say(msg: &'static [u8]) {
     // Its result does not matter; SIGPIPE is held off (async-signal-safe: system calls only).
-    let _ = crate::diag::write_fd(2, msg);
+    let _ = crate::diag::write_fd_within(2, msg, SAY_STALL);
 }
+
+/// How long [`say`] waits for a stderr that takes nothing: the process is ending (a second
+/// signal, or a report past its deadline), and a line is not worth holding it for.
+#[cfg(unix)]
+const SAY_STALL: Duration = Duration::from_millis(100);
 
 /// The signal handler (async-signal-safe: see the module's documentation).
 #[cfg(unix)]

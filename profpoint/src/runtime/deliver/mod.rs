@@ -261,6 +261,13 @@ pub(crate) fn reason(e: &std::io::Error) -> String {
     if e.raw_os_error() == Some(libc::EBADF) {
         return "it is closed".to_string();
     }
+    if e.kind() == std::io::ErrorKind::TimedOut && e.raw_os_error().is_none() {
+        // `diag::write_fd` gave up on a reader that took nothing.
+        return format!(
+            "its reader took nothing for {} s",
+            crate::diag::STALL.as_secs()
+        );
+    }
     let s = e.to_string();
     match s.rfind(" (os error ") {
         Some(at) if s.ends_with(')') => s[..at].to_string(),
