@@ -14,7 +14,7 @@ pub(super) const HEAD_DEADLINE: Duration = Duration::from_secs(5);
 /// How long a connection accepted past [`ServeOptions::max_pending`] has to deliver its whole
 /// request head (a scraper sends it at once); past it, 503.
 pub(super) const OVERFLOW_READ: Duration = Duration::from_millis(200);
-/// How long writing an answer may take.
+/// How long writing an answer may take, in all (`write_within`).
 pub(super) const REQUEST_DEADLINE: Duration = Duration::from_secs(5);
 
 pub(super) struct Shared {
@@ -302,7 +302,6 @@ pub(super) fn encode(resp: &Response, head_only: bool) -> Vec<u8> {
 /// Answers a whole request head (read by the accept thread) on its own thread.
 pub(super) fn handle(mut s: TcpStream, head: &[u8], opts: &ServeOptions) {
     let _ = s.set_nonblocking(false);
-    let _ = s.set_write_timeout(Some(REQUEST_DEADLINE));
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut req = httparse::Request::new(&mut headers);
     let (resp, head_only) = match req.parse(head) {
@@ -310,8 +309,34 @@ pub(super) fn handle(mut s: TcpStream, head: &[u8], opts: &ServeOptions) {
         // The accept thread parsed it whole already.
         _ => (Response::text("400 Bad Request", "bad request\n"), false),
     };
-    let _ = s.write_all(&encode(&resp, head_only));
-    let _ = s.flush();
+    let _ = write_within(&mut s, &encode(&resp, head_only), REQUEST_DEADLINE);
+}
+
+/// Writes `bytes` to `s`, giving up once `deadline` has passed since the first byte was
+/// offered: a client that reads a few bytes every few seconds would otherwise hold its
+/// thread, and its place among the connections, for as long as the answer lasts (each write
+/// has the time left as its timeout). Whether it was written whole.
+pub(super) fn write_within(s: &mut TcpStream, bytes: &[u8], deadline: Duration) -> bool {
+    use std::io::Write;
+    let until = Instant::now() + deadline;
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        let left = until.saturating_duration_since(Instant::now());
+        // A zero timeout is refused (and would mean none): at least a millisecond.
+        if left.is_zero()
+            || s.set_write_timeout(Some(left.max(Duration::from_millis(1))))
+                .is_err()
+        {
+            return false;
+        }
+        match s.write(rest) {
+            Ok(0) => return false,
+            Ok(n) => rest = &rest[n.min(rest.len())..],
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return false,
+        }
+    }
+    true
 }
 
 /// Equal, in time that depends on the lengths only.
@@ -320,4 +345,65 @@ pub(super) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
         return false;
     }
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    /// A client that reads a byte now and then, as a slow scraper or an attacker does: the
+    /// answer is given up at its deadline, not kept going as long as each write moves a few
+    /// bytes (a timeout per write alone allowed that, and 32 such clients locked out every
+    /// scrape). A client that reads gets the whole answer.
+    #[test]
+    fn an_answer_is_given_up_at_its_deadline_however_slowly_it_is_read() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let slow_done = done.clone();
+        let slow = std::thread::spawn(move || {
+            let mut c = TcpStream::connect(addr).unwrap();
+            let mut b = [0u8; 64];
+            let mut got = 0;
+            // A little at a time until the server has given up (what its buffers hold by then
+            // would take this pace minutes to drain).
+            while !slow_done.load(std::sync::atomic::Ordering::Relaxed) {
+                match c.read(&mut b) {
+                    Ok(n) if n > 0 => got += n,
+                    _ => break,
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            got
+        });
+        let (mut s, _) = listener.accept().unwrap();
+        let big = vec![b'x'; 64 << 20];
+        let deadline = Duration::from_millis(500);
+        let t = Instant::now();
+        assert!(
+            !write_within(&mut s, &big, deadline),
+            "64 MiB read slowly in time"
+        );
+        let took = t.elapsed();
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        drop(s);
+        assert!(took >= deadline, "{took:?}");
+        // The deadline plus one write's timeout at most, not minutes: a loaded machine may
+        // add seconds, never the answer's length.
+        assert!(took < Duration::from_secs(20), "{took:?}");
+        assert!(slow.join().unwrap() < big.len());
+
+        let fast = std::thread::spawn(move || {
+            let mut c = TcpStream::connect(addr).unwrap();
+            let mut all = Vec::new();
+            c.read_to_end(&mut all).unwrap();
+            all.len()
+        });
+        let (mut s, _) = listener.accept().unwrap();
+        let answer = vec![b'y'; 4 << 20];
+        assert!(write_within(&mut s, &answer, Duration::from_secs(60)));
+        drop(s);
+        assert_eq!(fast.join().unwrap(), answer.len());
+    }
 }
