@@ -1,7 +1,9 @@
 //! [`ProfpointLayer`]: the bridge as a `tracing-subscriber` layer, over any subscriber that
 //! looks spans up (`Registry`, and `fmt` or other layers on it).
 
-use crate::{callsites, ids, spans, stack};
+use crate::ids::Ids;
+use crate::{callsites, spans, stack};
+use std::sync::Arc;
 use tracing_core::span::{Attributes, Id};
 use tracing_core::subscriber::Interest;
 use tracing_core::{Event, Metadata, Subscriber};
@@ -19,11 +21,12 @@ use tracing_subscriber::registry::LookupSpan;
 /// those would use up the pool.
 ///
 /// A span's call is kept in the standalone subscriber's slab (`crate::spans`), found from the
-/// registry's span id through a lock-free table (`crate::ids`), not through the registry: an
-/// enter, an exit and a close look nothing up in it.
+/// registry's span id through a lock-free table of the layer's own (`crate::ids`; its clones
+/// share it), not through the registry: an enter, an exit and a close look nothing up in it.
 #[derive(Debug, Clone, Default)]
 pub struct ProfpointLayer {
     events: bool,
+    ids: Arc<Ids>,
 }
 
 impl ProfpointLayer {
@@ -46,12 +49,12 @@ const NOT_YET: u64 = 1;
 /// The slot id of span `id` (0: no point): the table's, else the span's extensions'; a span
 /// whose callsite had not claimed a point when it was made, or made before the layer saw it,
 /// gets its slot now.
-fn slot_id<S>(id: &Id, ctx: &Context<'_, S>) -> Option<u64>
+fn slot_id<S>(ids: &Ids, id: &Id, ctx: &Context<'_, S>) -> Option<u64>
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
     let raw = id.into_u64();
-    let in_table = ids::get(raw);
+    let in_table = ids.get(raw);
     if let Some(ours) = in_table.filter(|&v| v != NOT_YET) {
         return Some(ours);
     }
@@ -61,13 +64,13 @@ where
     if let Some(s) = ext.get_mut::<SlotId>().filter(|s| s.0 != NOT_YET) {
         return Some(s.0);
     }
-    if let Some(ours) = ids::get(raw).filter(|&v| v != NOT_YET) {
+    if let Some(ours) = ids.get(raw).filter(|&v| v != NOT_YET) {
         return Some(ours);
     }
     let ours = new_slot(callsites::slot(span.metadata()));
     if in_table.is_some() {
-        ids::set(raw, ours);
-    } else if !ids::insert(raw, ours) {
+        ids.set(raw, ours);
+    } else if !ids.insert(raw, ours) {
         ext.insert(SlotId(ours));
     }
     Some(ours)
@@ -97,7 +100,7 @@ where
             Some(callsite) => new_slot(Some(callsite)),
             None => NOT_YET,
         };
-        if !ids::insert(id.into_u64(), ours) {
+        if !self.ids.insert(id.into_u64(), ours) {
             match ctx.span(id) {
                 Some(span) => span.extensions_mut().insert(SlotId(ours)),
                 None => {
@@ -109,12 +112,12 @@ where
 
     fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
         let raw = id.into_u64();
-        stack::enter_span(raw, slot_id(id, &ctx).and_then(spans::lock));
+        stack::enter_span(raw, slot_id(&self.ids, id, &ctx).and_then(spans::lock));
     }
 
     fn on_exit(&self, id: &Id, ctx: Context<'_, S>) {
         stack::exit(id.into_u64(), |id, _point, segment| {
-            let ours = ids::get(id).filter(|&v| v != NOT_YET).or_else(|| {
+            let ours = self.ids.get(id).filter(|&v| v != NOT_YET).or_else(|| {
                 let span = ctx.span(&Id::from_u64(id))?;
                 let ext = span.extensions();
                 ext.get::<SlotId>().map(|s| s.0)
@@ -124,7 +127,7 @@ where
     }
 
     fn on_close(&self, id: Id, ctx: Context<'_, S>) {
-        let ours = ids::remove(id.into_u64()).or_else(|| {
+        let ours = self.ids.remove(id.into_u64()).or_else(|| {
             let span = ctx.span(&id)?;
             let mut ext = span.extensions_mut();
             ext.remove::<SlotId>().map(|s| s.0)

@@ -152,25 +152,36 @@ fn take_free() -> Option<u32> {
     }) {
         return Some(index);
     }
-    let local = LOCAL
-        .try_with(|l| {
-            // Its drop now runs at the thread's end: `LAST` may hold a slot.
-            let _ = LAST.try_with(|last| last.set(last.get() | HELD));
-            let mut l = l.try_borrow_mut().ok()?;
-            if l.0.is_empty() {
-                let mut s = shared();
-                let n = s.len().min(BATCH);
-                let from = s.len() - n;
-                l.0.extend(s.drain(from..));
+    let local = LOCAL.try_with(|l| {
+        // Its drop now runs at the thread's end: `LAST` may hold a slot.
+        let _ = LAST.try_with(|last| last.set(last.get() | HELD));
+        let mut l = l.try_borrow_mut().ok()?;
+        if l.0.is_empty() {
+            let mut s = shared();
+            let n = s.len().min(BATCH);
+            let from = s.len() - n;
+            l.0.extend(s.drain(from..));
+        }
+        l.0.pop()
+    });
+    match local {
+        Ok(Some(index)) => return Some(index),
+        Ok(None) => {}
+        // The thread is ending and its list is gone (a span made by another thread-local's
+        // destructor): the shared list first, or every such span would take a slot never
+        // used, and the slab would only grow.
+        Err(_) => {
+            if let Some(index) = shared().pop() {
+                return Some(index);
             }
-            l.0.pop()
-        })
-        .ok()
-        .flatten();
-    if local.is_some() {
-        return local;
+        }
     }
-    // Relaxed: only uniqueness matters; the page's publication orders the slot.
+    // Relaxed: only uniqueness matters; the page's publication orders the slot. Checked
+    // first: past the last slot the counter stays (each thread adds at most one more), so it
+    // never wraps back to slots in use.
+    if NEXT.load(Ordering::Relaxed) as usize >= PAGES * PAGE {
+        return None;
+    }
     let i = NEXT.fetch_add(1, Ordering::Relaxed);
     ((i as usize) < PAGES * PAGE).then_some(i)
 }
@@ -320,6 +331,10 @@ pub(crate) fn release(id: u64, finish: impl FnOnce(&mut SplitCall, usize)) -> bo
     let Some(mut l) = lock(id) else {
         return false;
     };
+    if l.state & REFS == REFS {
+        // Saturated (see `add_ref`): the count is no longer known, and the span is kept.
+        return false;
+    }
     l.state -= REF;
     if l.state & REFS != 0 {
         return false;
@@ -430,6 +445,61 @@ mod tests {
         assert!(
             shared().contains(&index(c)),
             "the freeing thread's slot is shared"
+        );
+    }
+
+    /// With every slot handed out, the counter of slots never used stays at its end: it
+    /// used to go on counting and, after 2^32 refusals, wrap back to slots in use.
+    #[test]
+    fn past_the_last_slot_the_counter_stays() {
+        let _turn = turn();
+        let saved_shared = std::mem::take(&mut *shared());
+        let end = (PAGES * PAGE) as u32;
+        let saved = NEXT.swap(end, Ordering::Relaxed);
+        let got: Vec<Option<u64>> = std::thread::spawn(|| (0..3).map(|_| alloc(1)).collect())
+            .join()
+            .unwrap();
+        let after = NEXT.swap(saved, Ordering::Relaxed);
+        shared().extend(saved_shared);
+        assert_eq!(got, [None, None, None]);
+        assert_eq!(after, end);
+    }
+
+    /// A span made by a thread-local's destructor after this thread's free list is gone takes
+    /// a freed slot from the shared list, not one never used.
+    #[test]
+    fn a_span_made_as_its_thread_ends_reuses_a_freed_slot() {
+        struct MakesASpan;
+        impl Drop for MakesASpan {
+            fn drop(&mut self) {
+                let id = alloc(5).expect("a slot");
+                assert!(release(id, |_, _| {}));
+            }
+        }
+        thread_local! {
+            static LATER: MakesASpan = const { MakesASpan };
+        }
+        let _turn = turn();
+        // A freed slot on the shared list, whatever the other tests left.
+        let spare = std::thread::spawn(|| {
+            let id = alloc(4).expect("a slot");
+            assert!(release(id, |_, _| {}));
+        });
+        spare.join().unwrap();
+        assert!(!shared().is_empty());
+        let before = NEXT.load(Ordering::Relaxed);
+        std::thread::spawn(|| {
+            // Registered first, so destroyed after this thread's free list.
+            LATER.with(|_| {});
+            let id = alloc(6).expect("a slot");
+            assert!(release(id, |_, _| {}));
+        })
+        .join()
+        .unwrap();
+        assert_eq!(
+            NEXT.load(Ordering::Relaxed),
+            before,
+            "a slot never used was taken"
         );
     }
 

@@ -9,6 +9,9 @@
 //!   fields just written narrow, which the CPU cannot forward from its store buffer (a stall
 //!   each, about a tenth of a span's cost here). Segments hold tokens, which are not `Send`
 //!   and must be ended in reverse order of starting, which a per-thread stack gives.
+//! - A span entered again while it is entered on this thread gets an entry that times
+//!   nothing: its time is its outer segment's, which would otherwise count it twice in the
+//!   call's busy time.
 //! - An exit of a span that is not the innermost (its `Entered` guards dropped out of order)
 //!   ends the segments of the spans entered inside it first, as if they exited with it; their
 //!   own exits later find nothing and do nothing. An exit of a span this thread never entered
@@ -105,6 +108,10 @@ fn enter(id: u64, start: impl FnOnce(&mut Segment) -> Option<&'static Point>) {
                 segment: Segment::OFF,
             });
         }
+        // A span entered again inside itself on this thread (a future polled within its own
+        // span): its time is already its outer segment's, so this entry times nothing (and
+        // its exit, finding it innermost, ends nothing).
+        let again = s.entries[..s.len].iter().any(|e| e.id == id);
         let Some(e) = s.entries.get_mut(s.len) else {
             return;
         };
@@ -116,7 +123,7 @@ fn enter(id: u64, start: impl FnOnce(&mut Segment) -> Option<&'static Point>) {
         }
         // Field by field, in place (its segment is off: see `exit`).
         e.id = id;
-        e.point = start(&mut e.segment);
+        e.point = if again { None } else { start(&mut e.segment) };
     });
 }
 

@@ -521,3 +521,129 @@ fn a_callsite_takes_a_point_only_once_a_span_of_it_is_entered() {
         .collect();
     assert_eq!(names, vec!["t_lazy::entered".to_string()]);
 }
+
+/// Two registries, each with the layer, on one thread (a program's default and a scope's
+/// `with_default`): both number their spans from the same start, so a span of each has the
+/// same id at once. Each span is its own call: the inner registry's span, closed, does not
+/// close the outer one's, nor lend it its time. Twice: the second time both callsites have
+/// their points when the spans are made.
+#[test]
+fn two_registries_on_one_thread_keep_spans_with_the_same_id_apart() {
+    no_budget();
+    for round in 1..=2 {
+        tracing::subscriber::with_default(layered(), || {
+            let a = tracing::info_span!(target: "t_two_reg", "a");
+            let a_id = a.id().expect("enabled");
+            tracing::subscriber::with_default(layered(), || {
+                let b = tracing::info_span!(target: "t_two_reg", "b");
+                assert_eq!(
+                    b.id(),
+                    Some(a_id.clone()),
+                    "the case: one id in both registries"
+                );
+                b.in_scope(|| std::thread::sleep(std::time::Duration::from_millis(30)));
+                drop(b);
+            });
+            assert_eq!(calls("t_two_reg::b"), round);
+            assert_eq!(calls("t_two_reg::a"), round - 1, "a is open: no call yet");
+            a.in_scope(|| {});
+            drop(a);
+        });
+    }
+    let r = profpoint::snapshot();
+    let (a, b) = (point(&r, "t_two_reg::a"), point(&r, "t_two_reg::b"));
+    assert_eq!((a.nr, b.nr), (2, 2));
+    // a's enters did nothing: none of b's 30 ms.
+    assert!(
+        a.total_ns < 20_000_000,
+        "a holds b's time: {} ns",
+        a.total_ns
+    );
+    assert!(b.total_ns >= 60_000_000, "{} ns", b.total_ns);
+}
+
+/// A span entered again inside itself on one thread (a future polled within its own span):
+/// one call, whose busy time (its total, and the call's entry in min, max and the
+/// distribution) is its outer enter's, not that plus the inner one's again.
+#[test]
+fn a_span_entered_inside_itself_counts_its_time_once() {
+    no_budget();
+    let ms = std::time::Duration::from_millis(30);
+    let mut longest = std::time::Duration::ZERO;
+    for sub in 0..2 {
+        let name = if sub == 0 { "layer" } else { "alone" };
+        let run = || {
+            let s = tracing::info_span!(target: "t_self_nest", "s", which = name);
+            let t = std::time::Instant::now();
+            s.in_scope(|| {
+                std::thread::sleep(ms);
+                s.in_scope(|| std::thread::sleep(ms));
+            });
+            let outer = t.elapsed();
+            drop(s);
+            outer
+        };
+        let outer = if sub == 0 {
+            tracing::subscriber::with_default(layered(), run)
+        } else {
+            tracing::subscriber::with_default(profpoint_tracing::subscriber(), run)
+        };
+        longest = longest.max(outer);
+        let p = point(&profpoint::snapshot(), "t_self_nest::s");
+        assert_eq!(p.nr, sub + 1, "{name}");
+        // Within the longest outer enter's wall time (a fifth over it for two clocks'
+        // rates); the inner enter counted again would be half as much again.
+        for (what, ns) in [("total", p.total_ns / (sub + 1)), ("max", p.max_ns)] {
+            assert!(
+                ns as f64 <= 1.2 * longest.as_nanos() as f64,
+                "{name}: {what} {ns} ns over the {longest:?} the span was entered"
+            );
+            assert!(ns >= 2 * ms.as_nanos() as u64, "{name}: {what} {ns} ns");
+        }
+    }
+}
+
+/// A span entered on two threads at once after a gap: the gap is idle time once, not once
+/// per thread that entered.
+#[test]
+fn a_gap_before_two_threads_enter_a_span_is_idle_once() {
+    no_budget();
+    tracing::subscriber::with_default(profpoint_tracing::subscriber(), || {
+        let s = tracing::info_span!(target: "t_idle_once", "s");
+        // Read before the exit's own clock read: the gap is no longer than from here.
+        let exited = s.in_scope(std::time::Instant::now);
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        let barrier = std::sync::Barrier::new(2);
+        let entered: Vec<std::time::Instant> = std::thread::scope(|scope| {
+            let threads: Vec<_> = (0..2)
+                .map(|_| {
+                    let (s, barrier) = (s.clone(), &barrier);
+                    let d = tracing::dispatcher::get_default(|d| d.clone());
+                    scope.spawn(move || {
+                        tracing::dispatcher::with_default(&d, || {
+                            let g = s.enter();
+                            let at = std::time::Instant::now();
+                            // Both inside at once.
+                            barrier.wait();
+                            drop(g);
+                            at
+                        })
+                    })
+                })
+                .collect();
+            threads.into_iter().map(|t| t.join().unwrap()).collect()
+        });
+        drop(s);
+        let first = entered.iter().min().unwrap().duration_since(exited);
+        let p = point(&profpoint::snapshot(), "t_idle_once::s");
+        assert_eq!(p.nr, 1);
+        // The gap ends at the first enter (a third over it for two clocks' rates); counted
+        // again for the second thread it was about twice this.
+        assert!(
+            p.idle_ns as f64 <= 1.3 * first.as_nanos() as f64,
+            "idle {} ns, the gap at most {first:?}",
+            p.idle_ns
+        );
+        assert!(p.idle_ns >= 25_000_000, "{} ns", p.idle_ns);
+    });
+}

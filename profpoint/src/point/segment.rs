@@ -22,7 +22,9 @@
 //!   segment's path, made on this thread if it ends on another).
 //! - Gaps are measured with the segments' own clock reads (the shard clock plus its offset:
 //!   the raw clock), so idle time costs no clock read. A gap across an untimed segment is not
-//!   counted: busy plus idle never exceeds the call's time from first enter to last exit.
+//!   counted, and a gap is counted once (the first segment after it takes it): busy plus idle
+//!   never exceeds the call's time from first enter to last exit, but for segments that
+//!   overlap (a span entered on two threads at once), whose overlap is busy time twice.
 
 use super::*;
 use crate::tree::Origin;
@@ -170,6 +172,9 @@ impl SplitCall {
                     self.idle = self
                         .idle
                         .saturating_add(began.saturating_sub(self.last_exit));
+                    // The gap is counted: a segment entered on another thread before this
+                    // one ends finds none (the call is busy), not the same gap again.
+                    self.last_exit = 0;
                 }
             }
             _ => {}
