@@ -249,8 +249,22 @@ struct Mapped {
 impl Mapped {
     fn open(path: &str) -> std::io::Result<Mapped> {
         use std::os::fd::AsRawFd;
-        let f = std::fs::File::open(path)?;
-        let len = f.metadata()?.len() as usize;
+        use std::os::unix::fs::OpenOptionsExt;
+        // The path comes from the dump, which anyone may have made: opened without waiting
+        // (a FIFO without a writer would hold the open for ever) and mapped only if it is a
+        // regular file.
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path)?;
+        let m = f.metadata()?;
+        if !m.is_file() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "not a regular file",
+            ));
+        }
+        let len = m.len() as usize;
         if len == 0 {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::InvalidData,
@@ -591,6 +605,36 @@ mod tests {
         assert_eq!(r.library.as_deref(), Some("libgone.so"));
         assert_eq!(s.warnings.len(), 1);
         assert!(s.warnings[0].contains("/nonexistent/libgone.so"));
+    }
+
+    /// An object path from a dump that names a FIFO (a dump anyone may have made): refused
+    /// at once with a warning, not an open that waits for a writer for ever.
+    #[test]
+    fn a_fifo_named_as_an_object_is_refused_without_waiting() {
+        let dir = std::env::temp_dir().join(format!("pp-sym-fifo-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("libfifo.so");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a NUL-terminated path alive across the call.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let objects = vec![ObjectFile {
+            path: fifo.to_str().unwrap().to_owned(),
+            bias: 0x1000,
+            build_id: vec![],
+            kind: ObjectKind::Shared,
+        }];
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut s = Symbolizer::new(&objects);
+            let r = s.lookup(0, 0x2000);
+            let _ = tx.send((r.function, s.warnings));
+        });
+        let got = rx.recv_timeout(std::time::Duration::from_secs(60));
+        let _ = std::fs::remove_dir_all(&dir);
+        let (function, warnings) = got.expect("the lookup waited on the FIFO");
+        assert_eq!(function, "[unknown]");
+        assert_eq!(warnings.len(), 1);
+        assert!(warnings[0].contains("not a regular file"), "{warnings:?}");
     }
 
     #[test]

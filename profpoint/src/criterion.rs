@@ -61,9 +61,11 @@ impl criterion::profiler::Profiler for Profiler {
         let report = Report::collect(&ReportOptions::default());
         let write = |name: &str, bytes: &[u8]| {
             let path = benchmark_dir.join(name);
-            if let Err(e) =
-                std::fs::create_dir_all(benchmark_dir).and_then(|()| std::fs::write(&path, bytes))
-            {
+            // As every report file is written: replaced whole through a temporary file of an
+            // unpredictable name, no symbolic link followed, a FIFO refused.
+            if let Err(e) = std::fs::create_dir_all(benchmark_dir).and_then(|()| {
+                crate::runtime::deliver::write_file(&path, &mut |f| f.write_all(bytes))
+            }) {
                 crate::diag::warn_line!(
                     "profpoint: {benchmark_id}: cannot write {}: {e}",
                     path.display()

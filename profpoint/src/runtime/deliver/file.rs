@@ -161,7 +161,7 @@ fn not_writable(_: &std::path::Path) -> Option<std::io::Error> {
 /// and renamed over `path`, which replaces the directory entry itself, a symbolic link there
 /// included, never a file it points to (a failed write removes the temporary file). What
 /// [`refused`] refuses is an error; the [`special`] paths are written as they are.
-pub(super) fn write_file(
+pub(crate) fn write_file(
     path: &std::path::Path,
     fill: &mut dyn FnMut(&mut dyn std::io::Write) -> std::io::Result<()>,
 ) -> std::io::Result<()> {

@@ -31,7 +31,7 @@ use std::path::PathBuf;
 
 mod file;
 mod spelling;
-use file::write_file;
+pub(crate) use file::write_file;
 #[cfg(unix)]
 use file::write_raw_fd;
 pub(crate) use file::{cannot_write, refused};
