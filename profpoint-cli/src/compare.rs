@@ -360,14 +360,14 @@ pub(crate) fn compare(args: CompareArgs) -> Result<ExitCode, String> {
     .into_iter()
     .flatten()
     {
-        eprintln!("profpoint: warning: {w}");
+        crate::output::say(&format!("warning: {w}"));
     }
     for (path, run) in paths.iter().zip(base.iter().chain(&new)) {
         if run.points.iter().any(|p| p.timed > 0 && p.hist.is_empty()) {
-            eprintln!(
-                "profpoint: note: {} has no latency histograms (written before reports held them): its distributions are rebuilt from its percentiles, so the test is approximate",
+            crate::output::say(&format!(
+                "note: {} has no latency histograms (written before reports held them): its distributions are rebuilt from its percentiles, so the test is approximate",
                 path.display()
-            );
+            ));
         }
     }
 
@@ -524,7 +524,7 @@ pub(crate) fn compare(args: CompareArgs) -> Result<ExitCode, String> {
     compare_tracepoints(&mut out, &base, &new).map_err(write_error)?;
     out.flush().map_err(write_error)?;
     if o.gate && regressions > 0 {
-        eprintln!("profpoint: {regressions} point(s) significantly slower");
+        crate::output::say(&format!("{regressions} point(s) significantly slower"));
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)

@@ -89,7 +89,7 @@ fn kind(m: &std::fs::Metadata) -> &'static str {
 }
 
 /// An I/O error in words, without Rust's `(os error N)` (as the report reader says them).
-fn io_words(e: &std::io::Error) -> String {
+pub(crate) fn io_words(e: &std::io::Error) -> String {
     let s = e.to_string();
     match s.find(" (os error") {
         Some(i) => s[..i].to_lowercase(),

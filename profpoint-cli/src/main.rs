@@ -33,6 +33,7 @@
 
 mod compare;
 mod input;
+mod output;
 mod stats;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -228,9 +229,7 @@ fn report(a: ReportArgs) -> Result<ExitCode, Failure> {
         w.flush()
     };
     match &a.output {
-        Some(out) => std::fs::File::create(out)
-            .and_then(|f| write(&mut std::io::BufWriter::with_capacity(1 << 16, f)))
-            .map_err(|e| format!("{}: cannot write: {e}", out.display()))?,
+        Some(out) => output::write_output(out, &write)?,
         None => {
             let mut out = std::io::stdout().lock();
             match write(&mut out) {
@@ -332,7 +331,7 @@ fn usage_error(e: &clap::Error) -> ExitCode {
         Some(s) => format!("profpoint {s} --help"),
         None => "profpoint --help".to_string(),
     };
-    eprintln!("profpoint: {first}{tip}; see {help}");
+    output::say(&format!("{first}{tip}; see {help}"));
     ExitCode::from(2)
 }
 
@@ -349,7 +348,7 @@ fn main() -> ExitCode {
         Command::Heatmap(a) => heatmap(a),
     };
     result.unwrap_or_else(|e| {
-        eprintln!("profpoint: {e}");
+        output::say(&e);
         ExitCode::from(2)
     })
 }

@@ -350,3 +350,43 @@ fn fuzzed_reports_never_crash_the_command() {
     );
     std::fs::remove_dir_all(&d).ok();
 }
+
+/// Its own errors with stderr on `/dev/full` (or a pipe whose reader has gone): still exit
+/// status 2, not a panic's 101 (`eprintln!` panics when stderr fails).
+#[cfg(target_os = "linux")]
+#[test]
+fn a_failing_stderr_keeps_the_exit_status() {
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let status = common::runner::target_command(env!("CARGO_BIN_EXE_profpoint"))
+        .args(["report", "/nonexistent/run.json"])
+        .stderr(full)
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(2));
+}
+
+/// A report whose program name holds a terminal escape and a newline (anyone may write one):
+/// compare's warning shows them escaped, on one line.
+#[test]
+fn a_report_s_own_text_cannot_write_control_characters_to_the_terminal() {
+    let base = common::write(
+        "esc-base.json",
+        &common::report(r"base\u001b[2J\nFORGED", &[("p", vec![100; 50])]),
+    );
+    let new = common::write(
+        "esc-new.json",
+        &common::report("new", &[("p", vec![100; 50])]),
+    );
+    let (code, _out, err) = profpoint(&["compare", &base, &new]);
+    assert_eq!(code, 0, "{err}");
+    let warning = err
+        .lines()
+        .find(|l| l.contains("different programs"))
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(warning.contains("\\u{1b}[2J\\nFORGED"), "{warning}");
+    assert!(!err.contains('\u{1b}'), "{err:?}");
+    assert!(!err.lines().any(|l| l.starts_with("FORGED")), "{err}");
+}
