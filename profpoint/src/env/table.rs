@@ -95,9 +95,9 @@ pub const VARS: &[Var] = &[
     },
     Var {
         name: "PROFPOINT_SERVE",
-        values: "HOST:PORT: serve live reports over HTTP (feature serve)",
+        values: "IP:PORT or localhost:PORT: serve live reports over HTTP (feature serve)",
         default: "no server",
-        expected: "HOST:PORT",
+        expected: "IP:PORT or localhost:PORT (a host name is not looked up)",
     },
     Var {
         name: "PROFPOINT_SERVE_PUBLIC",

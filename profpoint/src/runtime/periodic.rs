@@ -114,12 +114,17 @@ fn write_next() -> bool {
             (Ok(()), true) => {
                 s.failing.retain(|f| *f != d);
                 crate::diag::warn_line!(
-                    "profpoint: the periodic report is written to {d} again (report {seq})"
+                    "profpoint: the periodic report is written to {} again (report {seq})",
+                    crate::env::shown(&d.to_string(), 96)
                 );
             }
             (Err(e), false) if d != Destination::Stderr => {
+                // Its figures are not lost: every report holds the whole run so far, so the
+                // next one written, or the one at exit (which goes to stderr if its own
+                // destination fails), has them.
                 crate::diag::warn_line!(
-                    "profpoint: could not write periodic report {seq} to {d}: {}; trying again every interval",
+                    "profpoint: could not write periodic report {seq} to {}: {}; trying again every interval",
+                    crate::env::shown(&d.to_string(), 96),
                     super::deliver::reason(&e)
                 );
                 s.failing.push(d);

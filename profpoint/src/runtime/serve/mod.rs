@@ -259,9 +259,19 @@ pub(crate) fn start_from_env() {
             }
         },
     };
+    // An address, never a name to look up: the initialiser runs before `main`, maybe under
+    // the loader lock, and a resolver's timeout would hold the program's start.
+    let Some(literal) = address_without_lookup(addr.trim()) else {
+        crate::diag::warn_line!(
+            "profpoint: PROFPOINT_SERVE=\"{}\": expected IP:PORT or localhost:PORT (a host \
+             name is not looked up at start, which could wait on DNS before main); no server",
+            crate::env::shown(&addr, crate::env::SHOWN_MAX)
+        );
+        return;
+    };
     // The token: `serve_with` takes PROFPOINT_SERVE_TOKEN, as for a server started in code.
     let opts = ServeOptions::new().public(public);
-    match serve_with(addr.trim(), opts) {
+    match serve_with(&literal.to_string(), opts) {
         Ok(s) => crate::diag::warn_line!(
             "profpoint: serving live reports on http://{} (PROFPOINT_SERVE)",
             s.local_addr()
@@ -274,5 +284,37 @@ pub(crate) fn start_from_env() {
             "profpoint: PROFPOINT_SERVE=\"{}\": {e}; no server",
             crate::env::shown(&addr, crate::env::SHOWN_MAX)
         ),
+    }
+}
+
+/// `text` as a socket address without a name lookup: `IP:PORT`, `[IPv6]:PORT`, or
+/// `localhost:PORT` (127.0.0.1).
+fn address_without_lookup(text: &str) -> Option<SocketAddr> {
+    if let Ok(a) = text.parse::<SocketAddr>() {
+        return Some(a);
+    }
+    let port = text.strip_prefix("localhost:")?.parse::<u16>().ok()?;
+    Some(SocketAddr::from(([127, 0, 0, 1], port)))
+}
+
+#[cfg(test)]
+mod address_tests {
+    use super::*;
+
+    #[test]
+    fn addresses_from_the_environment_are_never_looked_up() {
+        let parsed = |t: &str| address_without_lookup(t).map(|a| a.to_string());
+        assert_eq!(parsed("127.0.0.1:9464").as_deref(), Some("127.0.0.1:9464"));
+        assert_eq!(parsed("[::1]:0").as_deref(), Some("[::1]:0"));
+        assert_eq!(parsed("localhost:9464").as_deref(), Some("127.0.0.1:9464"));
+        for name in [
+            "somehost:9464",
+            "example.com:80",
+            "localhost",
+            "localhost:x",
+            ":9464",
+        ] {
+            assert_eq!(parsed(name), None, "{name}");
+        }
     }
 }
