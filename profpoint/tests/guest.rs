@@ -195,6 +195,31 @@ mod unix {
         untouched(&v);
         assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
         assert_eq!(std::fs::read_to_string(&theirs).unwrap(), "their report\n");
+        // Another user's link to a folder (the victim's), on the way to the destination.
+        let victims = folder("victims_folder", false);
+        let linked = d.join("reports");
+        std::os::unix::fs::symlink(&victims, &linked).unwrap();
+        std::os::unix::fs::lchown(&linked, Some(OTHER), Some(OTHER)).unwrap();
+        let dest = linked.join("r.json");
+        let spec = format!("json:{}", dest.display());
+        let o = run("exit3", &[("PROFPOINT_REPORT", &spec)], None);
+        let e = err(&o);
+        assert_eq!(o.status.code(), Some(3), "{e}");
+        assert_eq!(
+            lines(&e),
+            [format!(
+                "profpoint: PROFPOINT_REPORT={spec}: {} is a symbolic link of another user (uid {OTHER}) in the sticky world-writable folder {}: refused; the points table goes to stderr at exit instead",
+                linked.display(),
+                d.display()
+            )],
+            "{e}"
+        );
+        assert_eq!(
+            std::fs::read_dir(&victims).unwrap().count(),
+            0,
+            "nothing written"
+        );
+        std::fs::remove_dir_all(&victims).ok();
         std::fs::remove_dir_all(&d).ok();
     }
 

@@ -51,35 +51,35 @@ fn folder_of(path: &std::path::Path) -> &std::path::Path {
 /// it is a symbolic link or a regular file of another user (neither this process's nor the
 /// folder owner's: the rule of `fs.protected_symlinks` and `fs.protected_regular`, kept
 /// whatever the system's settings). Found with `lstat`: nothing is opened or followed.
+/// The same rule for every folder on the way to it: a folder that is another user's symbolic
+/// link in a sticky world-writable folder (`/tmp/reports`, a link to a folder of the
+/// victim's) is refused, or the report would be written wherever that user chose.
 #[cfg(unix)]
 pub(crate) fn refused(path: &std::path::Path) -> Option<String> {
-    use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
+    use std::os::unix::fs::FileTypeExt;
     if special(path).is_some() {
         return None;
+    }
+    let mut on_the_way = std::path::PathBuf::new();
+    for c in folder_of(path).components() {
+        on_the_way.push(c);
+        // A folder missing on the way: nothing is written there (the write says so).
+        let m = std::fs::symlink_metadata(&on_the_way).ok()?;
+        if m.file_type().is_symlink()
+            && let Some(why) = another_users(&on_the_way, &m, "a symbolic link")
+        {
+            return Some(why);
+        }
     }
     let m = std::fs::symlink_metadata(path).ok()?;
     let t = m.file_type();
     if t.is_symlink() || t.is_file() {
-        let folder = folder_of(path);
-        let f = std::fs::metadata(folder).ok()?;
-        let shared = f.permissions().mode() & 0o1002 == 0o1002;
-        // SAFETY: geteuid has no preconditions.
-        let me = unsafe { libc::geteuid() };
-        if !shared || m.uid() == me || m.uid() == f.uid() {
-            return None;
-        }
         let what = if t.is_symlink() {
             "a symbolic link"
         } else {
             "a file"
         };
-        return Some(format!(
-            "{} is {what} of another user (uid {}) in the sticky world-writable folder {}: \
-             refused",
-            path.display(),
-            m.uid(),
-            folder.display()
-        ));
+        return another_users(path, &m, what);
     }
     let what = if t.is_dir() {
         "a folder"
@@ -97,6 +97,27 @@ pub(crate) fn refused(path: &std::path::Path) -> Option<String> {
     Some(format!(
         "{} is {what}, not a regular file: refused",
         path.display()
+    ))
+}
+
+/// Why `path` (`m`: its `lstat`; `what` it is) may not be written: it is another user's
+/// (neither this process's nor its folder owner's) in a sticky world-writable folder.
+#[cfg(unix)]
+fn another_users(path: &std::path::Path, m: &std::fs::Metadata, what: &str) -> Option<String> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let folder = folder_of(path);
+    let f = std::fs::metadata(folder).ok()?;
+    let shared = f.permissions().mode() & 0o1002 == 0o1002;
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    if !shared || m.uid() == me || m.uid() == f.uid() {
+        return None;
+    }
+    Some(format!(
+        "{} is {what} of another user (uid {}) in the sticky world-writable folder {}: refused",
+        path.display(),
+        m.uid(),
+        folder.display()
     ))
 }
 

@@ -15,8 +15,9 @@
 //!   there (a FIFO) can hold the exit.
 //! - [`refused`] refuses, with one line, a destination that exists and is not a regular file
 //!   (a FIFO, a device, a socket, a folder), and, in a sticky world-writable folder such as
-//!   `/tmp`, a symbolic link or file of another user (as `fs.protected_symlinks` and
-//!   `fs.protected_regular` would, whatever the system's settings). On purpose, `/dev/stdout`
+//!   `/tmp`, a symbolic link or file of another user, at the destination or (a link) as a
+//!   folder on the way to it (as `fs.protected_symlinks` and `fs.protected_regular` would,
+//!   whatever the system's settings). On purpose, `/dev/stdout`
 //!   and `/dev/stderr` (and their `/dev/fd/N` names) are written to fd 1 and fd 2, and
 //!   `/dev/null` and `/dev/full` where they are.
 //! - [`cannot_write`] tells at start-up, without writing anything, why a destination would
