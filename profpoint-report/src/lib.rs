@@ -57,5 +57,5 @@ pub use folded::{FoldedValue, StackSource, points_folded};
 pub use model::*;
 #[cfg(feature = "heatmap")]
 pub use pprof_stacks::cpu_pprof;
-pub use read::{OLDEST_VERSION, ReadError, read};
+pub use read::{MAX_READ, OLDEST_VERSION, ReadError, read};
 pub use table::write_table;

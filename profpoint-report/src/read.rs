@@ -186,16 +186,49 @@ impl Report {
     }
 }
 
-/// Reads the report in `path` ([`Report::from_json`]); every error names the file.
+/// The largest report [`read`] reads: 1 GiB (a report of 10,000 points is ~24 MB).
+pub const MAX_READ: u64 = 1 << 30;
+
+/// Reads the report in `path` ([`Report::from_json`]); every error names the file. Only a
+/// regular file of at most [`MAX_READ`] bytes is read, opened without waiting: a FIFO (which
+/// would wait for a writer), a device (`/dev/zero` never ends) or a larger file is an error at
+/// once.
 pub fn read(path: &Path) -> Result<Report, ReadError> {
+    use std::io::Read;
     let in_file = |e: ReadError| e.in_file(path);
-    if path.is_dir() {
+    let cannot =
+        |e: std::io::Error| in_file(ReadError::new(format!("cannot read: {}", io_words(&e))));
+    let mut o = std::fs::OpenOptions::new();
+    o.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut o, libc::O_NONBLOCK);
+    let f = o.open(path).map_err(cannot)?;
+    let m = f.metadata().map_err(cannot)?;
+    if m.is_dir() {
         return Err(in_file(ReadError::new(
             "is a directory: expected a profpoint JSON report file",
         )));
     }
-    let bytes = std::fs::read(path)
-        .map_err(|e| in_file(ReadError::new(format!("cannot read: {}", io_words(&e)))))?;
+    if !m.is_file() {
+        return Err(in_file(ReadError::new(
+            "is not a regular file: expected a profpoint JSON report file",
+        )));
+    }
+    let too_large = |n: u64| {
+        in_file(ReadError::new(format!(
+            "{n} bytes or more, over the {MAX_READ}-byte limit of a report"
+        )))
+    };
+    if m.len() > MAX_READ {
+        return Err(too_large(m.len()));
+    }
+    let mut bytes = Vec::with_capacity(m.len() as usize);
+    f.take(MAX_READ + 1)
+        .read_to_end(&mut bytes)
+        .map_err(cannot)?;
+    if bytes.len() as u64 > MAX_READ {
+        return Err(too_large(bytes.len() as u64));
+    }
     Report::from_json_slice(&bytes).map_err(in_file)
 }
 
@@ -205,5 +238,48 @@ fn io_words(e: &std::io::Error) -> String {
     match s.find(" (os error") {
         Some(i) => s[..i].to_lowercase(),
         None => s,
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    /// What is not a regular file is an error at once, naming the file: a device that never
+    /// ends and a FIFO without a writer (each would hold the reader for ever), a folder.
+    #[test]
+    fn only_a_regular_file_is_read() {
+        let dir = std::env::temp_dir().join(format!("pp-read-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("report.fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a NUL-terminated path alive across the call.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let paths = [
+            Path::new("/dev/zero").to_path_buf(),
+            fifo.clone(),
+            dir.clone(),
+        ];
+        std::thread::spawn(move || {
+            let errors: Vec<String> = paths
+                .iter()
+                .map(|p| read(p).unwrap_err().to_string())
+                .collect();
+            let _ = tx.send(errors);
+        });
+        let errors = rx
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("read waited");
+        std::fs::remove_dir_all(&dir).ok();
+        assert!(
+            errors[0].contains("/dev/zero") && errors[0].contains("not a regular file"),
+            "{errors:?}"
+        );
+        assert!(
+            errors[1].contains("report.fifo") && errors[1].contains("not a regular file"),
+            "{errors:?}"
+        );
+        assert!(errors[2].contains("is a directory"), "{errors:?}");
     }
 }
