@@ -612,6 +612,8 @@ mod tests {
     #[test]
     fn a_fifo_named_as_an_object_is_refused_without_waiting() {
         let dir = std::env::temp_dir().join(format!("pp-sym-fifo-{}", std::process::id()));
+        // A folder left by a killed run of the same process id would hold the FIFO already.
+        let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let fifo = dir.join("libfifo.so");
         let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();

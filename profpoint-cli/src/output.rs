@@ -8,8 +8,9 @@ use std::path::Path;
 /// (another user's link in a shared folder would make it overwrite the file it points to),
 /// without waiting (a FIFO without a reader does not hold the open), and written only if it
 /// is a regular file (a FIFO or a device is refused); an existing file is truncated once it
-/// is known to be one. `/dev/stdout`, `/dev/stderr` and `/dev/null` are written as they are
-/// (the first two are links). The error names the file and what is wrong.
+/// is known to be one. `/dev/stdout`, `/dev/stderr` (and their `/dev/fd/N` and
+/// `/proc/self/fd/N` names, links all) and `/dev/null` are written as they are. A folder on
+/// the way is followed as the system follows it. The error names the file and what is wrong.
 pub(crate) fn write_output(
     path: &Path,
     fill: &dyn Fn(&mut dyn Write) -> std::io::Result<()>,
@@ -18,8 +19,12 @@ pub(crate) fn write_output(
     let failed =
         |e: std::io::Error| format!("{name}: cannot write: {}", crate::input::io_words(&e));
     match path.as_os_str().as_encoded_bytes() {
-        b"/dev/stdout" => return fill(&mut std::io::stdout().lock()).map_err(failed),
-        b"/dev/stderr" => return fill(&mut std::io::stderr().lock()).map_err(failed),
+        b"/dev/stdout" | b"/dev/fd/1" | b"/proc/self/fd/1" => {
+            return fill(&mut std::io::stdout().lock()).map_err(failed);
+        }
+        b"/dev/stderr" | b"/dev/fd/2" | b"/proc/self/fd/2" => {
+            return fill(&mut std::io::stderr().lock()).map_err(failed);
+        }
         b"/dev/null" => return fill(&mut std::io::sink()).map_err(failed),
         _ => {}
     }

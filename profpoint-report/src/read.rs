@@ -250,6 +250,8 @@ mod tests {
     #[test]
     fn only_a_regular_file_is_read() {
         let dir = std::env::temp_dir().join(format!("pp-read-{}", std::process::id()));
+        // A folder left by a killed run of the same process id would hold the FIFO already.
+        let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let fifo = dir.join("report.fifo");
         let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();

@@ -3,7 +3,6 @@
 
 use crate::ids::Ids;
 use crate::{callsites, spans, stack};
-use std::sync::Arc;
 use tracing_core::span::{Attributes, Id};
 use tracing_core::subscriber::Interest;
 use tracing_core::{Event, Metadata, Subscriber};
@@ -21,12 +20,22 @@ use tracing_subscriber::registry::LookupSpan;
 /// those would use up the pool.
 ///
 /// A span's call is kept in the standalone subscriber's slab (`crate::spans`), found from the
-/// registry's span id through a lock-free table of the layer's own (`crate::ids`; its clones
-/// share it), not through the registry: an enter, an exit and a close look nothing up in it.
-#[derive(Debug, Clone, Default)]
+/// registry's span id through a lock-free table of the layer's own (`crate::ids`), not through the registry: an enter, an exit and a close look nothing up in it.
+/// A clone has a table of its own, for the registry it is put on (two registries give their
+/// spans the same ids).
+#[derive(Debug, Default)]
 pub struct ProfpointLayer {
     events: bool,
-    ids: Arc<Ids>,
+    ids: Box<Ids>,
+}
+
+impl Clone for ProfpointLayer {
+    fn clone(&self) -> Self {
+        ProfpointLayer {
+            events: self.events,
+            ids: Box::default(),
+        }
+    }
 }
 
 impl ProfpointLayer {

@@ -264,6 +264,13 @@ impl Locked {
         // SAFETY: this guard holds the slot's lock bit.
         unsafe { *self.slot.callsite.get() }
     }
+
+    /// The span's key in the slab: its slot and generation, unique among open spans whatever
+    /// made their ids (two registries, or a registry and the standalone subscriber, give
+    /// different spans the same id). Never 0.
+    pub(crate) fn key(&self) -> u64 {
+        ((self.state >> 32) << 32) | (u64::from(self.index) + 1)
+    }
 }
 
 impl Drop for Locked {

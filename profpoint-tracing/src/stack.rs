@@ -29,6 +29,7 @@ use std::cell::RefCell;
 
 struct Entry {
     id: u64,
+    key: u64,
     /// The span's point (`None`: the span has no point; kept so that the stack's order stays
     /// the spans').
     point: Option<&'static Point>,
@@ -74,7 +75,8 @@ pub(crate) fn enter_span(id: u64, locked: Option<Locked>) {
         enter(id, |_| None);
         return;
     };
-    enter(id, |segment| {
+    let key = l.key();
+    enter_keyed(id, key, |segment| {
         l.call().enter_in(point, segment);
         Some(point)
     });
@@ -95,6 +97,12 @@ pub(crate) fn end_segment(locked: Option<Locked>, segment: &mut Segment) {
 /// done (`start` does not run) without the thread's stack.
 #[inline]
 fn enter(id: u64, start: impl FnOnce(&mut Segment) -> Option<&'static Point>) {
+    enter_keyed(id, 0, start);
+}
+
+/// [`enter`] of a span whose slab key is `key` (0: none).
+#[inline]
+fn enter_keyed(id: u64, key: u64, start: impl FnOnce(&mut Segment) -> Option<&'static Point>) {
     let _ = STACK.try_with(|s| {
         let Ok(mut s) = s.try_borrow_mut() else {
             return;
@@ -104,6 +112,7 @@ fn enter(id: u64, start: impl FnOnce(&mut Segment) -> Option<&'static Point>) {
         if s.len == s.entries.len() {
             s.entries.push(Entry {
                 id,
+                key: 0,
                 point: None,
                 segment: Segment::OFF,
             });
@@ -111,7 +120,7 @@ fn enter(id: u64, start: impl FnOnce(&mut Segment) -> Option<&'static Point>) {
         // A span entered again inside itself on this thread (a future polled within its own
         // span): its time is already its outer segment's, so this entry times nothing (and
         // its exit, finding it innermost, ends nothing).
-        let again = s.entries[..s.len].iter().any(|e| e.id == id);
+        let again = key != 0 && s.entries[..s.len].iter().any(|e| e.key == key);
         let Some(e) = s.entries.get_mut(s.len) else {
             return;
         };
@@ -123,6 +132,7 @@ fn enter(id: u64, start: impl FnOnce(&mut Segment) -> Option<&'static Point>) {
         }
         // Field by field, in place (its segment is off: see `exit`).
         e.id = id;
+        e.key = key;
         e.point = if again { None } else { start(&mut e.segment) };
     });
 }

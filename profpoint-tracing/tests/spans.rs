@@ -547,6 +547,16 @@ fn two_registries_on_one_thread_keep_spans_with_the_same_id_apart() {
             assert_eq!(calls("t_two_reg::b"), round);
             assert_eq!(calls("t_two_reg::a"), round - 1, "a is open: no call yet");
             a.in_scope(|| {});
+            // And the inner registry's span entered while the outer one's, of the same id,
+            // is entered: not taken for the outer span entered again.
+            a.in_scope(|| {
+                tracing::subscriber::with_default(layered(), || {
+                    let c = tracing::info_span!(target: "t_two_reg", "c");
+                    assert_eq!(c.id(), Some(a_id.clone()), "the case: one id in both");
+                    c.in_scope(|| {});
+                });
+            });
+            assert_eq!(calls("t_two_reg::c"), round);
             drop(a);
         });
     }

@@ -49,10 +49,12 @@ pub(crate) fn line(args: std::fmt::Arguments<'_>) {
 /// module's documentation).
 pub(crate) const STALL: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// The most bytes one `write` is given: `PIPE_BUF` on Linux, the room a pipe that polls
-/// writable has at least.
-#[cfg(unix)]
+/// The most bytes one `write` is given: `PIPE_BUF`, the room a pipe that polls writable has
+/// at least (4,096 bytes on Linux; 512 on macOS and the BSDs).
+#[cfg(any(target_os = "linux", target_os = "android"))]
 const CHUNK: usize = 4096;
+#[cfg(all(unix, not(any(target_os = "linux", target_os = "android"))))]
+const CHUNK: usize = 512;
 
 /// Standard streams (bit `fd`, descriptors 0 to 2) on which a write waited [`STALL`] in vain.
 #[cfg(unix)]
@@ -75,6 +77,10 @@ pub(crate) fn write_fd_within(
     stall: std::time::Duration,
 ) -> std::io::Result<()> {
     use std::sync::atomic::Ordering;
+    if fd < 0 {
+        // `poll` ignores a negative descriptor: it would wait out the stall.
+        return Err(std::io::Error::from_raw_os_error(libc::EBADF));
+    }
     let guard = PipeGuard::new();
     let bit = u8::try_from(fd).ok().filter(|&f| f < 3).map(|f| 1u8 << f);
     // Relaxed: a hint; the worst a stale read costs is one more wait.
@@ -86,8 +92,11 @@ pub(crate) fn write_fd_within(
     };
     let mut rest = bytes;
     let mut result = Ok(());
+    // The stall is counted from the last byte taken: a descriptor that polls writable and
+    // then refuses (`EAGAIN`, another writer took the room) waits against the same deadline.
+    let mut until = monotonic_ms().saturating_add(stall.as_millis() as u64);
     while !rest.is_empty() {
-        match wait_writable(fd, stall) {
+        match wait_writable(fd, until) {
             Ok(true) => {}
             Ok(false) => {
                 if let Some(b) = bit {
@@ -107,11 +116,16 @@ pub(crate) fn write_fd_within(
         let n = unsafe { libc::write(fd, rest.as_ptr().cast(), len) };
         if n < 0 {
             let e = std::io::Error::last_os_error();
-            if matches!(
-                e.raw_os_error(),
-                Some(libc::EINTR | libc::EAGAIN) // EWOULDBLOCK is EAGAIN on Linux
-            ) {
-                continue;
+            match e.raw_os_error() {
+                Some(libc::EINTR) => continue,
+                // EWOULDBLOCK is EAGAIN on Linux. Polled writable, then refused: a
+                // millisecond's pause before the next poll, so that it cannot spin.
+                Some(libc::EAGAIN) => {
+                    // SAFETY: poll of no descriptor: a sleep, async-signal-safe.
+                    unsafe { libc::poll(std::ptr::null_mut(), 0, 1) };
+                    continue;
+                }
+                _ => {}
             }
             result = Err(e);
             break;
@@ -121,18 +135,18 @@ pub(crate) fn write_fd_within(
             break;
         }
         rest = &rest[(n as usize).min(rest.len())..];
+        until = monotonic_ms().saturating_add(stall.as_millis() as u64);
     }
     let epipe = matches!(&result, Err(e) if e.raw_os_error() == Some(libc::EPIPE));
     guard.restore(epipe);
     result
 }
 
-/// Waits until `fd` takes bytes (true), at most `stall` (false: it took nothing); `poll`
-/// interrupted by a signal waits again for what is left. An error or a hang-up is for the
-/// write to tell (true); a descriptor that is not open is `EBADF`.
+/// Waits until `fd` takes bytes (true), at most until `until` (CLOCK_MONOTONIC, ms; false:
+/// it took nothing); `poll` interrupted by a signal waits again for what is left. An error or
+/// a hang-up is for the write to tell (true); a descriptor that is not open is `EBADF`.
 #[cfg(unix)]
-fn wait_writable(fd: libc::c_int, stall: std::time::Duration) -> std::io::Result<bool> {
-    let until = monotonic_ms().saturating_add(stall.as_millis() as u64);
+fn wait_writable(fd: libc::c_int, until: u64) -> std::io::Result<bool> {
     loop {
         let mut p = libc::pollfd {
             fd,
@@ -273,8 +287,9 @@ mod tests {
         assert!(!sigpipe_pending());
         // SAFETY: the write end, ours, closed once.
         unsafe { libc::close(fds[1]) };
-        // A closed descriptor: an error, no panic.
-        assert!(write_fd(fds[1], b"x\n").is_err());
+        // A descriptor that is not open (not the one just closed: a test beside this one
+        // may have been given its number): an error, no panic.
+        assert!(write_fd(-1, b"x\n").is_err());
     }
 
     /// A pipe whose reader never reads: the write fills it, waits `stall` for room, and gives
@@ -291,7 +306,11 @@ mod tests {
         let e = write_fd_within(fds[1], &big, stall).unwrap_err();
         let took = t.elapsed();
         assert_eq!(e.kind(), std::io::ErrorKind::TimedOut);
-        assert!(took >= stall, "{took:?}");
+        // Its clock is read in whole milliseconds.
+        assert!(
+            took + std::time::Duration::from_millis(2) >= stall,
+            "{took:?}"
+        );
         // The bound is the stall, not the load: minutes would mean a blocked write.
         assert!(took < std::time::Duration::from_secs(30), "{took:?}");
         let mut queued: libc::c_int = 0;
@@ -328,8 +347,17 @@ mod tests {
     #[test]
     fn a_non_blocking_descriptor_waits_instead_of_failing() {
         let mut fds = [0; 2];
-        // SAFETY: a valid array of two descriptors for pipe2 to fill.
-        let r = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK) };
+        // SAFETY: a valid array of two descriptors for pipe to fill.
+        let r = unsafe { libc::pipe(fds.as_mut_ptr()) };
+        assert_eq!(r, 0);
+        // SAFETY: fcntl on our pipe's write end.
+        let r = unsafe {
+            libc::fcntl(
+                fds[1],
+                libc::F_SETFL,
+                libc::fcntl(fds[1], libc::F_GETFL) | libc::O_NONBLOCK,
+            )
+        };
         assert_eq!(r, 0);
         let reader = std::thread::spawn(move || {
             let mut buf = vec![0u8; 4096];

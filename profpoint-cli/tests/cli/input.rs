@@ -389,4 +389,5 @@ fn a_report_s_own_text_cannot_write_control_characters_to_the_terminal() {
     assert!(warning.contains("\\u{1b}[2J\\nFORGED"), "{warning}");
     assert!(!err.contains('\u{1b}'), "{err:?}");
     assert!(!err.lines().any(|l| l.starts_with("FORGED")), "{err}");
+    common::clean();
 }

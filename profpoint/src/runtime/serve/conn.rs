@@ -352,7 +352,7 @@ mod tests {
     use super::*;
     use std::io::Read;
 
-    /// A client that reads a byte now and then, as a slow scraper or an attacker does: the
+    /// A client that reads a little now and then, as a slow scraper or an attacker does: the
     /// answer is given up at its deadline, not kept going as long as each write moves a few
     /// bytes (a timeout per write alone allowed that, and 32 such clients locked out every
     /// scrape). A client that reads gets the whole answer.
@@ -364,22 +364,23 @@ mod tests {
         let slow_done = done.clone();
         let slow = std::thread::spawn(move || {
             let mut c = TcpStream::connect(addr).unwrap();
-            let mut b = [0u8; 64];
+            let mut b = vec![0u8; 64 << 10];
             let mut got = 0;
-            // A little at a time until the server has given up (what its buffers hold by then
-            // would take this pace minutes to drain).
+            // 64 KiB every 100 ms, until the server has given up: each of its writes moves
+            // within a tenth of a second, so a timeout per write alone would let the 64 MiB
+            // run for about 100 s.
             while !slow_done.load(std::sync::atomic::Ordering::Relaxed) {
                 match c.read(&mut b) {
                     Ok(n) if n > 0 => got += n,
                     _ => break,
                 }
-                std::thread::sleep(Duration::from_millis(20));
+                std::thread::sleep(Duration::from_millis(100));
             }
             got
         });
         let (mut s, _) = listener.accept().unwrap();
         let big = vec![b'x'; 64 << 20];
-        let deadline = Duration::from_millis(500);
+        let deadline = Duration::from_secs(1);
         let t = Instant::now();
         assert!(
             !write_within(&mut s, &big, deadline),
