@@ -53,14 +53,18 @@ pub struct IntervalPoint {
     pub total_ns: u64,
     /// Its self time (`None` for an async point, which has none).
     pub self_ns: Option<u64>,
-    /// `total_ns / timed` (0 when none was timed).
+    /// `total_ns` over the interval's outermost calls (`nr` less those nested in a call of
+    /// the same point): a sampled point's total stands for its untimed calls too. 0 when
+    /// none was timed.
     pub avg_ns: u64,
 }
 
 impl Interval {
     /// The interval from `prev` (a report of the same process; `None`: from start-up) to `now`.
-    /// Points are matched by name, file and line; a counter that went down (a
-    /// `profpoint::reset` between the two) counts from zero.
+    /// Points are matched by name, file and line; a point whose call count went down (a
+    /// `profpoint::reset` between the two) counts from zero. An estimated figure revised
+    /// down between the two (a later stratum's mean lower) gives the interval 0, never the
+    /// whole run's figure.
     pub fn between(prev: Option<&Report>, now: &Report, seq: u64) -> Interval {
         let mut before: std::collections::HashMap<(&str, &str, u32), &PointReport> =
             std::collections::HashMap::new();
@@ -71,18 +75,19 @@ impl Interval {
             .points
             .iter()
             .filter_map(|p| {
-                let d = |f: fn(&PointReport) -> u64| match before.get(&(
-                    p.name.as_str(),
-                    p.file.as_str(),
-                    p.line,
-                )) {
-                    Some(b) if f(b) <= f(p) => f(p) - f(b),
-                    _ => f(p),
+                // Reset between the two: the call count went down.
+                let b = before
+                    .get(&(p.name.as_str(), p.file.as_str(), p.line))
+                    .filter(|b| b.nr <= p.nr);
+                let d = |f: fn(&PointReport) -> u64| match b {
+                    Some(b) => f(p).saturating_sub(f(b)),
+                    None => f(p),
                 };
                 let nr = d(|p| p.nr);
                 (nr > 0).then(|| {
                     let timed = d(|p| p.timed);
                     let total_ns = d(|p| p.total_ns);
+                    let outer = nr.saturating_sub(d(|p| p.nested));
                     IntervalPoint {
                         name: p.name.clone(),
                         file: p.file.clone(),
@@ -90,16 +95,15 @@ impl Interval {
                         nr,
                         timed,
                         total_ns,
-                        self_ns: p.self_ns.map(|now| {
-                            match before
-                                .get(&(p.name.as_str(), p.file.as_str(), p.line))
-                                .and_then(|b| b.self_ns)
-                            {
-                                Some(b) if b <= now => now - b,
-                                _ => now,
-                            }
+                        self_ns: p.self_ns.map(|now| match b.and_then(|b| b.self_ns) {
+                            Some(before) => now.saturating_sub(before),
+                            None => now,
                         }),
-                        avg_ns: total_ns.checked_div(timed).unwrap_or(0),
+                        avg_ns: if timed == 0 {
+                            0
+                        } else {
+                            total_ns.checked_div(outer).unwrap_or(0)
+                        },
                     }
                 })
             })
@@ -259,7 +263,8 @@ pub struct PointReport {
     /// Time not spent in other points nested inside this one, nanoseconds; `None` for an async
     /// point (calls overlap and are not folded: it has no self time).
     pub self_ns: Option<u64>,
-    /// `total_ns / timed`.
+    /// `total_ns` over the outermost calls it stands for: the timed ones and, for a sampled
+    /// or estimated point, those left untimed (0 when none was timed).
     pub avg_ns: u64,
     /// Shortest timed call.
     pub min_ns: u64,
@@ -448,5 +453,62 @@ pub(crate) fn test_point(name: &str, line: u32) -> PointReport {
         hist: vec![[10, 1]],
         sampled_self: None,
         idle_ns: 0,
+    }
+}
+
+#[cfg(test)]
+mod interval_tests {
+    use super::*;
+
+    fn point(nr: u64, timed: u64, nested: u64, total_ns: u64) -> PointReport {
+        PointReport {
+            name: "p".into(),
+            nr,
+            timed,
+            nested,
+            total_ns,
+            self_ns: Some(total_ns),
+            ..Default::default()
+        }
+    }
+
+    fn report(p: PointReport) -> Report {
+        let mut r = Report::empty();
+        r.points = vec![p];
+        r
+    }
+
+    /// A point sampled 1 in 64: 6,400 calls in the interval, 100 timed, its total estimated
+    /// over all of them: its mean call is the total over 6,400, not over 100 (64 times too
+    /// high, above its longest call).
+    #[test]
+    fn a_sampled_point_s_mean_is_over_every_call_its_total_stands_for() {
+        let before = report(point(6_400, 100, 0, 640_000));
+        let now = report(point(12_800, 200, 0, 1_280_000));
+        let i = Interval::between(Some(&before), &now, 2);
+        let p = &i.points[0];
+        assert_eq!((p.nr, p.timed, p.total_ns), (6_400, 100, 640_000));
+        assert_eq!(p.avg_ns, 100);
+        // Recursive calls are not outermost: the mean is over the outermost ones.
+        let before = report(point(0, 0, 0, 0));
+        let now = report(point(300, 300, 200, 100_000));
+        assert_eq!(
+            Interval::between(Some(&before), &now, 1).points[0].avg_ns,
+            1_000
+        );
+    }
+
+    /// An estimated total revised down between two reports (no reset: the calls went up)
+    /// gives the interval 0, not the whole run's total; a reset (the calls went down) counts
+    /// from zero.
+    #[test]
+    fn a_total_revised_down_is_not_taken_for_a_reset() {
+        let before = report(point(1_000, 10, 0, 5_000_000));
+        let now = report(point(1_100, 11, 0, 4_900_000));
+        let p = &Interval::between(Some(&before), &now, 2).points[0];
+        assert_eq!((p.nr, p.total_ns, p.self_ns), (100, 0, Some(0)));
+        let after_reset = report(point(50, 5, 0, 250_000));
+        let p = &Interval::between(Some(&now), &after_reset, 3).points[0];
+        assert_eq!((p.nr, p.total_ns), (50, 250_000));
     }
 }

@@ -94,6 +94,7 @@ pub(crate) fn collect(opts: &ReportOptions) -> Report {
         _ => 0.0,
     };
     let counts = read_all();
+    let threads = shard::shards_per_point(counts.len());
     let iso = budget::isolation();
     let isolated = iso.as_ref().map(|iso| from_isolated(&counts, iso));
     let indexed: Vec<(usize, PointReport)> = point::all()
@@ -115,7 +116,7 @@ pub(crate) fn collect(opts: &ReportOptions) -> Report {
                 r.avg_ns = ns(split.mean);
                 r.wall_percent = percent(r.total_ns, wall_ns);
             }
-            within_the_run(&mut r, wall_ns, shard::shard_count());
+            within_the_run(&mut r, wall_ns, threads[i]);
             (i, r)
         })
         .collect();
@@ -341,7 +342,8 @@ fn from_isolated(counts: &[(Counts, Est)], iso: &budget::Isolation) -> Vec<Optio
 }
 
 /// An estimated total above what the run could hold (a synchronous point's calls on one
-/// thread never overlap: at most the wall time times the threads that ran points) is cut to
+/// thread never overlap: at most the wall time times the threads that called it, counted as
+/// the shards holding its calls, `shard::shards_per_point`) is cut to
 /// that bound, its self time and mean with it, and its interval widened to the bound: the
 /// estimate is known to be off (a mean call priced from a few timed calls that a preemption
 /// or the timing's own cost inflated), and the truth lies between 0 and the bound.

@@ -435,3 +435,37 @@ mod stand_in {
         );
     }
 }
+
+/// The bound on an estimated total counts the threads that called the point, not every
+/// thread of the process: a point called on three threads is held to three walls.
+#[cfg(not(any(loom, feature = "off")))]
+mod threads_per_point {
+    use super::*;
+    use crate::point::{Name, POINTS, Point};
+
+    sync_point!(ON_THREE, "bound::on_three");
+    sync_point!(NEVER, "bound::never");
+
+    #[test]
+    fn each_point_counts_the_threads_that_called_it() {
+        // Alive at once, so on three shards (a thread's shard is reused once it ends).
+        let barrier = std::sync::Barrier::new(3);
+        std::thread::scope(|s| {
+            for _ in 0..3 {
+                s.spawn(|| {
+                    drop(ON_THREE.guard());
+                    barrier.wait();
+                });
+            }
+        });
+        let index = |p: &Point| {
+            point::all()
+                .iter()
+                .position(|q| std::ptr::eq(q, p))
+                .unwrap()
+        };
+        let per = shard::shards_per_point(point::all().len());
+        assert_eq!(per[index(&ON_THREE)], 3, "{per:?}");
+        assert_eq!(per[index(&NEVER)], 0);
+    }
+}

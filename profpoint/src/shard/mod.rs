@@ -604,6 +604,35 @@ pub(crate) fn read_point(index: usize) -> Counts {
     sum
 }
 
+/// How many shards hold a call of each of the first `n` points. A shard is one thread's at a
+/// time, so a sync point's calls on it never overlap: its time there is at most the wall time
+/// (the report's bound on an estimated total, per point rather than per process, where the
+/// budget's own thread and every other thread would loosen it).
+pub(crate) fn shards_per_point(n: usize) -> Vec<usize> {
+    let shards = registry().all.clone();
+    let mut out = vec![0; n];
+    for s in shards {
+        for (i, o) in out.iter_mut().enumerate() {
+            // Relaxed: whether any call landed; a call being recorded now may be missed, and
+            // its shard is then not counted (its call not in the figures either, or a later
+            // one is, on a shard already counted for the earlier calls).
+            let in_slot = s.slot_for_read(i).is_some_and(|slot| {
+                slot.timed.load(Ordering::Relaxed) > 0
+                    || slot.nested.load(Ordering::Relaxed) > 0
+                    || slot.skipped.load(Ordering::Relaxed) > 0
+            });
+            let counted = s
+                .counts()
+                .get(i)
+                .is_some_and(|c| c.load(Ordering::Relaxed) > 0);
+            if in_slot || counted {
+                *o += 1;
+            }
+        }
+    }
+    out
+}
+
 /// The calls of each of `indices` per shard (a thread's, or an exited thread's kept): one
 /// `(shard, calls)` row per shard, the shard by its address, the calls in `indices`' order
 /// (the budget's count windows: how much counting slowed each thread). Reuses `out`'s rows.
