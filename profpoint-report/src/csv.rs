@@ -4,7 +4,8 @@ use crate::model::Report;
 use std::fmt::Write;
 
 /// The CSV header row, also the field order of every row.
-pub(super) const HEADER: &str = "name,enabled,kind,sampling,estimated,nr,timed,nested,total_ns,self_ns,avg_ns,min_ns,max_ns,p50_ns,p90_ns,p99_ns,p999_ns,stddev_ns,wall_percent,file,line,total_ci95_ns,sampled_self";
+/// Columns are only ever added at the end: a script that reads by position keeps working.
+pub(super) const HEADER: &str = "name,enabled,kind,sampling,estimated,nr,timed,nested,total_ns,self_ns,avg_ns,min_ns,max_ns,p50_ns,p90_ns,p99_ns,p999_ns,stddev_ns,wall_percent,file,line,total_ci95_ns,sampled_self,nr_ci95,nr_estimated,idle_ns";
 
 pub(super) fn points_csv(report: &Report) -> String {
     let mut out = String::new();
@@ -14,7 +15,7 @@ pub(super) fn points_csv(report: &Report) -> String {
         // Writing into a String cannot fail.
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.4},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.4},{},{},{},{},{},{},{}",
             quote(&p.name),
             p.enabled,
             p.kind,
@@ -37,7 +38,10 @@ pub(super) fn points_csv(report: &Report) -> String {
             quote(&p.file),
             p.line,
             p.total_ci95_ns,
-            p.sampled_self.map_or(String::new(), |n| n.to_string())
+            p.sampled_self.map_or(String::new(), |n| n.to_string()),
+            p.nr_ci95.map_or(String::new(), |n| n.to_string()),
+            p.nr_estimated,
+            p.idle_ns
         );
     }
     out
@@ -74,20 +78,33 @@ mod tests {
     /// The sampler's self time is the last column: its count, or empty where the JSON has
     /// null; every row has the header's number of cells.
     #[test]
-    fn sampled_self_is_the_last_column() {
+    fn columns_are_added_at_the_end_and_every_row_has_them_all() {
         let mut r = Report::empty();
-        r.points = vec![point("a::sampled", Some(7)), point("a::not", None)];
+        let mut estimated = point("a::sampled", Some(7));
+        estimated.nr_ci95 = Some(40);
+        estimated.nr_estimated = true;
+        estimated.idle_ns = 9;
+        r.points = vec![estimated, point("a::not", None)];
         let text = points_csv(&r);
         let mut lines = text.lines();
         let header: Vec<&str> = lines.next().unwrap().split(',').collect();
-        assert_eq!(header.last(), Some(&"sampled_self"));
+        // The columns of earlier versions keep their places.
+        let at = |name: &str| header.iter().position(|h| *h == name).unwrap();
+        assert_eq!((at("total_ci95_ns"), at("sampled_self")), (21, 22));
+        assert_eq!(
+            header[23..],
+            ["nr_ci95", "nr_estimated", "idle_ns"],
+            "{text}"
+        );
         let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
         assert_eq!(rows.len(), 2, "{text}");
         for row in &rows {
             assert_eq!(row.len(), header.len(), "{text}");
         }
-        assert_eq!((rows[0][0], *rows[0].last().unwrap()), ("a::sampled", "7"));
-        assert_eq!((rows[1][0], *rows[1].last().unwrap()), ("a::not", ""));
+        assert_eq!(rows[0][0], "a::sampled");
+        assert_eq!(rows[0][22..], ["7", "40", "true", "9"]);
+        assert_eq!(rows[1][0], "a::not");
+        assert_eq!(rows[1][22..], ["", "", "false", "0"]);
     }
 
     #[test]
