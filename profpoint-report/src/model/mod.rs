@@ -302,8 +302,9 @@ pub struct PointReport {
     pub sampled_self: Option<u64>,
     /// Idle time of its calls, nanoseconds: for a call made in segments (a `tracing` span over
     /// a future, entered on every poll), the time between its segments, alive but not
-    /// entered (waiting to be polled again); `total_ns` is their busy time. 0 for every other
-    /// point (and in reports written before this field).
+    /// entered (waiting to be polled again); `total_ns` is their busy time. Estimated with
+    /// it (`estimated`): the timed calls' idle time at their mean for every call. 0 for every
+    /// other point (and in reports written before this field).
     #[serde(default)]
     pub idle_ns: u64,
 }

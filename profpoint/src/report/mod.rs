@@ -435,8 +435,16 @@ fn point_report(
     report.hist = hist_ns(&c.hist, to_ns);
     // Filled from the sampler's stacks, when it ran with them (`collect`).
     report.sampled_self = None;
-    // Calls made in segments only (`point/segment.rs`); never estimated.
-    report.idle_ns = clock.to_ns(c.idle);
+    // Calls made in segments only (`point/segment.rs`). Only a timed call measures its idle
+    // time: where the total stands for untimed calls too (sampled), so does the idle time,
+    // at the timed calls' mean (it was the timed calls' alone, N times too small at 1/N).
+    report.idle_ns = if estimated && c.idle > 0 {
+        clock
+            .to_ns_f(c.idle as f64 * outer / c.timed as f64)
+            .round() as u64
+    } else {
+        clock.to_ns(c.idle)
+    };
     report.wall_percent = percent(total_ns, wall_ns);
     report
 }

@@ -30,6 +30,39 @@ fn an_estimate_above_the_run_is_cut_to_it() {
     assert!((r.wall_percent - 200.0).abs() < 1e-9);
 }
 
+/// A point in segments (a span) sampled 1 in 4: its idle time, measured on the timed calls
+/// only, stands for every call as its total does; exact, it is left as measured.
+#[test]
+fn a_sampled_point_s_idle_time_stands_for_every_call() {
+    let p = &point::all()[0];
+    let clk = clock::info();
+    let mut c = Counts {
+        timed: 10,
+        total: 10 * 1_000,
+        idle: 10 * 500,
+        ..Counts::default()
+    };
+    let exact = point_report(p, &c, &counts(10, 1_000).1, &clk, u64::MAX / 4, 0.0);
+    assert!(!exact.estimated);
+    assert_eq!(exact.idle_ns, clk.to_ns(5_000));
+    c.skipped = 30;
+    let mut e = Est::default();
+    e.fold(&c.scalars());
+    let r = point_report(p, &c, &e, &clk, u64::MAX / 4, 0.0);
+    assert!(r.estimated);
+    let want = clk.to_ns(20_000);
+    assert!(
+        r.idle_ns.abs_diff(want) <= 1,
+        "{} against {want}",
+        r.idle_ns
+    );
+    assert!(
+        r.total_ns.abs_diff(clk.to_ns(40_000)) <= 1,
+        "{}",
+        r.total_ns
+    );
+}
+
 /// A point's counts with `outer` timed outermost calls of `each` ticks.
 fn counts(outer: u64, each: u64) -> (Counts, Est) {
     let c = Counts {
