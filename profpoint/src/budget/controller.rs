@@ -667,16 +667,26 @@ pub(super) fn fold_round(
     match (burst, window) {
         (Some(_), Some((w, u))) => {
             let kept = if set == Some(Mode::Count) {
-                untimed(d, u)
+                // Timed in the window alone: its other calls split as the marked ones are.
+                est.outermost_of_counted(&untimed(d, u))
             } else {
+                est.learn_depth(d);
                 *d
             };
             est.fold_beside_burst(&kept, w);
             (None, kept, *d)
         }
         _ => {
-            est.fold(d);
-            (None, *d, *d)
+            if set == Some(Mode::Count) {
+                // Every call was paid for as counted, nested or not.
+                let outer = est.outermost_of_counted(d);
+                est.fold(&outer);
+                (None, outer, *d)
+            } else {
+                est.learn_depth(d);
+                est.fold(d);
+                (None, *d, *d)
+            }
         }
     }
 }

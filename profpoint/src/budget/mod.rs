@@ -140,7 +140,8 @@
 //! 95% half-width. A counted point's rounds pool into strata with its timed calls in the
 //! bursts' windows; rounds no window timed it in (before a stratum closes) are priced at the
 //! point's mean timed call (a model, not a sample: its error bar says so by growing with
-//! them). A stratum
+//! them). A recursive point's counted calls (unmarked) are split as its marked calls split,
+//! and only the outermost share is priced (`Est::outermost_of_counted`). A stratum
 //! holds at least 32 timed calls, and its longest, if over 1,000 times the others' mean and a
 //! new maximum, is a stall counted once (see `Est::close`); a stratum whose mean timed call is
 //! over 4 times the median of the point's last 15 strata's held a stall too (one that was not

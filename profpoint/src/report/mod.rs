@@ -377,8 +377,9 @@ fn point_report(
     // Calls made between the budget's bursts, estimated (none for a point never in bursts).
     let (unseen_outer, unseen_all) = est.unseen();
     let nr_ci95 = est.unseen_ci95();
-    // Outermost calls: the timed ones and those left untimed (estimated like them).
-    let outer = (c.timed + c.skipped) as f64 + unseen_outer;
+    // Outermost calls: the timed ones and those left untimed (estimated like them), less
+    // the counted calls the estimate took as nested (a recursive point counted only).
+    let outer = c.timed as f64 + (c.skipped as f64 - est.counted_nested).max(0.0) + unseen_outer;
     let total_ticks = (est_total - sub_ticks * outer).max(0.0);
     let self_ticks = (est_self - sub_ticks * outer).max(0.0);
     let to_ns = |ticks: f64| clock.to_ns_f((ticks - sub_ticks).max(0.0)).round() as u64;
