@@ -173,16 +173,10 @@ fn wait_writable(fd: libc::c_int, until: u64) -> std::io::Result<bool> {
     }
 }
 
-/// CLOCK_MONOTONIC in milliseconds (a system call, async-signal-safe).
+/// CLOCK_MONOTONIC in milliseconds (`clock_gettime`, async-signal-safe).
 #[cfg(unix)]
 fn monotonic_ms() -> u64 {
-    let mut t = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a valid, writable timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
-    (t.tv_sec as u64).saturating_mul(1000) + t.tv_nsec as u64 / 1_000_000
+    crate::clock::monotonic_ns() / 1_000_000
 }
 
 /// Elsewhere: through std (which reports a failed write as an error, never a panic).

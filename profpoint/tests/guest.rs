@@ -176,7 +176,9 @@ mod unix {
         let theirs = d.join("theirs.json");
         std::fs::write(&theirs, "their report\n").unwrap();
         std::os::unix::fs::chown(&theirs, Some(OTHER), Some(OTHER)).unwrap();
-        for (dest, what) in [(&link, "a symbolic link"), (&theirs, "a file")] {
+        // A report to `dest`, refused for what `refused` (another user's) is: one line, the
+        // table on stderr, the program's exit status.
+        let refused_for = |dest: &Path, refused: &Path, what: &str| {
             let spec = format!("json:{}", dest.display());
             let o = run("exit3", &[("PROFPOINT_REPORT", &spec)], None);
             let e = err(&o);
@@ -185,12 +187,15 @@ mod unix {
                 lines(&e),
                 [format!(
                     "profpoint: PROFPOINT_REPORT={spec}: {} is {what} of another user (uid {OTHER}) in the sticky world-writable folder {}: refused; the points table goes to stderr at exit instead",
-                    dest.display(),
+                    refused.display(),
                     d.display()
                 )],
                 "{e}"
             );
             assert!(e.contains("guest::unix::work"), "{e}");
+        };
+        for (dest, what) in [(&link, "a symbolic link"), (&theirs, "a file")] {
+            refused_for(dest, dest, what);
         }
         untouched(&v);
         assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
@@ -200,20 +205,7 @@ mod unix {
         let linked = d.join("reports");
         std::os::unix::fs::symlink(&victims, &linked).unwrap();
         std::os::unix::fs::lchown(&linked, Some(OTHER), Some(OTHER)).unwrap();
-        let dest = linked.join("r.json");
-        let spec = format!("json:{}", dest.display());
-        let o = run("exit3", &[("PROFPOINT_REPORT", &spec)], None);
-        let e = err(&o);
-        assert_eq!(o.status.code(), Some(3), "{e}");
-        assert_eq!(
-            lines(&e),
-            [format!(
-                "profpoint: PROFPOINT_REPORT={spec}: {} is a symbolic link of another user (uid {OTHER}) in the sticky world-writable folder {}: refused; the points table goes to stderr at exit instead",
-                linked.display(),
-                d.display()
-            )],
-            "{e}"
-        );
+        refused_for(&linked.join("r.json"), &linked, "a symbolic link");
         assert_eq!(
             std::fs::read_dir(&victims).unwrap().count(),
             0,

@@ -225,18 +225,6 @@ fn handled_here(s: libc::c_int) -> bool {
     current_handler(s) == Some(handler_address())
 }
 
-/// CLOCK_MONOTONIC in ns (async-signal-safe).
-#[cfg(unix)]
-fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a valid, writable timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
 /// Whether `PIPE_W` still names the pipe made by `arm_inner` (async-signal-safe: `fstat`).
 #[cfg(unix)]
 fn pipe_intact(fd: libc::c_int) -> bool {
@@ -288,7 +276,8 @@ fn handle(s: libc::c_int) {
         die_now(s);
         return;
     }
-    let now = monotonic_ns();
+    // `clock_gettime`: async-signal-safe.
+    let now = crate::clock::monotonic_ns();
     // AcqRel: the thread reads PENDING after reading the pipe.
     match PENDING.compare_exchange(0, s, Ordering::AcqRel, Ordering::Acquire) {
         Ok(_) => {
