@@ -102,17 +102,7 @@ pub(crate) fn uses_tsc() -> bool {
 
 /// `CLOCK_MONOTONIC` in nanoseconds.
 #[cfg(unix)]
-#[cold]
-#[inline(never)]
-pub(crate) fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC always exists on Linux.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
+pub(crate) use crate::os_clock::monotonic_ns;
 
 /// The OS monotonic clock in nanoseconds, from a base taken on first use (plus 1, so that no
 /// reading is 0): `Instant` is QueryPerformanceCounter on Windows.

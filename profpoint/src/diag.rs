@@ -176,7 +176,7 @@ fn wait_writable(fd: libc::c_int, until: u64) -> std::io::Result<bool> {
 /// CLOCK_MONOTONIC in milliseconds (`clock_gettime`, async-signal-safe).
 #[cfg(unix)]
 fn monotonic_ms() -> u64 {
-    crate::clock::monotonic_ns() / 1_000_000
+    crate::os_clock::monotonic_ns() / 1_000_000
 }
 
 /// Elsewhere: through std (which reports a failed write as an error, never a panic).

@@ -65,6 +65,7 @@ mod diag;
 pub mod env;
 mod glob;
 mod hist;
+mod os_clock;
 mod overhead;
 mod owned;
 mod point;
