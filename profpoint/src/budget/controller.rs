@@ -664,29 +664,20 @@ pub(super) fn fold_round(
         paid.add(&u);
         return (Some(calls), w, paid);
     }
+    let counted = set == Some(Mode::Count);
     match (burst, window) {
         (Some(_), Some((w, u))) => {
-            let kept = if set == Some(Mode::Count) {
-                // Timed in the window alone: its other calls split as the marked ones are.
-                est.outermost_of_counted(&untimed(d, u))
-            } else {
-                est.learn_depth(d);
-                *d
-            };
+            // Counted: timed in the window alone, the warm-up's calls counted.
+            let round = if counted { untimed(d, u) } else { *d };
+            let kept = est.as_marked(counted, &round);
             est.fold_beside_burst(&kept, w);
             (None, kept, *d)
         }
         _ => {
-            if set == Some(Mode::Count) {
-                // Every call was paid for as counted, nested or not.
-                let outer = est.outermost_of_counted(d);
-                est.fold(&outer);
-                (None, outer, *d)
-            } else {
-                est.learn_depth(d);
-                est.fold(d);
-                (None, *d, *d)
-            }
+            // Every call was paid for as it was made (counted: nested or not).
+            let kept = est.as_marked(counted, d);
+            est.fold(&kept);
+            (None, kept, *d)
         }
     }
 }

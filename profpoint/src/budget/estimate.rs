@@ -132,9 +132,21 @@ impl Recent {
 }
 
 impl Est {
+    /// A round `d` as the estimate takes it: a counted one's calls split by the share of
+    /// outermost calls ([`Est::outermost_of_counted`]); any other (on or sampled: its
+    /// recursive calls marked nested) teaches that share and is taken as it is.
+    pub(super) fn as_marked(&mut self, counted: bool, d: &Scalars) -> Scalars {
+        if counted {
+            self.outermost_of_counted(d)
+        } else {
+            self.learn_depth(d);
+            *d
+        }
+    }
+
     /// Learns the share of outermost calls from a round `d` in which calls were marked nested
     /// (the point on or sampled).
-    pub(super) fn learn_depth(&mut self, d: &Scalars) {
+    fn learn_depth(&mut self, d: &Scalars) {
         self.depth_outer += (d.timed + d.skipped) as f64;
         self.depth_nested += d.nested as f64;
     }
@@ -145,7 +157,7 @@ impl Est {
     /// A hot recursive function counted only had every call priced as an outermost one: its
     /// total came out its mean depth times too high (fib(20): 21,891 calls an outermost call).
     /// A point never seen recursive, or never seen marked, is left as it is.
-    pub(super) fn outermost_of_counted(&mut self, d: &Scalars) -> Scalars {
+    fn outermost_of_counted(&mut self, d: &Scalars) -> Scalars {
         // This round's marked calls (a window's) join what the earlier rounds told.
         let (outer, nested) = (
             self.depth_outer + d.timed as f64,

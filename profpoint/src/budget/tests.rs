@@ -904,10 +904,10 @@ fn a_counted_recursive_point_prices_its_outermost_calls_only() {
     let mut e = Est::default();
     // Marked: 40 outermost calls of 1,000 ticks, 360 nested in them.
     let on = round(40, 360, 0, 40_000);
-    e.learn_depth(&on);
+    e.as_marked(false, &on);
     e.fold(&on);
     // Counted: 10,005 calls, none marked; 1,000 of them outermost, carried to the tenth.
-    let counted = e.outermost_of_counted(&round(0, 0, 10_005, 0));
+    let counted = e.as_marked(true, &round(0, 0, 10_005, 0));
     assert_eq!((counted.skipped, counted.nested), (1_000, 9_005));
     assert!((e.counted_carry - 0.5).abs() < 1e-9, "{}", e.counted_carry);
     assert_eq!(e.counted_nested, 9_005.0);
@@ -915,12 +915,12 @@ fn a_counted_recursive_point_prices_its_outermost_calls_only() {
     let (total, _, _) = e.resolve(40, 40_000, 0.0);
     assert!((total - 1_040_000.0).abs() < 1e-6, "{total}");
     // The half carried makes the next round's split whole.
-    let next = e.outermost_of_counted(&round(0, 0, 5, 0));
+    let next = e.as_marked(true, &round(0, 0, 5, 0));
     assert_eq!(next.skipped, 1);
     // Never seen recursive: every counted call stays outermost.
     let mut flat = Est::default();
-    flat.learn_depth(&round(40, 0, 0, 40_000));
-    let same = flat.outermost_of_counted(&round(0, 0, 10_005, 0));
+    flat.as_marked(false, &round(40, 0, 0, 40_000));
+    let same = flat.as_marked(true, &round(0, 0, 10_005, 0));
     assert_eq!((same.skipped, same.nested), (10_005, 0));
     assert_eq!(flat.counted_nested, 0.0);
 }
