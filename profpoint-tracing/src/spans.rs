@@ -460,16 +460,32 @@ mod tests {
     #[test]
     fn past_the_last_slot_the_counter_stays() {
         let _turn = turn();
-        let saved_shared = std::mem::take(&mut *shared());
         let end = (PAGES * PAGE) as u32;
-        let saved = NEXT.swap(end, Ordering::Relaxed);
-        let got: Vec<Option<u64>> = std::thread::spawn(|| (0..3).map(|_| alloc(1)).collect())
+        // The thread of a test that ran before this one may still be ending, and hand its
+        // free slots to the shared list while this one runs (its turn is over by then): a
+        // round that was given one of them is run again, once that thread is gone.
+        let mut got = Vec::new();
+        for _ in 0..100 {
+            let saved_shared = std::mem::take(&mut *shared());
+            let saved = NEXT.swap(end, Ordering::Relaxed);
+            got = std::thread::spawn(|| {
+                let ids: Vec<Option<u64>> = (0..3).map(|_| alloc(1)).collect();
+                for id in ids.iter().flatten() {
+                    assert!(release(*id, |_, _| {}));
+                }
+                ids
+            })
             .join()
             .unwrap();
-        let after = NEXT.swap(saved, Ordering::Relaxed);
-        shared().extend(saved_shared);
+            let after = NEXT.swap(saved, Ordering::Relaxed);
+            shared().extend(saved_shared);
+            assert_eq!(after, end);
+            if got.iter().all(Option::is_none) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
         assert_eq!(got, [None, None, None]);
-        assert_eq!(after, end);
     }
 
     /// A span made by a thread-local's destructor after this thread's free list is gone takes
