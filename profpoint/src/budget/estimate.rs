@@ -3,6 +3,7 @@
 //! of `budget`, "Estimates and error bars").
 
 use super::*;
+use crate::slot::Counts;
 use burst::KEEP;
 use controller::delta;
 use sample::Sampled;
@@ -448,8 +449,23 @@ impl Est {
         }
     }
 
-    /// The final figures, given the point's timed calls, their total and their standard
-    /// deviation (ticks) over the same span: (total, self, 95% half-width of total).
+    /// [`Est::resolve`] for a point's counters `c`: its untimed calls priced at its usual
+    /// timed call, the longest left out when it is a stall ([`stalled_call`]). The stall
+    /// stands in the total once, where its round put it; as the mean of the calls the
+    /// estimate prices it stood for every one of them (a 12 ms preemption among 29,000
+    /// timed calls of a 65 ns leaf, under emulation beside a loaded host, priced its 585,000
+    /// calls seen only by the count windows at 170 ns, and the leaf's time took the whole
+    /// of its parent's self time).
+    pub(crate) fn resolve_counts(&self, c: &Counts, stddev: f64) -> (f64, f64, f64) {
+        match stalled_call(&c.scalars()) {
+            Some(max) => self.resolve(c.timed - 1, c.total.saturating_sub(max), stddev),
+            None => self.resolve(c.timed, c.total, stddev),
+        }
+    }
+
+    /// The final figures, given the point's usual timed calls, their total and their
+    /// standard deviation (ticks) over the same span: (total, self, 95% half-width of total).
+    /// The mean of the first two prices the calls left untimed.
     pub(crate) fn resolve(&self, timed: u64, timed_total: u64, stddev: f64) -> (f64, f64, f64) {
         let e = self.closed();
         let mean = if timed == 0 {

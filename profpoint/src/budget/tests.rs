@@ -344,6 +344,49 @@ fn unseen_calls_before_any_timed_burst_call_are_priced_at_the_point_s_mean() {
 }
 
 #[test]
+fn a_stall_in_the_timed_calls_does_not_price_the_untimed_ones() {
+    // Counted in its windows only: 10 calls timed (9 of 20 ticks, one preempted for
+    // 1,000,000), 500 seen untimed, 9,500 unseen.
+    let mut e = Est::default();
+    let seen = Scalars {
+        timed: 10,
+        skipped: 500,
+        total: 1_000_180,
+        self_ticks: 1_000_180,
+        max: 1_000_000,
+        ..Scalars::default()
+    };
+    e.fold_sampled(&seen, &Scalars::default(), &told(9500.0, 0.0, 10));
+    let c = crate::slot::Counts {
+        timed: 10,
+        skipped: 500,
+        total: 1_000_180,
+        self_ticks: 1_000_180,
+        min: 20,
+        max: 1_000_000,
+        ..crate::slot::Counts::default()
+    };
+    // The stall once, every other call at 20 ticks.
+    let (total, own, _) = e.resolve_counts(&c, 0.0);
+    let expected = 1_000_000.0 + 10_009.0 * 20.0;
+    assert!((total - expected).abs() < 1e-6, "{total} vs {expected}");
+    assert!((own - expected).abs() < 1e-6, "{own} vs {expected}");
+    // Priced at the mean with the stall in it, each of the 10,000 untimed calls took a tenth
+    // of it: 830 times the truth.
+    let (naive, _, _) = e.resolve(10, 1_000_180, 0.0);
+    assert!(naive > 800.0 * expected, "{naive}");
+    // Without a stall (the longest call under STALL_RATIO times the others' mean), the mean
+    // is every timed call's.
+    let even = crate::slot::Counts {
+        total: 200,
+        self_ticks: 200,
+        max: 20,
+        ..c
+    };
+    assert_eq!(e.resolve_counts(&even, 0.0), e.resolve(10, 200, 0.0));
+}
+
+#[test]
 fn too_few_windows_that_saw_a_call_make_a_lower_bound() {
     let mut e = Est::default();
     let w = calls(1000, 10);

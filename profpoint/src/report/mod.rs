@@ -290,7 +290,7 @@ fn from_isolated(counts: &[(Counts, Est)], iso: &budget::Isolation) -> Vec<Optio
         Some(m) => m.mean,
         None => {
             let (c, e) = &counts[i];
-            let (total, _, _) = e.resolve(c.timed, c.total, 0.0);
+            let (total, _, _) = e.resolve_counts(c, 0.0);
             // A call its thread was preempted in (`budget::stalled_call`) stands in the
             // point's own total, but not for its usual call, which is what the parent's calls
             // of it cost: one 10 ms preemption among 160,000 calls of a 33 ns leaf read a
@@ -372,7 +372,7 @@ fn point_report(
     let stddev = hist::stddev(&c.hist);
     // The spread of every timed call, stalls included: the estimate counts a stratum's
     // longest stall once, but others may be scaled, and the error bar must cover them.
-    let (est_total, est_self, ci95) = est.resolve(c.timed, c.total, stddev);
+    let (est_total, est_self, ci95) = est.resolve_counts(c, stddev);
     let in_hist: u64 = c.hist.iter().sum();
     // Calls made between the budget's bursts, estimated (none for a point never in bursts).
     let (unseen_outer, unseen_all) = est.unseen();
