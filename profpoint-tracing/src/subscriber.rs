@@ -10,7 +10,7 @@
 //!   `Entered` guard was forgotten, and then its exit finds no data and records the segment's
 //!   time without the call.
 //! - A span whose callsite has no point (the pool or the table is full) keeps no state: its
-//!   id carries the callsite's slot plus one in bits 1..=13 (bit 0 set: never an address)
+//!   id carries the callsite's slot plus one in bits 1..=14 (bit 0 set: never an address)
 //!   and a serial number above (blocks of 1,024 handed to each thread from one atomic
 //!   counter), so ids of open spans are unique.
 
@@ -23,7 +23,7 @@ use tracing_core::{Event, Metadata, Subscriber};
 
 /// Bits of a stateless span id that hold its callsite's slot plus one (0: none), above the
 /// tag bit.
-const SLOT_BITS: u32 = 13;
+const SLOT_BITS: u32 = 14;
 const _: () = assert!(callsites::CAP < 1 << SLOT_BITS);
 
 /// Serial numbers per block a thread takes.
