@@ -27,7 +27,12 @@ impl Report {
     ///   why (neither `counting_over` nor `over`; a report written before `over` existed,
     ///   2026-12-01, may fail this);
     /// - an interval on a figure not marked an estimate (`nr_ci95` without `nr_estimated`,
-    ///   `total_ci95_ns` without `estimated`): a reader would take the figure as exact.
+    ///   `total_ci95_ns` without `estimated`): a reader would take the figure as exact;
+    /// - an estimated total with no interval (`estimated` with `total_ci95_ns` 0): an
+    ///   estimate always carries one, the run's wall time where nothing narrower is known;
+    /// - a count below the calls it is made of (`nr` under `timed + nested`);
+    /// - a measured synchronous point (not estimated, not in segments) whose mean call lies
+    ///   outside its shortest and longest (by more than the nanosecond of rounding).
     pub fn impossible(&self) -> Vec<String> {
         let mut out = Vec::new();
         let threads = self.run.shards.max(1) as u64;
@@ -60,6 +65,29 @@ impl Report {
                 out.push(format!(
                     "{}: a total interval of {} ns on a total not marked estimated",
                     p.name, p.total_ci95_ns
+                ));
+            }
+            if p.estimated && p.total_ci95_ns == 0 {
+                out.push(format!(
+                    "{}: an estimated total of {} ns with no interval",
+                    p.name, p.total_ns
+                ));
+            }
+            if p.nr < p.timed.saturating_add(p.nested) {
+                out.push(format!(
+                    "{}: {} calls, fewer than its {} timed and {} nested ones",
+                    p.name, p.nr, p.timed, p.nested
+                ));
+            }
+            if p.kind == "sync"
+                && !p.estimated
+                && p.idle_ns == 0
+                && p.timed > 0
+                && (p.avg_ns.saturating_add(1) < p.min_ns || p.avg_ns > p.max_ns.saturating_add(1))
+            {
+                out.push(format!(
+                    "{}: mean call {} ns outside its shortest {} ns and longest {} ns",
+                    p.name, p.avg_ns, p.min_ns, p.max_ns
                 ));
             }
             if p.timed > 0 {
@@ -171,6 +199,48 @@ mod tests {
         assert_eq!(bad.len(), 2, "{bad:?}");
         r.points[0].nr_estimated = true;
         r.points[1].estimated = true;
+        assert_eq!(r.impossible(), Vec::<String>::new());
+    }
+
+    #[test]
+    fn an_estimate_with_no_interval_is_impossible() {
+        let mut r = Report::empty();
+        r.points = vec![test_point("a", 1)];
+        r.points[0].estimated = true;
+        assert_eq!(r.impossible().len(), 1, "{:?}", r.impossible());
+        r.points[0].total_ci95_ns = 40;
+        assert_eq!(r.impossible(), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_count_below_its_timed_and_nested_calls_is_impossible() {
+        let mut r = Report::empty();
+        r.points = vec![test_point("a", 1)];
+        r.points[0].nested = 2;
+        assert_eq!(r.impossible().len(), 1, "{:?}", r.impossible());
+        r.points[0].nr = 3;
+        assert_eq!(r.impossible(), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_measured_mean_outside_its_shortest_and_longest_call_is_impossible() {
+        let mut r = Report::empty();
+        r.points = vec![test_point("a", 1)];
+        r.points[0].max_ns = 30;
+        r.points[0].avg_ns = 31;
+        assert_eq!(
+            r.impossible(),
+            Vec::<String>::new(),
+            "a nanosecond of rounding"
+        );
+        r.points[0].avg_ns = 40;
+        assert_eq!(r.impossible().len(), 1, "{:?}", r.impossible());
+        r.points[0].avg_ns = 8;
+        assert_eq!(r.impossible().len(), 1, "{:?}", r.impossible());
+        // An estimate's mean prices calls no timed call saw (and a span's open segments are
+        // in its total before its calls end): not judged so.
+        r.points[0].estimated = true;
+        r.points[0].total_ci95_ns = 10;
         assert_eq!(r.impossible(), Vec::<String>::new());
     }
 

@@ -33,7 +33,7 @@ impl Isolated {
     /// The mean call over the kept windows whose own mean is at most twice the median of
     /// theirs, the timed calls it rests on, and the standard error of that mean (the spread
     /// of those windows' means over the square root of their number; the whole mean when
-    /// one window holds it, which has no spread to judge by). A window is a few hundred
+    /// one window holds it, or all read the same, which leaves no spread to judge by). A window is a few hundred
     /// calls of a few hundred microseconds: a timer interrupt of 30 us in one (this guest's)
     /// raised its mean call by 100-200 ns and, pooled, a point's mean by 10-20 ns, under its
     /// parent's; the stall rule of single calls (1,000 times the mean) does not see it.
@@ -57,12 +57,15 @@ impl Isolated {
             .fold((0.0, 0.0), |(a, b), (s, t)| (a + s, b + t));
         let mean = total / timed;
         let k = means.len() as f64;
-        let stderr = if means.len() < 2 {
-            mean
+        let spread = if means.len() < 2 {
+            0.0
         } else {
             let avg = means.iter().sum::<f64>() / k;
             (means.iter().map(|m| (m - avg) * (m - avg)).sum::<f64>() / (k - 1.0) / k).sqrt()
         };
+        // Windows that all read the same mean (a clock coarser than the calls) have no spread
+        // to judge by either: an interval of 0 would call the mean exact.
+        let stderr = if spread > 0.0 { spread } else { mean };
         (timed > 0.0).then_some((IsolatedMean { mean, stderr }, timed))
     }
 

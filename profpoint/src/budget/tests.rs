@@ -895,7 +895,8 @@ fn an_isolation_window_hit_by_an_interrupt_does_not_raise_the_mean_call() {
     }
     // One window of 160 calls held a 30,000-tick interrupt.
     iso.add(160.0 * 80.0 + 30_000.0, 160.0);
-    let same = |mean| IsolatedMean { mean, stderr: 0.0 };
+    // Windows that read the same mean leave no spread to judge by: the whole mean.
+    let same = |mean| IsolatedMean { mean, stderr: mean };
     assert_eq!(iso.mean(), Some((same(80.0), 1600.0)));
     // A window twice as slow as the median still counts (a phase of longer calls).
     iso.add(160.0 * 150.0, 160.0);
@@ -918,6 +919,11 @@ fn an_isolated_mean_s_error_is_its_windows_spread_over_the_root_of_their_number(
     // One window: no spread to judge by, the whole mean.
     iso.add(100.0 * 50.0, 100.0);
     assert_eq!(iso.mean().unwrap().0.stderr, 50.0);
+    // Two that read the same (a clock coarser than the calls): none either, never 0.
+    iso.add(100.0 * 50.0, 100.0);
+    assert_eq!(iso.mean().unwrap().0.stderr, 50.0);
+    let mut iso = isolation::Isolated::default();
+    iso.add(100.0 * 50.0, 100.0);
     // Four windows whose means are 50, 50, 60 and 40 (a sample standard deviation of
     // sqrt(200 / 3)): the error of their mean is that over 2.
     iso.add(100.0 * 50.0, 100.0);

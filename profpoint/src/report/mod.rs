@@ -110,7 +110,7 @@ pub(crate) fn collect(opts: &ReportOptions) -> Report {
                 let ns = |ticks: f64| clock.to_ns_f(ticks).round() as u64;
                 r.total_ns = ns(split.total);
                 r.self_ns = Some(ns(split.own));
-                r.total_ci95_ns = ns(split.ci95);
+                r.total_ci95_ns = interval_or_run(ns(split.ci95), r.total_ns, wall_ns);
                 // Its mean call times its calls: an estimate, and marked so.
                 r.estimated = true;
                 r.avg_ns = ns(split.mean);
@@ -368,7 +368,9 @@ fn point_report(
     wall_ns: u64,
     sub_ticks: f64,
 ) -> PointReport {
-    let estimated = est.estimated && c.timed > 0;
+    // A point with calls left untimed is an estimate, timed calls or not: with none, its
+    // time is unknown (0, with the run's interval below), not a measured 0.
+    let estimated = est.estimated && c.nr() > 0;
     let stddev = hist::stddev(&c.hist);
     // The spread of every timed call, stalls included: the estimate counts a stratum's
     // longest stall once, but others may be scaled, and the error bar must cover them.
@@ -423,15 +425,10 @@ fn point_report(
     report.p99_ns = clamp(q(0.99));
     report.p999_ns = clamp(q(0.999));
     report.stddev_ns = clock.to_ns_f(stddev).round() as u64;
-    // An estimate whose spread could not be computed (a point in bursts seen in one
-    // round) gets the widest interval the run allows, never 0: its truth lies between 0
-    // and its thread's wall time, which the figure plus its own size and the wall covers.
-    report.total_ci95_ns = if !estimated {
-        0
-    } else if ci95 > 0.0 {
-        clock.to_ns_f(ci95).round() as u64
+    report.total_ci95_ns = if estimated {
+        interval_or_run(clock.to_ns_f(ci95).round() as u64, total_ns, wall_ns)
     } else {
-        total_ns.max(wall_ns)
+        0
     };
     report.hist = hist_ns(&c.hist, to_ns);
     // Filled from the sampler's stacks, when it ran with them (`collect`).
@@ -439,7 +436,7 @@ fn point_report(
     // Calls made in segments only (`point/segment.rs`). Only a timed call measures its idle
     // time: where the total stands for untimed calls too (sampled), so does the idle time,
     // at the timed calls' mean (it was the timed calls' alone, N times too small at 1/N).
-    report.idle_ns = if estimated && c.idle > 0 {
+    report.idle_ns = if estimated && c.idle > 0 && c.timed > 0 {
         clock
             .to_ns_f(c.idle as f64 * outer / c.timed as f64)
             .round() as u64
@@ -448,6 +445,18 @@ fn point_report(
     };
     report.wall_percent = percent(total_ns, wall_ns);
     report
+}
+
+/// An estimated total's interval (ns), `ci_ns`, or where none could be computed (0: a point
+/// in bursts seen in one round, one whose calls were all left untimed, an isolated mean
+/// whose windows read the same) the widest the run allows, never 0: the truth lies between 0
+/// and its thread's wall time, which the figure plus its own size and the wall covers.
+fn interval_or_run(ci_ns: u64, total_ns: u64, wall_ns: u64) -> u64 {
+    if ci_ns > 0 {
+        ci_ns
+    } else {
+        total_ns.max(wall_ns).max(1)
+    }
 }
 
 /// `part` in percent of `wall_ns` (0 for an empty wall).

@@ -30,6 +30,28 @@ fn an_estimate_above_the_run_is_cut_to_it() {
     assert!((r.wall_percent - 200.0).abs() < 1e-9);
 }
 
+/// A point whose calls were all left untimed (counted by the budget, or sampled 1 in N with
+/// fewer than N calls) has an unknown time, not a measured 0: marked estimated, with the
+/// run's wall time as its interval.
+#[test]
+fn a_point_with_no_timed_call_is_an_estimate_with_the_run_as_its_interval() {
+    let p = &point::all()[0];
+    let clk = clock::info();
+    let c = Counts {
+        skipped: 30,
+        ..Counts::default()
+    };
+    let mut e = Est::default();
+    e.fold(&c.scalars());
+    let r = point_report(p, &c, &e, &clk, 5_000_000, 0.0);
+    assert!(r.estimated, "{r:?}");
+    assert_eq!((r.nr, r.timed, r.total_ns), (30, 0, 0), "{r:?}");
+    assert_eq!(r.total_ci95_ns, 5_000_000, "{r:?}");
+    // Nothing to estimate with no call at all.
+    let none = point_report(p, &Counts::default(), &e, &clk, 5_000_000, 0.0);
+    assert!(!none.estimated && none.total_ci95_ns == 0, "{none:?}");
+}
+
 /// A point in segments (a span) sampled 1 in 4: its idle time, measured on the timed calls
 /// only, stands for every call as its total does; exact, it is left as measured.
 #[test]
