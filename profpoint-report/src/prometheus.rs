@@ -115,8 +115,10 @@ fn saw_reset(h: &mut Held, r: &Report, labels: &[String]) -> bool {
     let mut reset = false;
     for (p, l) in r.points.iter().zip(labels) {
         // A point off now may be in the budget's bursts, its calls between them estimated even
-        // before `estimated` says so: only an enabled point's unestimated calls are exact.
-        let now = (p.timed, (p.enabled && !p.estimated).then_some(p.nr));
+        // before `nr_estimated` says so: only an enabled point's unestimated count is exact
+        // (an estimated total does not make it so: a point counted only has an exact count
+        // and an estimated total).
+        let now = (p.timed, (p.enabled && !p.nr_estimated).then_some(p.nr));
         if let Some(&(timed, nr)) = h.exact.get(l) {
             let calls_down = matches!((nr, now.1), (Some(b), Some(a)) if a < b);
             reset |= p.timed < timed || calls_down;

@@ -104,6 +104,14 @@ pub(crate) fn stalled_call(d: &Scalars) -> Option<u64> {
     (d.max as f64 > STALL_RATIO * rest.max(1.0)).then_some(d.max)
 }
 
+/// The longest timed call in a point's counters `c` if it is a stall ([`stalled_call`]) and
+/// one of the calls they hold: after a reset the counters are the calls since it
+/// (`Counts::since`) but their maximum is the run's, and a slow call made before the reset
+/// (its ticks above the total since) would price every call since at nothing.
+pub(crate) fn usual_stall(c: &Counts) -> Option<u64> {
+    stalled_call(&c.scalars()).filter(|&max| max <= c.total)
+}
+
 /// The means (ticks) of a point's last [`RECENT`] bursts or strata, a ring, whose median a
 /// new one is judged against.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -457,8 +465,8 @@ impl Est {
     /// calls seen only by the count windows at 170 ns, and the leaf's time took the whole
     /// of its parent's self time).
     pub(crate) fn resolve_counts(&self, c: &Counts, stddev: f64) -> (f64, f64, f64) {
-        match stalled_call(&c.scalars()) {
-            Some(max) => self.resolve(c.timed - 1, c.total.saturating_sub(max), stddev),
+        match usual_stall(c) {
+            Some(max) => self.resolve(c.timed - 1, c.total - max, stddev),
             None => self.resolve(c.timed, c.total, stddev),
         }
     }

@@ -169,7 +169,7 @@ mod sample;
 mod spent;
 
 use controller::{Controller, PointState, delta, fold_round, run};
-pub(crate) use estimate::{Est, stalled_call};
+pub(crate) use estimate::{Est, usual_stall};
 pub(crate) use isolation::IsolatedMean;
 
 /// The budget in parts per million of CPU time; 0 when off. The default, 2%, is

@@ -381,9 +381,19 @@ fn a_stall_in_the_timed_calls_does_not_price_the_untimed_ones() {
         total: 200,
         self_ticks: 200,
         max: 20,
-        ..c
+        ..c.clone()
     };
     assert_eq!(e.resolve_counts(&even, 0.0), e.resolve(10, 200, 0.0));
+    // After a reset the counters hold the calls since it but the run's longest call: one
+    // made before it (above the total since) is no stall of these calls, and leaves nothing.
+    let after_reset = crate::slot::Counts {
+        total: 200,
+        self_ticks: 200,
+        max: 1_000_000,
+        ..c
+    };
+    assert_eq!(usual_stall(&after_reset), None);
+    assert_eq!(e.resolve_counts(&after_reset, 0.0), e.resolve(10, 200, 0.0));
 }
 
 #[test]

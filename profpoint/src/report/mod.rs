@@ -291,11 +291,11 @@ fn from_isolated(counts: &[(Counts, Est)], iso: &budget::Isolation) -> Vec<Optio
         None => {
             let (c, e) = &counts[i];
             let (total, _, _) = e.resolve_counts(c, 0.0);
-            // A call its thread was preempted in (`budget::stalled_call`) stands in the
+            // A call its thread was preempted in (`budget::usual_stall`) stands in the
             // point's own total, but not for its usual call, which is what the parent's calls
             // of it cost: one 10 ms preemption among 160,000 calls of a 33 ns leaf read a
             // 97 ns mean and took the whole of its parent's self time (clamped to 0).
-            let (total, calls) = match budget::stalled_call(&c.scalars()) {
+            let (total, calls) = match budget::usual_stall(c) {
                 Some(max) if outer[i] > 1.0 => ((total - max as f64).max(0.0), outer[i] - 1.0),
                 _ => (total, outer[i]),
             };
