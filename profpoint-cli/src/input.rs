@@ -15,7 +15,18 @@ pub(crate) static MAX_INPUT: std::sync::atomic::AtomicU64 =
 /// Reads a report; the error names the file and what is wrong.
 pub(crate) fn load(path: &Path) -> Result<Report, String> {
     let bytes = read_input(path, "a profpoint JSON report file")?;
-    Report::from_json_slice(&bytes).map_err(|e| e.in_file(path).to_string())
+    let report = Report::from_json_slice(&bytes).map_err(|e| e.in_file(path).to_string())?;
+    // Drawn as it is, but not silently: a figure no run can produce came from elsewhere.
+    let bad = report.impossible();
+    if let Some(first) = bad.first() {
+        crate::output::say(&format!(
+            "{}: {} impossible figure{} (a report altered, or written by a profpoint with a bug), the first: {first}",
+            path.display(),
+            bad.len(),
+            if bad.len() == 1 { "" } else { "s" }
+        ));
+    }
+    Ok(report)
 }
 
 /// The bytes of input file `path`, `what` being what it should be, in bounded memory and

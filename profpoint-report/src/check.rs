@@ -18,10 +18,12 @@ impl Report {
     ///   (its calls on one thread never overlap);
     /// - a self time above its total;
     /// - percentiles out of order (min <= p50 <= p90 <= p99 <= p99.9 <= max);
-    /// - a path of the points tree measured whole (its calls and its children's all timed,
-    ///   none estimated) whose children's totals add up to more than its own (a child runs
-    ///   inside its parent's interval), or, with no compensation anywhere in the run, whose
-    ///   self time is negative;
+    /// - a path of the points tree whose figures are measured whole or sampled (the wall
+    ///   sampler's) whose children's totals add up to more than its own (a child runs inside
+    ///   its parent's interval), whose self time is above its total, or negative (for a
+    ///   measured one, where nothing was compensated: compensation takes a fixed figure out
+    ///   per nested call); a path scaled from some timed calls (bursts, or sampling with no
+    ///   wall sampler) is an older estimate and not held to it;
     /// - a negative or non-finite cost in the budget's section;
     /// - points that cost more than the budget (by more than 5% of it) with nothing saying
     ///   why (neither `counting_over` nor `over`; a report written before `over` existed,
@@ -106,45 +108,7 @@ impl Report {
         // below zero (flame graphs read it through `TreeNode::est_self_ns`, never negative).
         let compensated = self.compensated || self.budget.bursts > 0;
         if let Some(tree) = &self.tree {
-            let exact = |i: usize| {
-                let n = &tree.nodes[i];
-                !n.estimated && n.timed == n.calls && n.self_ns.is_some()
-            };
-            let mut children = vec![0u64; tree.nodes.len()];
-            let mut all_exact = vec![true; tree.nodes.len()];
-            for (i, n) in tree.nodes.iter().enumerate() {
-                if let Some(p) = n.parent.filter(|&p| p < i) {
-                    children[p] = children[p].saturating_add(n.total_ns);
-                    all_exact[p] &= exact(i);
-                }
-            }
-            for (i, n) in tree.nodes.iter().enumerate() {
-                if !exact(i) {
-                    continue;
-                }
-                // A path with an untimed call below it has its self time estimated (each
-                // untimed nested call taken out at its point's mean, a signed sum kept
-                // unbiased across paths, `TreeNode::est_self_ns` never below zero): only a
-                // path measured whole must hold it.
-                if all_exact[i]
-                    && !compensated
-                    && n.self_ns.is_some_and(|own| own < -(SLACK_NS as i64))
-                {
-                    out.push(format!(
-                        "tree path {}: negative self time {:?} ns",
-                        tree.path(i).join(";"),
-                        n.self_ns
-                    ));
-                }
-                if all_exact[i] && children[i] > n.total_ns.saturating_add(SLACK_NS) {
-                    out.push(format!(
-                        "tree path {}: children's totals {} ns above its own {} ns",
-                        tree.path(i).join(";"),
-                        children[i],
-                        n.total_ns
-                    ));
-                }
-            }
+            out.extend(tree_impossible(tree, compensated));
         }
         let b = &self.budget;
         let costs = [
@@ -185,9 +149,110 @@ impl Report {
     }
 }
 
+/// The points tree's impossible figures (see [`Report::impossible`]).
+fn tree_impossible(tree: &crate::model::PointsTree, compensated: bool) -> Vec<String> {
+    let mut out = Vec::new();
+    // Lines past this many are counted, not written: a path's name is as long as the path,
+    // and a crafted report's chain may hold a million.
+    const MOST: usize = 20;
+    let mut more = 0u64;
+    let len = tree.nodes.len();
+    // Whether a path's figures are held to the rules: measured whole, or sampled.
+    let held = |i: usize| {
+        let n = &tree.nodes[i];
+        !n.estimated && (n.sampled || n.timed == n.calls)
+    };
+    let mut children = vec![0u64; len];
+    let mut all_held = vec![true; len];
+    let mut any_sampled = vec![false; len];
+    for (i, n) in tree.nodes.iter().enumerate() {
+        if let Some(p) = n.parent.filter(|&p| p < i) {
+            children[p] = children[p].saturating_add(n.total_ns);
+            all_held[p] &= held(i);
+            any_sampled[p] |= n.sampled;
+        }
+    }
+    for (i, n) in tree.nodes.iter().enumerate() {
+        if !held(i) || !all_held[i] {
+            continue;
+        }
+        let own = n.self_ns;
+        // A measured self time is the interval less the points nested in it, each timed
+        // call of which compensation may take a fixed figure out of; a sampled one is a
+        // difference of totals, never below zero.
+        let may_dip = compensated && !n.sampled && !any_sampled[i];
+        let found = [
+            (children[i] > n.total_ns.saturating_add(SLACK_NS)).then(|| {
+                format!(
+                    "children's totals {} ns above its own {} ns",
+                    children[i], n.total_ns
+                )
+            }),
+            own.filter(|&o| o > (n.total_ns as i64).saturating_add(SLACK_NS as i64))
+                .map(|o| format!("self time {o} ns above its total {} ns", n.total_ns)),
+            own.filter(|&o| !may_dip && o < -(SLACK_NS as i64))
+                .map(|o| format!("negative self time {o} ns")),
+        ];
+        for what in found.into_iter().flatten() {
+            if out.len() < MOST {
+                out.push(format!("tree path {}: {what}", tree.path(i).join(";")));
+            } else {
+                more += 1;
+            }
+        }
+    }
+    if more > 0 {
+        out.push(format!("and {more} more impossible figures in the tree"));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use crate::model::{Report, test_point};
+
+    /// The tree's rules hold for sampled paths as for measured ones: a sampled child above
+    /// its parent, or a sampled self time below zero, is impossible; a path scaled from a
+    /// few timed calls (an older estimate) is not held to them.
+    #[test]
+    fn a_sampled_path_is_held_to_the_tree_s_rules() {
+        use crate::model::{PointsTree, TreeNode};
+        let node = |parent, name: &str, total_ns, self_ns, sampled| {
+            let mut n = TreeNode::default();
+            n.parent = parent;
+            n.name = name.to_string();
+            n.calls = 10;
+            n.timed = if sampled { 2 } else { 10 };
+            n.total_ns = total_ns;
+            n.self_ns = Some(self_ns);
+            n.sampled = sampled;
+            n.total_ci95_ns = if sampled { 1_000 } else { 0 };
+            n
+        };
+        let mut r = Report::empty();
+        let mut tree = PointsTree::default();
+        tree.nodes = vec![
+            node(None, "main", 10_000_000, 1_000_000, false),
+            node(Some(0), "parse", 9_000_000, 9_000_000, true),
+        ];
+        r.tree = Some(tree.clone());
+        assert_eq!(r.impossible(), Vec::<String>::new());
+        tree.nodes[1].total_ns = 12_000_000;
+        tree.nodes[1].self_ns = Some(-2_000_000);
+        r.tree = Some(tree.clone());
+        let bad = r.impossible();
+        assert_eq!(bad.len(), 2, "{bad:?}");
+        assert!(
+            bad[0].contains("main: children's totals 12000000 ns"),
+            "{bad:?}"
+        );
+        assert!(bad[1].contains("main;parse: negative self time"), "{bad:?}");
+        // The same figures scaled from two timed calls of ten, not sampled: not held.
+        tree.nodes[1].sampled = false;
+        tree.nodes[1].total_ci95_ns = 0;
+        r.tree = Some(tree);
+        assert_eq!(r.impossible(), Vec::<String>::new());
+    }
 
     #[test]
     fn an_interval_on_a_figure_not_marked_estimated_is_impossible() {

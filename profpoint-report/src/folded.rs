@@ -146,6 +146,8 @@ pub(crate) mod tests {
             total_ns: self_ns.max(0) as u64,
             self_ns: Some(self_ns),
             estimated: false,
+            sampled: false,
+            total_ci95_ns: 0,
         }
     }
 

@@ -217,6 +217,39 @@ fn published(shard: &Shard, id: u32) -> Option<&Node> {
     Some(unsafe { &*base.add(id as usize) })
 }
 
+/// Keeps every published node's measured total in its `before` (wall sampling begins: until
+/// now every call was timed). The budget's thread only, once.
+pub(crate) fn mark_before_sampling() {
+    for s in crate::shard::all_shards() {
+        // Acquire: see `published`.
+        let len = s.tree.len.load(Ordering::Acquire);
+        for n in (1..len).filter_map(|id| published(s, id)) {
+            // Relaxed: `total` is one word its owner adds to; a call ending meanwhile is in
+            // it or in the samples that follow, the difference of one call.
+            n.before
+                .store(n.total.load(Ordering::Relaxed), Ordering::Relaxed);
+        }
+    }
+}
+
+/// Adds `weight` sampling periods to the node `shard`'s thread is in now, if any; whether it
+/// was in one. The budget's thread only (the counter's one writer).
+pub(crate) fn sample_current(shard: &Shard, weight: u32) -> bool {
+    // Relaxed: the owner's word, read as it is now; a node id it names is checked against the
+    // published length before use.
+    let id = shard.node.load(Ordering::Relaxed);
+    if id == 0 || id == NO_NODE {
+        return false;
+    }
+    let Some(n) = published(shard, id) else {
+        return false;
+    };
+    // Relaxed: this thread is the counter's only writer; readers take a tally.
+    let v = n.samples.load(Ordering::Relaxed);
+    n.samples.store(v.saturating_add(weight), Ordering::Relaxed);
+    true
+}
+
 /// One node of a shard as a report reads it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct RawNode {
@@ -228,6 +261,10 @@ pub(crate) struct RawNode {
     pub(crate) untimed: u64,
     pub(crate) total: u64,
     pub(crate) self_ticks: u64,
+    /// Wall samples of this path as the thread's current one (`budget/wall.rs`).
+    pub(crate) samples: u64,
+    /// `total` when wall sampling began.
+    pub(crate) before: u64,
 }
 
 /// Every node of `shard` but the root, indexed by node id - 1; and its lost calls.
@@ -247,6 +284,8 @@ pub(crate) fn read(shard: &Shard) -> (Vec<RawNode>, u64) {
             untimed: n.untimed.load(Ordering::Relaxed),
             total: n.total.load(Ordering::Relaxed),
             self_ticks: n.self_ticks.load(Ordering::Relaxed),
+            samples: u64::from(n.samples.load(Ordering::Relaxed)),
+            before: n.before.load(Ordering::Relaxed),
         })
         .collect();
     (nodes, lost)
@@ -315,6 +354,8 @@ pub(crate) fn merged() -> (Vec<(Option<usize>, RawNode)>, u64) {
             m.untimed += n.untimed;
             m.total += n.total;
             m.self_ticks = m.self_ticks.wrapping_add(n.self_ticks);
+            m.samples += n.samples;
+            m.before += n.before;
             map.push(at);
         }
     }

@@ -255,6 +255,77 @@ fn a_hot_point_is_sampled_with_an_exact_count_and_an_estimate_inside_its_error_b
     );
 }
 
+/// A throttled point's time comes from the wall sampler, and the tree holds no impossible
+/// figure by construction: `hot` (~2 us a call, 100 calls in each `outer`) is timed one call
+/// in 16 (set by the user, so that a loaded machine's budget cannot count it instead, which
+/// keeps its calls out of the tree), `outer` on every call. The truth brackets `hot`'s
+/// sampled total: each call takes at least 2 us, and all of them lie inside `outer`'s
+/// measured calls.
+#[test]
+fn a_throttled_point_s_time_is_sampled_within_its_parent_s() {
+    if !in_own_process("a_throttled_point_s_time_is_sampled_within_its_parent_s") {
+        return;
+    }
+    profpoint::set_budget(Some(2.0));
+    profpoint::set_sampling("budget::hot", 16);
+    let mut calls = 0u64;
+    // A second of samples (250 at the sampler's period).
+    let r = until(
+        "a second of wall samples",
+        Duration::from_secs(60),
+        || {
+            outer();
+            calls += 100;
+        },
+        |r| {
+            r.budget
+                .wall_sampler
+                .as_ref()
+                .is_some_and(|w| w.periods >= 250)
+        },
+    );
+    let w = r
+        .budget
+        .wall_sampler
+        .as_ref()
+        .unwrap_or_else(|| panic!("no wall sampler: {:?}", r.budget));
+    assert!(w.samples > 0, "{w:?}");
+    let (h, o) = (point(&r, "budget::hot"), point(&r, "budget::outer"));
+    assert_eq!(h.nr, calls, "every call counted");
+    assert!(
+        h.timed < calls && h.estimated && h.total_ci95_ns > 0,
+        "{h:?}"
+    );
+    assert!(
+        !o.estimated && o.timed == o.nr,
+        "outer timed on every call: {o:?}"
+    );
+    let tree = r.tree.as_ref().expect("a tree");
+    let hot_nodes: Vec<_> = tree
+        .nodes
+        .iter()
+        .filter(|n| n.name == "budget::hot")
+        .collect();
+    assert!(
+        !hot_nodes.is_empty() && hot_nodes.iter().all(|n| n.sampled && n.total_ci95_ns > 0),
+        "{hot_nodes:?}"
+    );
+    // The row is its paths' sum.
+    let sum: u64 = hot_nodes.iter().map(|n| n.total_ns).sum();
+    assert_eq!(h.total_ns, sum, "{h:?} {hot_nodes:?}");
+    // Below its parent by construction; above what its calls surely took, within sampling's
+    // spread (its interval, three times over for a loaded machine's late looks).
+    assert!(h.total_ns <= o.total_ns, "hot {h:?} above outer {o:?}");
+    let floor = calls as f64 * 2_000.0;
+    let (total, ci) = (h.total_ns as f64, h.total_ci95_ns as f64);
+    assert!(
+        total + 3.0 * ci >= floor,
+        "hot {total} ± {ci} ns under the {floor} ns its calls took at least"
+    );
+    let own = o.self_ns.expect("a self time");
+    assert!(own <= o.total_ns, "{o:?}");
+}
+
 #[test]
 fn a_point_that_cools_down_is_timed_on_every_call_again() {
     if !in_own_process("a_point_that_cools_down_is_timed_on_every_call_again") {

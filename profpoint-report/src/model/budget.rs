@@ -100,6 +100,27 @@ pub struct BudgetReport {
     /// counting alone (`None`: they did not, or `counting_over` says why): how, and who.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub over: Option<BudgetOver>,
+    /// The wall sampler that times throttled points (`None`: it did not run: nothing was
+    /// throttled, or the run used bursts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wall_sampler: Option<WallSampler>,
+}
+
+/// The budget's wall sampler: while points are throttled, the budget's thread reads every
+/// thread's current node of the points tree once a period, and a throttled node's time is
+/// its samples times the period (no signal, no timer on the program's threads).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+#[non_exhaustive]
+pub struct WallSampler {
+    /// The sampling period, nanoseconds.
+    pub period_ns: u64,
+    /// Periods sampled (the wall time sampled is this times the period).
+    pub periods: u64,
+    /// Samples that found a thread inside a point (one per thread and period).
+    pub samples: u64,
+    /// Its own CPU time (the budget's thread while it sampled), milliseconds.
+    pub own_ms: f64,
 }
 
 /// The points cost more than the budget over the run: the parts of their cost and the points
@@ -179,6 +200,7 @@ impl BudgetReport {
             bursts_allowed: false,
             counting_over: None,
             over: None,
+            wall_sampler: None,
         }
     }
 }

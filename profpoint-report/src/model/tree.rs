@@ -53,6 +53,18 @@ pub struct TreeNode {
     /// calls only while it is on. `false` in older reports.
     #[serde(default)]
     pub estimated: bool,
+    /// `total_ns` and `self_ns` are the wall sampler's for all of this path's calls, not a
+    /// sum over timed calls: its point was throttled (some calls untimed), and its time is
+    /// what it held before sampling began plus its subtree's samples times the period, kept
+    /// between what its timed calls measured and what its parent leaves; `self_ns` is then
+    /// `total_ns` less its children's. Also set on a path timed whole whose self time is
+    /// made so because a child of it is sampled. `false` in older reports.
+    #[serde(default)]
+    pub sampled: bool,
+    /// When `sampled` and its own total is sampled: the half-width of its 95% interval,
+    /// nanoseconds (0 otherwise).
+    #[serde(default)]
+    pub total_ci95_ns: u64,
 }
 
 /// A parent -> child edge of the points tree: a sum over the nodes of `child` whose parent
@@ -75,11 +87,24 @@ pub struct TreeEdge {
 }
 
 impl TreeNode {
+    /// The total of all this path's calls, nanoseconds: `total_ns` as it is where every call
+    /// was timed or the path is `sampled`, else scaled up by `calls / timed`.
+    pub fn est_total_ns(&self) -> u64 {
+        if self.sampled || self.timed == self.calls || self.timed == 0 {
+            return self.total_ns;
+        }
+        (self.total_ns as f64 * self.calls as f64 / self.timed as f64).round() as u64
+    }
+
     /// The time of this path's calls as a flame graph shows it, nanoseconds: the self time
     /// (an async point's total), scaled up by `calls / timed` where only some calls were
-    /// timed (an estimate then), never negative.
+    /// timed (an estimate then; a `sampled` path's stands as it is), never negative.
     pub fn est_self_ns(&self) -> u64 {
         let measured = self.self_ns.unwrap_or(self.total_ns as i64).max(0) as f64;
+        if self.sampled {
+            // Already for every call.
+            return measured as u64;
+        }
         if self.timed == 0 {
             return 0;
         }

@@ -427,6 +427,16 @@ fn write_budget(report: &Report, w: &mut dyn Write) -> io::Result<()> {
         "{} points throttled to keep profpoint's cost under the budget (PROFPOINT_BUDGET); {counts}; every change is in the JSON report",
         b.throttled.len()
     )?;
+    if let Some(ws) = &b.wall_sampler {
+        writeln!(
+            w,
+            "Times of points timed one call in N are the wall sampler's (each thread's current point read every {} ms by the budget's thread, no signal): {} samples over {:.3} s, {:.1} ms of its own CPU",
+            ws.period_ns as f64 / 1e6,
+            ws.samples,
+            ws.periods as f64 * ws.period_ns as f64 / 1e9,
+            ws.own_ms
+        )?;
+    }
     Ok(())
 }
 

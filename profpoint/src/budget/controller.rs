@@ -185,12 +185,16 @@ pub(super) fn run() {
     // anyway (the burst; the isolation window, for those in it): the count windows' first
     // slot is the rest (`sample::Seen`).
     let mut seen = Seen::since(clock::now());
+    let mut grid = wall::Grid::new();
     loop {
         let in_bursts = state().in_bursts();
-        if in_bursts.is_empty() {
-            std::thread::sleep(interval);
-        } else {
+        wall::begin_if_throttled();
+        if !in_bursts.is_empty() {
             sleep_counting(interval, &in_bursts, &seen);
+        } else if wall::active() {
+            wall::sleep_sampling(interval, &mut grid);
+        } else {
+            std::thread::sleep(interval);
         }
         seen = Seen::since(clock::now());
         let began = cpu_ns(Cpu::Thread);

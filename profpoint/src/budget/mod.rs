@@ -167,6 +167,7 @@ mod floor;
 mod isolation;
 mod sample;
 mod spent;
+pub(crate) mod wall;
 
 use controller::{Controller, PointState, delta, fold_round, run};
 pub(crate) use estimate::{Est, usual_stall};
@@ -633,6 +634,15 @@ pub(crate) fn report(clk: &clock::ClockInfo, iso: Option<&Isolation>) -> BudgetR
             over.why = o.why;
             over
         });
+    report.wall_sampler = wall::active().then(|| {
+        let (periods, samples, own_ns) = wall::tally();
+        let mut w = profpoint_report::WallSampler::default();
+        w.period_ns = wall::PERIOD.as_nanos() as u64;
+        w.periods = periods;
+        w.samples = samples;
+        w.own_ms = own_ns as f64 / 1e6;
+        w
+    });
     report
 }
 

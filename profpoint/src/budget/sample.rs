@@ -233,7 +233,7 @@ impl Seen {
 }
 
 /// Sleeps until the raw clock reads `at`.
-fn sleep_until(at: u64) {
+pub(super) fn sleep_until(at: u64) {
     let now = clock::now();
     if at > now {
         std::thread::sleep(Duration::from_nanos(clock::info().to_ns(at - now)));

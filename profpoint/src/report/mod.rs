@@ -97,7 +97,7 @@ pub(crate) fn collect(opts: &ReportOptions) -> Report {
     let threads = shard::shards_per_point(counts.len());
     let iso = budget::isolation();
     let isolated = iso.as_ref().map(|iso| from_isolated(&counts, iso));
-    let indexed: Vec<(usize, PointReport)> = point::all()
+    let mut indexed: Vec<(usize, PointReport)> = point::all()
         .iter()
         .zip(&counts)
         .enumerate()
@@ -132,6 +132,11 @@ pub(crate) fn collect(opts: &ReportOptions) -> Report {
             });
         }
     }
+    let shards = crate::shard::shard_count().max(1) as u64;
+    // Read once: the tree and the budget's section agree on whether the sampler ran.
+    let sampling = budget::wall::active();
+    let (tree, of) = tree_report(&clock, &rows, wall_ns.saturating_mul(shards), sampling);
+    rows_from_tree(&mut indexed, &tree, &of, &counts, wall_ns);
     let mut points: Vec<PointReport> = indexed.into_iter().map(|(_, r)| r).collect();
     // By total time; a figure whose 95% interval is wider than itself is not ranked as if it
     // were known: such points follow the others (`PointReport::uncertain`).
@@ -144,7 +149,10 @@ pub(crate) fn collect(opts: &ReportOptions) -> Report {
     // At exit both samplers stop before either is symbolised (that is the profiler's work).
     #[cfg(feature = "heatmap")]
     let (mut heatmap, pmu) = crate::sampling::reports(opts.final_report);
-    let budget = budget::report(&clock, iso.as_ref());
+    let mut budget = budget::report(&clock, iso.as_ref());
+    if !sampling {
+        budget.wall_sampler = None;
+    }
     #[cfg(feature = "heatmap")]
     if let Some(stacks) = heatmap.as_mut().and_then(|h| h.stacks.as_mut()) {
         through_active_points(stacks, &budget);
@@ -177,13 +185,75 @@ pub(crate) fn collect(opts: &ReportOptions) -> Report {
     report.points = points;
     report.tracepoints = crate::tracepoint::infos();
     report.budget = budget;
-    report.tree = Some(tree_report(&clock, &rows));
+    report.tree = Some(tree);
     #[cfg(feature = "heatmap")]
     {
         report.heatmap = heatmap;
         report.pmu = pmu;
     }
     report
+}
+
+/// The rows of the points whose paths the wall sampler timed (`report/tree.rs`): their total
+/// is their outermost paths' (recursion counted once), their self time every path's, with a
+/// 95% interval from those paths' (in quadrature), and their mean over the outermost calls.
+/// A point with calls outside the tree (counted only for a while: their time is in the path
+/// around them, or a full tree) has the run's wall time as its interval: its total is what
+/// its paths hold, a lower bound.
+fn rows_from_tree(
+    rows: &mut [(usize, PointReport)],
+    tree: &PointsTree,
+    of: &[usize],
+    counts: &[(Counts, Est)],
+    wall_ns: u64,
+) {
+    let n = point::all().len();
+    // Per point: outermost total, self, variance, calls in the tree, whether sampled.
+    let mut sums = vec![(0u64, 0i64, 0f64, 0u64, false); n];
+    for (i, node) in tree.nodes.iter().enumerate() {
+        let p = of[i];
+        let mut up = node.parent;
+        let mut outermost = true;
+        while let Some(q) = up.filter(|&q| q < tree.nodes.len()) {
+            if of[q] == p {
+                outermost = false;
+                break;
+            }
+            up = tree.nodes[q].parent.filter(|&r| r < q);
+        }
+        let s = &mut sums[p];
+        if outermost {
+            s.0 += node.total_ns;
+            s.2 += (node.total_ci95_ns as f64).powi(2);
+        }
+        s.1 += node.self_ns.unwrap_or(0);
+        s.3 += node.calls;
+        s.4 |= node.sampled && node.total_ci95_ns > 0;
+    }
+    for (i, r) in rows.iter_mut() {
+        let (total, own, var, calls, sampled) = sums[*i];
+        if !sampled {
+            continue;
+        }
+        r.total_ns = total;
+        if r.self_ns.is_some() {
+            r.self_ns = Some(own.clamp(0, total as i64) as u64);
+        }
+        r.estimated = true;
+        r.total_ci95_ns = if calls < r.nr {
+            wall_ns.max(1)
+        } else {
+            (var.sqrt().round() as u64).max(1)
+        };
+        let (c, est) = &counts[*i];
+        let outer = outer_calls(c, est);
+        r.avg_ns = if outer > 0.0 {
+            (total as f64 / outer).round() as u64
+        } else {
+            0
+        };
+        r.wall_percent = percent(r.total_ns, wall_ns);
+    }
 }
 
 /// Gives each sampled stack the frame of its thread's active point where LLVM inlined that

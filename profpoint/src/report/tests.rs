@@ -524,3 +524,97 @@ mod threads_per_point {
         assert_eq!(per[index(&NEVER)], 0);
     }
 }
+
+mod sampled_times {
+    use super::super::tree::{Sampling, sampled_times};
+
+    fn measured(parent: Option<usize>, ns: f64) -> Sampling {
+        Sampling {
+            parent,
+            measured_ns: ns,
+            sampled: false,
+            before_ns: 0.0,
+            samples: 0,
+        }
+    }
+
+    fn sampled(parent: Option<usize>, timed_ns: f64, before_ns: f64, samples: u64) -> Sampling {
+        Sampling {
+            parent,
+            measured_ns: timed_ns,
+            sampled: true,
+            before_ns,
+            samples,
+        }
+    }
+
+    /// Two sampled children whose estimates add up to more than their measured parent are
+    /// shrunk to fit it (each above what its timed calls measured), so the parent's self time
+    /// is 0, not negative; a measured sibling keeps its figure; the intervals cover the moves.
+    #[test]
+    fn children_never_outgrow_their_parent() {
+        // Period 1 ms: the parent measured 100 ms; children sampled 70 and 50 ms (their timed
+        // calls 10 and 5 ms), a measured child of 10 ms.
+        let nodes = [
+            measured(None, 100e6),
+            sampled(Some(0), 10e6, 0.0, 70),
+            sampled(Some(0), 5e6, 0.0, 50),
+            measured(Some(0), 10e6),
+        ];
+        let out = sampled_times(&nodes, 1e6, 1e9);
+        let t: Vec<f64> = out
+            .iter()
+            .map(|o| o.map_or(f64::NAN, |o| o.total_ns))
+            .collect();
+        assert_eq!(t[0], 100e6, "a measured total stands");
+        assert!(
+            t[3].is_nan(),
+            "a measured leaf with no sampled child is left alone"
+        );
+        let kids = t[1] + t[2] + 10e6;
+        assert!(
+            (kids - 100e6).abs() < 1.0,
+            "children fill the parent exactly: {t:?}"
+        );
+        assert!(t[1] >= 10e6 && t[2] >= 5e6, "{t:?}");
+        // The excesses over the lower bounds (60 and 45 ms) shrink in proportion to the 75 ms
+        // left: 75 of 105.
+        assert!((t[1] - (10e6 + 60e6 * 75.0 / 105.0)).abs() < 1.0, "{t:?}");
+        let parent = out[0].unwrap();
+        assert!(parent.self_ns.abs() < 1.0, "{parent:?}");
+        for i in [1, 2] {
+            let o = out[i].unwrap();
+            let est = nodes[i].samples as f64 * 1e6;
+            assert!(o.ci95_ns >= (est - o.total_ns).abs(), "{o:?}");
+            assert!(o.self_ns >= 0.0 && o.self_ns <= o.total_ns, "{o:?}");
+        }
+    }
+
+    /// A sampled parent with few samples is held up to its measured children (a lower bound
+    /// the truth obeys) and to what its own timed calls measured; `before` is added to its
+    /// samples; an outermost one is held to the run's bound.
+    #[test]
+    fn a_sampled_total_keeps_its_lower_and_upper_bounds() {
+        let nodes = [
+            sampled(None, 1e6, 2e6, 3),
+            measured(Some(0), 40e6),
+            sampled(None, 0.0, 0.0, 5_000),
+        ];
+        let out = sampled_times(&nodes, 1e6, 1e9);
+        let p = out[0].unwrap();
+        // 2 ms before + 3 samples (+ the child's none) = 5 ms, under the child's 40 ms.
+        assert_eq!(p.total_ns, 40e6);
+        assert_eq!(p.self_ns, 0.0);
+        assert!(
+            p.ci95_ns >= 35e6,
+            "the clamp's move is in the interval: {p:?}"
+        );
+        // 5 s of samples against a 1 s bound.
+        assert_eq!(out[2].unwrap().total_ns, 1e9);
+        // An unclamped estimate: before + subtree samples, the Poisson interval plus a period.
+        let out = sampled_times(&[sampled(None, 0.0, 1e6, 100)], 1e6, 1e12);
+        let o = out[0].unwrap();
+        assert_eq!(o.total_ns, 101e6);
+        assert!((o.ci95_ns - (1.96 * 10.0 + 1.0) * 1e6).abs() < 1.0, "{o:?}");
+    }
+}

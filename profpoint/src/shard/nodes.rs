@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 // The child map's words: owner-only, outside loom's model (no other thread reads them).
 use std::sync::atomic::AtomicU64 as Word;
 
-/// Nodes per shard (the root included). 48 bytes each: 1.5 MiB of address space per shard,
+/// Nodes per shard (the root included). 64 bytes each: 2 MiB of address space per shard,
 /// touched only as nodes are made.
 #[cfg(not(loom))]
 pub(crate) const CAPACITY: u32 = 1 << 15;
@@ -31,7 +31,9 @@ pub(crate) struct Node {
     /// recursion hits it): the child node, and its point + 1 (0: none yet). Owner only.
     pub(crate) last_child: AtomicU32,
     pub(crate) last_child_point: AtomicU32,
-    _pad: u32,
+    /// Wall-clock samples of this node as the thread's current one, in sampling periods
+    /// (`budget/wall.rs`). Written only by the budget's thread, read by reports.
+    pub(crate) samples: AtomicU32,
     /// Timed calls along this path.
     pub(crate) timed: AtomicU64,
     /// Calls along this path counted without their time (sampled 1-in-N, untimed).
@@ -41,7 +43,15 @@ pub(crate) struct Node {
     /// Their self time (interval minus the points nested in it), ticks, two's complement (an
     /// untimed nested call counts at its point's mean: see `Scalars::self_signed`).
     pub(crate) self_ticks: AtomicU64,
+    /// `total` when wall sampling began (`budget/wall.rs`; 0 for a node made after): the
+    /// measured part of a throttled node's time, every call before then having been timed.
+    /// Written once by the budget's thread, read by reports.
+    pub(crate) before: AtomicU64,
 }
+
+// The size the capacity's comment states.
+#[cfg(not(loom))]
+const _: () = assert!(std::mem::size_of::<Node>() == 64);
 
 /// A shard's tree, apart from the node array the hot path reads (`Shard::nodes`).
 pub(crate) struct Tree {
@@ -87,11 +97,12 @@ pub(crate) fn alloc_nodes() -> *mut Node {
             parent_point: AtomicU32::new(0),
             last_child: AtomicU32::new(0),
             last_child_point: AtomicU32::new(0),
-            _pad: 0,
+            samples: AtomicU32::new(0),
             timed: AtomicU64::new(0),
             untimed: AtomicU64::new(0),
             total: AtomicU64::new(0),
             self_ticks: AtomicU64::new(0),
+            before: AtomicU64::new(0),
         })
         .collect();
     Box::leak(v.into_boxed_slice()).as_mut_ptr()
