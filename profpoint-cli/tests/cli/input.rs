@@ -391,3 +391,45 @@ fn a_report_s_own_text_cannot_write_control_characters_to_the_terminal() {
     assert!(!err.lines().any(|l| l.starts_with("FORGED")), "{err}");
     common::clean();
 }
+
+/// A report holding a figure no run can produce (here a sampled child of the points tree
+/// above its parent) is drawn as it is, with one line on stderr saying so and naming the
+/// first such figure; a sound report gets no such line.
+#[test]
+fn an_impossible_figure_in_a_report_is_said() {
+    use profpoint_report::{PointsTree, Report, TreeNode};
+    let node = |parent, name: &str, total_ns| {
+        let mut n = TreeNode::default();
+        n.parent = parent;
+        n.name = name.to_string();
+        n.calls = 4;
+        n.timed = 1;
+        n.total_ns = total_ns;
+        n.self_ns = Some(0);
+        n.sampled = true;
+        n.total_ci95_ns = 1_000;
+        n
+    };
+    let mut r = Report::empty();
+    let mut tree = PointsTree::default();
+    tree.nodes = vec![
+        node(None, "main", 5_000_000),
+        node(Some(0), "parse", 3_000_000),
+    ];
+    r.tree = Some(tree.clone());
+    let sound = common::write("sound.json", &r.to_json());
+    let (code, _, err) = common::profpoint(&["report", &sound]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("impossible"), "{err}");
+    tree.nodes[1].total_ns = 9_000_000;
+    r.tree = Some(tree);
+    let bad = common::write("impossible.json", &r.to_json());
+    let (code, _, err) = common::profpoint(&["report", &bad]);
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<&str> = err.lines().filter(|l| l.contains("impossible")).collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(
+        lines[0].contains("1 impossible figure") && lines[0].contains("tree path main"),
+        "{err}"
+    );
+}
