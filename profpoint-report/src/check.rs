@@ -112,6 +112,9 @@ impl Report {
             };
             let mut children = vec![0u64; tree.nodes.len()];
             let mut all_exact = vec![true; tree.nodes.len()];
+            // A path named in a finding is cut as rendered paths are (a chain's every node
+            // named whole would be quadratic).
+            let cut = tree.path_cut();
             for (i, n) in tree.nodes.iter().enumerate() {
                 if let Some(p) = n.parent.filter(|&p| p < i) {
                     children[p] = children[p].saturating_add(n.total_ns);
@@ -132,14 +135,14 @@ impl Report {
                 {
                     out.push(format!(
                         "tree path {}: negative self time {:?} ns",
-                        tree.path(i).join(";"),
+                        tree.cut_path(i, &cut).join(";"),
                         n.self_ns
                     ));
                 }
                 if all_exact[i] && children[i] > n.total_ns.saturating_add(SLACK_NS) {
                     out.push(format!(
                         "tree path {}: children's totals {} ns above its own {} ns",
-                        tree.path(i).join(";"),
+                        tree.cut_path(i, &cut).join(";"),
                         children[i],
                         n.total_ns
                     ));
