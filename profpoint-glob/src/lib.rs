@@ -63,10 +63,11 @@ fn matches_units<T: PartialEq + Copy>(p: &[T], n: &[T], any: T, one: T) -> bool 
 ///   wildcard), sharing the steps of a start two names have in common, and leaving out every
 ///   name whose start the automaton already found dead.
 ///
-/// So the work for one glob is bounded by the number of distinct starts of the names it looks
-/// at (at most their total length, far less where names share module paths) times
-/// `1 + len(glob) / 64` machine words: linear in names times globs, with no quadratic term in
-/// a glob's length or its wildcards. Building the index is linear in the names' total length.
+/// So the work for one glob is, by the automaton, the number of distinct starts of the names
+/// it looks at (at most their total length, far less where names share module paths) times
+/// `1 + len(glob) / 64` machine words; by a list, at most a quarter of those names, each
+/// matched in O(len(glob) * len(name)) at worst (one backtrack point, no recursion): linear in
+/// names times globs. Building the index is linear in the names' total length.
 #[derive(Debug, Clone)]
 pub struct NameIndex<'a> {
     /// The names, by position.
