@@ -1,8 +1,9 @@
 //! Benches of the heatmap sampler, each beside its baseline in one run:
 //!
 //! - `overhead/*`: a CPU-bound workload (~5 ms of integer hashing per iteration) with no
-//!   sampler, then under perf `task-clock` sampling at 1 kHz and 10 kHz. The overhead is the
-//!   ratio of the medians. After each sampled group the achieved rate (samples per user-CPU
+//!   sampler, then under perf `task-clock` sampling at 1 kHz and 10 kHz, and at the largest
+//!   accepted rate (`MAX_HZ`, 100 kHz, with stacks as `PROFPOINT_HEATMAP=1` takes them), which
+//!   the sampler clamps to `MAX_SERVED_HZ`. The overhead is the ratio of the medians. After each sampled group the achieved rate (samples per user-CPU
 //!   second) is printed on stderr.
 //! - `report/top20`: symbolise a profile of this bench binary and print its top 20 (to a
 //!   buffer), the whole after-the-fact cost, files opened anew each iteration.
@@ -23,11 +24,15 @@ mod linux {
     use workload::workload;
 
     fn sampler(hz: u32) -> Option<profpoint_heatmap::Sampler> {
-        match profpoint_heatmap::start(
-            profpoint_heatmap::Config::new()
-                .hz(hz)
-                .source(profpoint_heatmap::Source::PerfTaskClock),
-        ) {
+        let mut config = profpoint_heatmap::Config::new()
+            .hz(hz)
+            .source(profpoint_heatmap::Source::PerfTaskClock);
+        // The largest accepted rate as `PROFPOINT_HEATMAP=1` runs it: with stacks (clamped to
+        // MAX_SERVED_HZ by the sampler).
+        if hz == profpoint_heatmap::MAX_HZ && profpoint_heatmap::stacks::AVAILABLE {
+            config = config.stacks(profpoint_heatmap::stacks::DEFAULT_DEPTH);
+        }
+        match profpoint_heatmap::start(config) {
             Ok(s) => Some(s),
             Err(e) => {
                 eprintln!("SKIPPED overhead at {hz} Hz: {e}");
@@ -41,11 +46,14 @@ mod linux {
         let mut g = c.benchmark_group("overhead");
         g.sample_size(60).measurement_time(Duration::from_secs(8));
         g.bench_function("no_sampling", |b| b.iter(|| workload(black_box(&buf))));
-        for hz in [1000u32, 10_000] {
+        for hz in [1000u32, 10_000, profpoint_heatmap::MAX_HZ] {
             let Some(s) = sampler(hz) else { continue };
-            g.bench_function(format!("perf_task_clock_{hz}hz"), |b| {
-                b.iter(|| workload(black_box(&buf)))
-            });
+            let name = if hz == profpoint_heatmap::MAX_HZ {
+                "perf_task_clock_largest_accepted_with_stacks".to_string()
+            } else {
+                format!("perf_task_clock_{hz}hz")
+            };
+            g.bench_function(name, |b| b.iter(|| workload(black_box(&buf))));
             let p = s.stop();
             eprintln!(
                 "heatmap at {hz} Hz: {} samples, achieved {:.0} Hz per user-CPU second ({:.0} per user+sys CPU second), {:.2} s user CPU, {:.2} s sys CPU, warnings {:?}",

@@ -83,6 +83,14 @@ impl Default for Config {
 /// Highest accepted rate: 10 us between samples; the kernel's own default
 /// `perf_event_max_sample_rate` is 100000 too.
 pub const MAX_HZ: u32 = 100_000;
+/// Highest rate sampled: a rate asked above it (up to [`MAX_HZ`]) is clamped to it, and the
+/// profile's warnings say so. A sample costs the sampled thread the kernel's timer and signal
+/// path plus the handler (its stack walk included): ~26-44 us in a VM whose timer interrupts
+/// exit to the hypervisor (BENCHMARKS.md), 1-3 us on bare metal. At 75 kHz in such a VM a
+/// sample came due before the last one was served: the threads spent all their time in the
+/// handler and a 0.2 s program did not end. At 10 kHz the same VM serves every sample at
+/// ~35% of the sampled threads' CPU (45% at 44 us a sample), bare metal at 1-3%.
+pub const MAX_SERVED_HZ: u32 = 10_000;
 /// Largest accepted shift: 16 MiB buckets (one bucket per big library is already useless).
 pub const MAX_SHIFT: u32 = 24;
 
@@ -92,7 +100,8 @@ impl Config {
         Config::default()
     }
 
-    /// Sampling rate in Hz (1 to 100000; checked by [`start`](crate::start)).
+    /// Sampling rate in Hz (1 to 100000; checked by [`start`](crate::start), which samples at
+    /// most [`MAX_SERVED_HZ`]).
     pub fn hz(mut self, hz: u32) -> Config {
         self.hz = hz;
         self

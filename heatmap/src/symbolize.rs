@@ -25,6 +25,18 @@
 //! (Debian's debug files) are decompressed into boxes owned next to the mapping. Sections that
 //! lines and inline frames never need (location lists, macros, public names) are not loaded:
 //! decompressing libc's location lists alone would cost tens of milliseconds.
+//!
+//! # Bounds
+//!
+//! The objects come from a dump, which anyone may have made. A file is read once however many
+//! objects name it (objects are keyed by the file's device, inode, size and modification time,
+//! and the build id they expect): a dump listing one binary 2,000 times loads it once. At most
+//! [`MAX_FILES`] distinct files are read; the objects of the rest show as `[unknown]`, and one
+//! warning says so. A compressed DWARF section is decompressed only when its stated size is
+//! at most [`MAX_SECTION`] and [`MAX_RATIO`] times its compressed bytes (DWARF compresses
+//! 3-10 times; a small file whose sections inflate to gigabytes does not pass), and while the
+//! sections decompressed so far stay within [`MAX_DECOMPRESSED`]; a section refused gives one
+//! warning, and that file has no source lines.
 
 use std::borrow::Cow;
 
@@ -91,11 +103,60 @@ pub(crate) struct Resolved {
     pub(crate) library: Option<String>,
 }
 
+/// The most distinct files one report reads symbols from (a process maps a few hundred).
+pub(crate) const MAX_FILES: usize = 1024;
+/// The largest decompressed DWARF section read, bytes.
+pub(crate) const MAX_SECTION: u64 = 512 << 20;
+/// The most a compressed section may state it inflates to, as a multiple of its compressed
+/// bytes (plus 1 MiB, for small sections).
+pub(crate) const MAX_RATIO: u64 = 64;
+/// The most bytes of DWARF one report decompresses, over every section of every file.
+pub(crate) const MAX_DECOMPRESSED: u64 = 1 << 30;
+
+/// What makes two objects the same file for symbols: the file (device, inode, size,
+/// modification time; its path when it cannot be read) and the build id expected of it (which
+/// picks its debug file and decides the warning).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum FileKey {
+    File(u64, u64, u64, i64, i64, Vec<u8>),
+    Path(String, Vec<u8>),
+    /// The vDSO, one per object (it has no file).
+    Vdso(usize),
+}
+
+impl FileKey {
+    fn of(index: usize, o: &ObjectFile) -> FileKey {
+        if o.kind == ObjectKind::Vdso {
+            return FileKey::Vdso(index);
+        }
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            // `stat` opens nothing: a FIFO named here does not block.
+            if let Ok(m) = std::fs::metadata(&o.path) {
+                return FileKey::File(
+                    m.dev(),
+                    m.ino(),
+                    m.size(),
+                    m.mtime(),
+                    m.mtime_nsec(),
+                    o.build_id.clone(),
+                );
+            }
+        }
+        FileKey::Path(o.path.clone(), o.build_id.clone())
+    }
+}
+
 /// Symbol tables of a profile's objects, loaded on first use.
 #[derive(Debug)]
 pub(crate) struct Symbolizer<'p> {
     objects: &'p [ObjectFile],
-    files: Vec<Option<FileSyms>>,
+    files: Vec<Option<std::rc::Rc<FileSyms>>>,
+    /// Every file read so far, by what makes it the same (see [`FileKey`]).
+    by_key: std::collections::HashMap<FileKey, std::rc::Rc<FileSyms>>,
+    /// DWARF bytes decompressed so far (at most [`MAX_DECOMPRESSED`]).
+    decompressed: u64,
     /// Problems found while loading (missing file, build id mismatch).
     pub(crate) warnings: Vec<String>,
 }
@@ -105,8 +166,56 @@ impl<'p> Symbolizer<'p> {
         Symbolizer {
             objects,
             files: objects.iter().map(|_| None).collect(),
+            by_key: std::collections::HashMap::new(),
+            decompressed: 0,
             warnings: Vec::new(),
         }
+    }
+
+    /// Distinct files read (each at most once).
+    #[cfg(test)]
+    pub(crate) fn files_read(&self) -> usize {
+        self.by_key.len()
+    }
+
+    /// The symbols of `object`, read on first use: from the file another object of the same
+    /// file read, else from the file (at most [`MAX_FILES`] of them).
+    fn load_object(&mut self, object: usize) {
+        if self.files[object].is_some() {
+            return;
+        }
+        let o = &self.objects[object];
+        let key = FileKey::of(object, o);
+        if let Some(f) = self.by_key.get(&key) {
+            self.files[object] = Some(f.clone());
+            return;
+        }
+        let syms = if self.by_key.len() >= MAX_FILES {
+            if self.by_key.len() == MAX_FILES {
+                self.warnings.push(format!(
+                    "the profile names more than {MAX_FILES} distinct object files: only the \
+                     first {MAX_FILES} are read, the functions of the others show as [unknown]"
+                ));
+            }
+            FileSyms::default()
+        } else if o.kind == ObjectKind::Vdso {
+            load_vdso(o).unwrap_or_default()
+        } else {
+            match load(o, &mut self.decompressed) {
+                Ok((syms, warnings)) => {
+                    self.warnings.extend(warnings);
+                    syms
+                }
+                Err(w) => {
+                    self.warnings.push(w);
+                    FileSyms::default()
+                }
+            }
+        };
+        let syms = std::rc::Rc::new(syms);
+        // Past the cap the key is still recorded (as empty): the warning is said once.
+        self.by_key.insert(key, syms.clone());
+        self.files[object] = Some(syms);
     }
 
     /// Resolves run-time address `addr` of object `object`.
@@ -121,20 +230,8 @@ impl<'p> Symbolizer<'p> {
                     .map_or_else(|| o.path.clone(), |n| n.to_string_lossy().into_owned()),
             ),
         };
-        if self.files[object].is_none() {
-            let loaded = if o.kind == ObjectKind::Vdso {
-                (load_vdso(o).unwrap_or_default(), None)
-            } else {
-                load(o).unwrap_or_else(|w| {
-                    self.warnings.push(w);
-                    (FileSyms::default(), None)
-                })
-            };
-            if let Some(w) = loaded.1 {
-                self.warnings.push(w);
-            }
-            self.files[object] = Some(loaded.0);
-        }
+        self.load_object(object);
+        let o = &self.objects[object];
         let syms = &self.files[object].as_ref().expect("loaded above").syms;
         let file_addr = addr.wrapping_sub(o.bias);
         let i = syms.partition_point(|s| s.addr <= file_addr);
@@ -175,9 +272,10 @@ impl<'p> Symbolizer<'p> {
     /// Call after `lookup` for the same object (which loads the file).
     pub(crate) fn source_info(&mut self, object: usize, addr: u64) -> SourceInfo {
         let o = &self.objects[object];
-        let Some(Some(FileSyms {
-            dwarf: Some(ctx), ..
-        })) = self.files.get(object)
+        let Some(Some(ctx)) = self
+            .files
+            .get(object)
+            .map(|f| f.as_ref().and_then(|f| f.dwarf.as_ref()))
         else {
             return SourceInfo::default();
         };
@@ -322,18 +420,19 @@ impl Mapped {
     }
 }
 
-/// Loads the function symbols of `o`'s file; the second value is a warning to report.
-fn load(o: &ObjectFile) -> Result<(FileSyms, Option<String>), String> {
+/// Loads the function symbols of `o`'s file; the second value holds the warnings to report.
+/// `decompressed`: the DWARF bytes decompressed so far, counted against [`MAX_DECOMPRESSED`].
+fn load(o: &ObjectFile, decompressed: &mut u64) -> Result<(FileSyms, Vec<String>), String> {
     // A separate debug file found by build id (Debian's `-dbg`/`-dbgsym` packages) has the full
     // `.symtab` of a stripped library: libc's internal functions get names instead of
     // `[unknown]`. Its addresses are those of the stripped file.
     // Names only from a separate debug file: decompressing libc's DWARF costs 50-80 ms here,
     // which would blow the report's time budget for lines in system code.
-    match debug_file_for(&o.build_id).map(|path| load_file(&path, &o.build_id, false)) {
+    match debug_file_for(&o.build_id).map(|path| load_file(&path, &o.build_id, None)) {
         Some(Ok(syms)) if !syms.0.syms.is_empty() => return Ok(syms),
         _ => {}
     }
-    load_file(&o.path, &o.build_id, true)
+    load_file(&o.path, &o.build_id, Some(decompressed))
 }
 
 /// The function symbols of the vDSO `o`, read from this process's own vDSO when it is the one
@@ -412,11 +511,13 @@ fn debug_file_for(build_id: &[u8]) -> Option<String> {
     std::path::Path::new(&path).exists().then_some(path)
 }
 
+/// The symbols of the file at `path`, and its DWARF when `dwarf` gives the bytes decompressed
+/// so far (see [`load`]).
 fn load_file(
     path: &str,
     build_id: &[u8],
-    with_dwarf: bool,
-) -> Result<(FileSyms, Option<String>), String> {
+    dwarf: Option<&mut u64>,
+) -> Result<(FileSyms, Vec<String>), String> {
     let o = ObjectFile {
         path: path.to_owned(),
         bias: 0,
@@ -437,13 +538,17 @@ fn load_file(
         )
     })?;
     let file_id = file.build_id().ok().flatten();
-    let warning = match file_id {
-        Some(id) if !o.build_id.is_empty() && id != o.build_id.as_slice() => Some(format!(
-            "{}: build id differs from the one that ran (file rebuilt since?): names may be wrong",
-            o.path
-        )),
-        _ => None,
-    };
+    let mut warnings = Vec::new();
+    match file_id {
+        Some(id) if !o.build_id.is_empty() && id != o.build_id.as_slice() => {
+            warnings.push(format!(
+                "{}: build id differs from the one that ran (file rebuilt since?): names may \
+                 be wrong",
+                o.path
+            ))
+        }
+        _ => {}
+    }
     let mut syms: Vec<Sym> = collect(file.symbols());
     let stripped = syms.is_empty();
     if stripped {
@@ -453,14 +558,20 @@ fn load_file(
     // Aliases share an address: keep the first (largest size).
     syms.dedup_by_key(|s| s.addr);
     let mut decompressed = Vec::new();
-    let dwarf = if with_dwarf {
-        // SAFETY: the slices given to `load_dwarf` point into `map` (a live mapping) or into
-        // boxes pushed to `decompressed`; both move into the returned `FileSyms` together with
-        // the context, which is declared before them and so dropped first. Moving a `Mapped`
-        // or a `Box` does not move the bytes they own.
-        unsafe { load_dwarf(&file, &mut decompressed) }
-    } else {
-        None
+    let dwarf = match dwarf {
+        Some(budget) => {
+            let mut refused = None;
+            // SAFETY: the slices given to `load_dwarf` point into `map` (a live mapping) or
+            // into boxes pushed to `decompressed`; both move into the returned `FileSyms`
+            // together with the context, which is declared before them and so dropped first.
+            // Moving a `Mapped` or a `Box` does not move the bytes they own.
+            let ctx = unsafe { load_dwarf(&file, &mut decompressed, budget, &mut refused) };
+            if let Some(why) = refused {
+                warnings.push(format!("{}: {why}: no source lines from it", o.path));
+            }
+            ctx
+        }
+        None => None,
     };
     drop(file);
     Ok((
@@ -471,17 +582,44 @@ fn load_file(
             _decompressed: decompressed,
             _map: Some(map),
         },
-        warning,
+        warnings,
     ))
 }
 
+/// Whether a compressed section stating `size` bytes of `compressed` ones may be decompressed
+/// with `budget` bytes decompressed so far; else why not.
+fn may_decompress(name: &str, size: u64, compressed: u64, budget: u64) -> Result<(), String> {
+    let most = MAX_SECTION.min(compressed.saturating_mul(MAX_RATIO).saturating_add(1 << 20));
+    if size > most {
+        return Err(format!(
+            "section {name} states {size} bytes decompressed from {compressed}, over the {most} \
+             this reader takes (at most {MAX_RATIO} times the compressed bytes and 1 MiB, and \
+             {MAX_SECTION} bytes)"
+        ));
+    }
+    if budget.saturating_add(size) > MAX_DECOMPRESSED {
+        return Err(format!(
+            "section {name} ({size} bytes decompressed) would pass the {MAX_DECOMPRESSED} \
+             bytes of DWARF one report decompresses"
+        ));
+    }
+    Ok(())
+}
+
 /// Builds an `addr2line` context from the file's DWARF sections, if it has `.debug_info`.
+/// `budget`: the bytes decompressed so far, counted on; a compressed section [`may_decompress`]
+/// refuses makes no context, and `refused` says why.
 ///
 /// # Safety
 ///
 /// The returned context holds `'static` slices into `file`'s data and into `decompressed`:
 /// the caller must keep both alive, and the boxes in place, for as long as the context lives.
-unsafe fn load_dwarf(file: &object::File<'_>, decompressed: &mut Vec<Box<[u8]>>) -> Option<Dwarf> {
+unsafe fn load_dwarf(
+    file: &object::File<'_>,
+    decompressed: &mut Vec<Box<[u8]>>,
+    budget: &mut u64,
+    refused: &mut Option<String>,
+) -> Option<Dwarf> {
     file.section_by_name(".debug_info")?;
     let endian = if file.is_little_endian() {
         gimli::RunTimeEndian::Little
@@ -499,15 +637,22 @@ unsafe fn load_dwarf(file: &object::File<'_>, decompressed: &mut Vec<Box<[u8]>>)
                 | S::DebugPubNames
                 | S::DebugPubTypes
         );
-        let bytes: &[u8] = match file.section_by_name(id.name()) {
-            Some(section) if needed => match section.uncompressed_data() {
-                Ok(Cow::Borrowed(b)) => b,
-                Ok(Cow::Owned(v)) => {
-                    decompressed.push(v.into_boxed_slice());
-                    decompressed.last().map_or(&[][..], |b| &b[..])
-                }
-                Err(_) => &[],
-            },
+        let section = file.section_by_name(id.name()).filter(|_| needed);
+        let compressed = section.as_ref().and_then(|s| s.compressed_data().ok());
+        if let Some(c) = compressed.filter(|c| c.format != object::CompressionFormat::None) {
+            let size = c.uncompressed_size;
+            if let Err(why) = may_decompress(id.name(), size, c.data.len() as u64, *budget) {
+                *refused = Some(why);
+                return Err(gimli::Error::Io);
+            }
+            *budget += size;
+        }
+        let bytes: &[u8] = match compressed.map(|c| c.decompress()) {
+            Some(Ok(Cow::Borrowed(b))) => b,
+            Some(Ok(Cow::Owned(v))) => {
+                decompressed.push(v.into_boxed_slice());
+                decompressed.last().map_or(&[][..], |b| &b[..])
+            }
             _ => &[],
         };
         // SAFETY: per this function's contract, `bytes` (in the file's mapping or in a box of
@@ -637,6 +782,147 @@ mod tests {
         assert_eq!(function, "[unknown]");
         assert_eq!(warnings.len(), 1);
         assert!(warnings[0].contains("not a regular file"), "{warnings:?}");
+    }
+
+    /// A dump listing this test binary as 2,000 objects: the file is read once, and every
+    /// object resolves the function and its line. Each read anew, this took 112 s (46 GB
+    /// peak); the 60 s bound only catches that return on a slow machine.
+    #[test]
+    fn one_file_named_by_many_objects_is_read_once() {
+        let (objects, segments) = buckets::discover();
+        let f = a_function_with_a_known_name as fn(u64) -> u64 as usize as u64;
+        let main = segments
+            .iter()
+            .find(|g| g.start <= f && f < g.end)
+            .unwrap()
+            .object;
+        let many: Vec<ObjectFile> = (0..2000).map(|_| objects[main].clone()).collect();
+        let t = std::time::Instant::now();
+        let mut s = Symbolizer::new(&many);
+        for i in 0..many.len() {
+            let r = s.lookup(i, f + 1);
+            assert_eq!(
+                r.function,
+                "profpoint_heatmap::symbolize::tests::a_function_with_a_known_name"
+            );
+            assert!(s.source_info(i, f).location.is_some());
+        }
+        let took = t.elapsed();
+        println!("2,000 objects of one file: {took:?}");
+        assert_eq!(s.files_read(), 1);
+        assert!(took < std::time::Duration::from_secs(60), "{took:?}");
+    }
+
+    /// A minimal x86-64 ELF file whose one section, `.debug_info`, is `SHF_COMPRESSED`: an
+    /// `Elf64_Chdr` stating `stated` bytes (zlib), then `zlib`.
+    fn elf_with_compressed_debug_info(stated: u64, zlib: &[u8]) -> Vec<u8> {
+        let mut section = Vec::new();
+        section.extend_from_slice(&1u32.to_le_bytes()); // ch_type: ELFCOMPRESS_ZLIB
+        section.extend_from_slice(&0u32.to_le_bytes()); // ch_reserved
+        section.extend_from_slice(&stated.to_le_bytes()); // ch_size
+        section.extend_from_slice(&1u64.to_le_bytes()); // ch_addralign
+        section.extend_from_slice(zlib);
+        let names = b"\0.debug_info\0.shstrtab\0";
+        let names_at = 64 + section.len();
+        let headers_at = (names_at + names.len()).next_multiple_of(8);
+        let mut e = Vec::new();
+        e.extend_from_slice(b"\x7fELF\x02\x01\x01\0\0\0\0\0\0\0\0\0");
+        e.extend_from_slice(&2u16.to_le_bytes()); // e_type: EXEC
+        e.extend_from_slice(&62u16.to_le_bytes()); // e_machine: x86-64
+        e.extend_from_slice(&1u32.to_le_bytes()); // e_version
+        e.extend_from_slice(&0u64.to_le_bytes()); // e_entry
+        e.extend_from_slice(&0u64.to_le_bytes()); // e_phoff
+        e.extend_from_slice(&(headers_at as u64).to_le_bytes()); // e_shoff
+        e.extend_from_slice(&0u32.to_le_bytes()); // e_flags
+        for v in [64u16, 56, 0, 64, 3, 2] {
+            // e_ehsize, e_phentsize, e_phnum, e_shentsize, e_shnum, e_shstrndx
+            e.extend_from_slice(&v.to_le_bytes());
+        }
+        e.extend_from_slice(&section);
+        e.extend_from_slice(names);
+        e.resize(headers_at, 0);
+        let header = |e: &mut Vec<u8>, name: u32, kind: u32, flags: u64, at: usize, len: usize| {
+            e.extend_from_slice(&name.to_le_bytes());
+            e.extend_from_slice(&kind.to_le_bytes());
+            e.extend_from_slice(&flags.to_le_bytes());
+            e.extend_from_slice(&0u64.to_le_bytes()); // sh_addr
+            e.extend_from_slice(&(at as u64).to_le_bytes());
+            e.extend_from_slice(&(len as u64).to_le_bytes());
+            e.extend_from_slice(&0u32.to_le_bytes()); // sh_link
+            e.extend_from_slice(&0u32.to_le_bytes()); // sh_info
+            e.extend_from_slice(&1u64.to_le_bytes()); // sh_addralign
+            e.extend_from_slice(&0u64.to_le_bytes()); // sh_entsize
+        };
+        header(&mut e, 0, 0, 0, 0, 0);
+        // PROGBITS, SHF_COMPRESSED.
+        header(&mut e, 1, 1, 0x800, 64, section.len());
+        // STRTAB.
+        header(&mut e, 13, 3, 0, names_at, names.len());
+        e
+    }
+
+    /// `n` zero bytes, zlib-compressed (about a thousandth of `n`).
+    fn zlib_zeros(n: usize) -> Vec<u8> {
+        use std::io::Write;
+        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::best());
+        let chunk = vec![0u8; 1 << 20];
+        let mut left = n;
+        while left > 0 {
+            let k = left.min(chunk.len());
+            z.write_all(&chunk[..k]).unwrap();
+            left -= k;
+        }
+        z.finish().unwrap()
+    }
+
+    /// A small ELF file whose compressed `.debug_info` inflates to 64 MiB (a zip bomb: 64 KB
+    /// of zlib): refused before anything is decompressed, with one warning naming the section
+    /// and the sizes; the file's symbols are still read. One of a stated size its bytes allow
+    /// is decompressed and counted. Unbounded, a 5 MB file of such sections took 5.25 GB.
+    #[test]
+    fn a_compressed_section_stating_too_much_is_not_decompressed() {
+        let dir = std::env::temp_dir().join(format!("heatmap-bomb-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let bomb = dir.join("bomb.elf");
+        let zlib = zlib_zeros(64 << 20);
+        std::fs::write(&bomb, elf_with_compressed_debug_info(64 << 20, &zlib)).unwrap();
+        let mut budget = 0;
+        let (syms, warnings) = load_file(bomb.to_str().unwrap(), &[], Some(&mut budget)).unwrap();
+        assert!(syms.dwarf.is_none());
+        assert_eq!(budget, 0, "nothing decompressed");
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0].contains(&format!(
+                "section .debug_info states {} bytes decompressed from {}",
+                64 << 20,
+                zlib.len()
+            )) && warnings[0].ends_with("no source lines from it"),
+            "{warnings:?}"
+        );
+        // Within the ratio: decompressed (and counted), no warning.
+        let fair = dir.join("fair.elf");
+        std::fs::write(
+            &fair,
+            elf_with_compressed_debug_info(4096, &zlib_zeros(4096)),
+        )
+        .unwrap();
+        let (_, warnings) = load_file(fair.to_str().unwrap(), &[], Some(&mut budget)).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(budget, 4096);
+        assert!(warnings.is_empty(), "{warnings:?}");
+    }
+
+    /// The caps of `may_decompress`: the ratio (with 1 MiB for small sections), the largest
+    /// section, and the report's total.
+    #[test]
+    fn decompression_is_capped_by_ratio_size_and_total() {
+        assert!(may_decompress("s", 1 << 20, 1, 0).is_ok());
+        assert!(may_decompress("s", (1 << 20) + 65, 1, 0).is_err());
+        assert!(may_decompress("s", 64 << 20, 1 << 20, 0).is_ok());
+        assert!(may_decompress("s", MAX_SECTION + 1, MAX_SECTION, 0).is_err());
+        assert!(may_decompress("s", 1 << 20, 1 << 20, MAX_DECOMPRESSED - (1 << 20)).is_ok());
+        let e = may_decompress("s", 1 << 20, 1 << 20, MAX_DECOMPRESSED - 1).unwrap_err();
+        assert!(e.contains("would pass"), "{e}");
     }
 
     #[test]

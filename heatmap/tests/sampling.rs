@@ -319,3 +319,62 @@ fn tgkill_source_leaves_blocked_threads_alone() {
     // test above, not here).
     assert!(alpha >= 50, "{alpha} samples for 300 ms of CPU");
 }
+
+/// Two threads, each running a fixed amount of work (40 rounds of the shared workload, ~0.2 s
+/// here unsampled); the wall time it took.
+fn two_threads_of_work() -> Duration {
+    // The benches' input (`workload::input`), its multiplication wrapping (a test build checks
+    // overflow).
+    let buf: Vec<u8> = (0..65536u32)
+        .map(|i| i.wrapping_mul(2_654_435_761) as u8)
+        .collect();
+    let t = Instant::now();
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| {
+                for _ in 0..40 {
+                    std::hint::black_box(profpoint_test_support::workload::workload(
+                        std::hint::black_box(&buf),
+                    ));
+                }
+            });
+        }
+    });
+    t.elapsed()
+}
+
+/// The largest accepted rate, 100 kHz, with stacks and the default source: the sampler samples
+/// at `MAX_SERVED_HZ` and says so, and two threads' fixed work ends within 20 times its
+/// unsampled wall time (asked at 75-100 kHz, this work took 22.6 s or did not end: each thread
+/// in the handler, a sample due before the last was served). The bound, 20x (and at least
+/// 5 s), only catches that return on a loaded machine; the overhead at this rate is a bench
+/// (`heatmap_overhead`, BENCHMARKS.md).
+#[test]
+fn the_largest_accepted_rate_is_clamped_to_what_is_served() {
+    let _g = serial();
+    let plain = two_threads_of_work();
+    let mut config = Config::new().hz(profpoint_heatmap::MAX_HZ);
+    if profpoint_heatmap::stacks::AVAILABLE {
+        config = config.stacks(profpoint_heatmap::stacks::DEFAULT_DEPTH);
+    }
+    let s = profpoint_heatmap::start(config).unwrap();
+    let sampled = two_threads_of_work();
+    let p = s.stop();
+    println!(
+        "two threads' work: {plain:?} unsampled, {sampled:?} at {} Hz asked ({} samples, \
+         {:?})",
+        profpoint_heatmap::MAX_HZ,
+        p.total_samples(),
+        p.source()
+    );
+    assert_eq!(p.requested_hz(), profpoint_heatmap::MAX_SERVED_HZ);
+    let line = profpoint_heatmap::served_rate_warning(profpoint_heatmap::MAX_HZ);
+    assert!(
+        line.starts_with("hz=100000: sampling at 10000 Hz"),
+        "{line}"
+    );
+    assert!(p.warnings().contains(&line), "{:?}", p.warnings());
+    let bound = (plain * 20).max(Duration::from_secs(5));
+    assert!(sampled < bound, "{sampled:?}, bound {bound:?}");
+    assert!(p.total_samples() > 0);
+}

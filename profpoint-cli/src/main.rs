@@ -219,6 +219,25 @@ fn report(a: ReportArgs) -> Result<ExitCode, Failure> {
         Format::PprofStacks => r.to_pprof_stacks(),
         Format::PointsPprof => r.to_points_pprof(),
     };
+    // A rendering of the points tree's paths cuts those past `PATH_DEPTH`: one line says so.
+    let tree_paths = match a.format {
+        Format::Folded | Format::Flame | Format::PprofStacks => {
+            r.stack_source() == Some(profpoint_report::StackSource::Points)
+        }
+        Format::PointsFolded | Format::PointsFlame | Format::PointsPprof => true,
+        _ => false,
+    };
+    if let Some(tree) = r.tree.as_ref().filter(|_| tree_paths) {
+        let deeper = tree.path_cut().deeper;
+        if deeper > 0 {
+            output::say(&format!(
+                "{deeper} nodes of the points tree are deeper than {} points: their paths are \
+                 cut there, one `{}` frame standing for the rest",
+                profpoint_report::PATH_DEPTH,
+                profpoint_report::CUT_FRAME
+            ));
+        }
+    }
     let write = |w: &mut dyn Write| -> std::io::Result<()> {
         if a.format == Format::Json {
             r.write_json(w)?;

@@ -497,3 +497,85 @@ fn report_writes_every_format() {
     );
     common::clean();
 }
+
+/// A version-3 report whose points tree is one chain of `n` nodes (`c0 -> c1 -> ...`), each
+/// one call and 1 ns of self time.
+fn chain_report(n: usize) -> String {
+    let mut nodes = String::with_capacity(n * 100);
+    for i in 0..n {
+        if i > 0 {
+            nodes.push(',');
+        }
+        let parent = i
+            .checked_sub(1)
+            .map_or("null".to_string(), |p| p.to_string());
+        nodes.push_str(&format!(
+            r#"{{"parent":{parent},"name":"c{i}","file":"f.rs","line":1,"calls":1,"timed":1,"total_ns":{},"self_ns":1}}"#,
+            n - i
+        ));
+    }
+    format!(
+        r#"{{"schema":"profpoint.report","version":3,"run":{{"command":["/opt/chain"],"pid":1,"start_unix_ns":0,"cpu_model":"x","kernel":"6","shards":1}},"wall_ns":1000000000,"points":[],"tracepoints":[],"tree":{{"nodes":[{nodes}]}}}}"#
+    )
+}
+
+/// A points tree of one chain of 200,000 nodes, rendered as folded stacks, a flame graph and
+/// pprof stacks under a 1 GiB address-space limit: each ends with status 0, its paths cut at
+/// 1,000 points (one line on stderr says how many nodes are past it), the folded output 1,001
+/// lines. Every path whole, this was 2 * 10^10 frames: the limit ended it by SIGABRT. The 60 s
+/// bound (a debug build takes seconds, mostly reading the JSON) only catches work that grows
+/// as the nodes squared; a release build's figure for 1,000,000 nodes is in RELIABILITY.md.
+#[cfg(unix)]
+#[test]
+fn a_long_chain_renders_in_bounded_time_and_memory() {
+    let d = dir();
+    let path = d.join("chain.json");
+    std::fs::write(&path, chain_report(200_000)).unwrap();
+    let bin = env!("CARGO_BIN_EXE_profpoint");
+    for format in [
+        "points-folded",
+        "folded",
+        "points-flame",
+        "flame",
+        "points-pprof",
+    ] {
+        let out = d.join(format!("chain.{format}"));
+        let t = std::time::Instant::now();
+        let o = std::process::Command::new("sh")
+            .args([
+                "-c",
+                r#"ulimit -v 1048576 && exec "$0" report "$1" --format "$2" -o "$3""#,
+                bin,
+                path.to_str().unwrap(),
+                format,
+                out.to_str().unwrap(),
+            ])
+            .output()
+            .unwrap();
+        let took = t.elapsed();
+        let err = String::from_utf8_lossy(&o.stderr);
+        println!(
+            "{format}: {took:?}, {} bytes",
+            std::fs::metadata(&out).map_or(0, |m| m.len())
+        );
+        assert_eq!(o.status.code(), Some(0), "{format}: {:?} {err}", o.status);
+        assert!(
+            took < std::time::Duration::from_secs(60),
+            "{format}: {took:?}"
+        );
+        let lines: Vec<&str> = err.lines().collect();
+        assert_eq!(lines.len(), 1, "{format}: {err}");
+        assert!(
+            lines[0].starts_with(
+                "profpoint: 199000 nodes of the points tree are deeper than 1000 points"
+            ),
+            "{format}: {err}"
+        );
+        if format.ends_with("folded") {
+            let text = std::fs::read_to_string(&out).unwrap();
+            assert_eq!(text.lines().count(), 1001, "{format}");
+            assert!(text.contains(";c999;... 199000\n"), "{format}");
+        }
+    }
+    common::clean();
+}

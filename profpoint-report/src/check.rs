@@ -162,6 +162,9 @@ fn tree_impossible(tree: &crate::model::PointsTree, compensated: bool) -> Vec<St
         let n = &tree.nodes[i];
         !n.estimated && (n.sampled || n.timed == n.calls)
     };
+    // A path named in a finding is cut as rendered paths are (a chain's every node named
+    // whole would be quadratic).
+    let cut = tree.path_cut();
     let mut children = vec![0u64; len];
     let mut all_held = vec![true; len];
     let mut any_sampled = vec![false; len];
@@ -195,7 +198,10 @@ fn tree_impossible(tree: &crate::model::PointsTree, compensated: bool) -> Vec<St
         ];
         for what in found.into_iter().flatten() {
             if out.len() < MOST {
-                out.push(format!("tree path {}: {what}", tree.path(i).join(";")));
+                out.push(format!(
+                    "tree path {}: {what}",
+                    tree.cut_path(i, &cut).join(";")
+                ));
             } else {
                 more += 1;
             }

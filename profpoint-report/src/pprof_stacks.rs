@@ -80,26 +80,54 @@ fn encode(
 
 /// The points tree's samples: one per node with a value, locations leaf first.
 fn tree_samples(tree: &PointsTree, table: &mut Table) -> Vec<(Vec<u64>, Vec<u64>)> {
-    let loc: Vec<u64> = tree
-        .nodes
-        .iter()
-        .map(|n| table.id(&n.name, &n.file, u64::from(n.line)))
-        .collect();
+    // Each node's location, made when a rendered path first holds it (0: not yet): a node
+    // past the cut is in no path.
+    let mut loc = vec![0u64; tree.nodes.len()];
+    // A path past `PATH_DEPTH` is cut there, one `...` location standing for the rest, and the
+    // nodes below the cut are one sample (as in folded stacks): linear in the nodes.
+    let cut = tree.path_cut();
     let mut samples = Vec::new();
+    let mut deep: std::collections::BTreeMap<usize, (u64, u64)> = Default::default();
     for (i, n) in tree.nodes.iter().enumerate() {
         let (self_ns, calls) = (n.est_self_ns(), n.calls);
         if self_ns == 0 && calls == 0 {
             continue;
         }
-        let mut locs = Vec::new();
-        let mut at = Some(i);
-        while let Some(j) = at {
-            locs.push(loc[j]);
-            at = tree.nodes[j].parent.filter(|&p| p < j);
+        match cut.end(i) {
+            (end, true) => {
+                let e = deep.entry(end).or_default();
+                *e = (e.0.saturating_add(self_ns), e.1.saturating_add(calls));
+            }
+            (end, false) => {
+                let locs = path_locs(tree, end, &mut loc, table);
+                samples.push((locs, vec![self_ns, calls]));
+            }
         }
+    }
+    for (end, (self_ns, calls)) in deep {
+        let mut locs = vec![table.id(crate::model::CUT_FRAME, "", 0)];
+        locs.extend(path_locs(tree, end, &mut loc, table));
         samples.push((locs, vec![self_ns, calls]));
     }
     samples
+}
+
+/// The locations of node `i`'s path, leaf first (`i` within `PATH_DEPTH`).
+fn path_locs(tree: &PointsTree, i: usize, loc: &mut [u64], table: &mut Table) -> Vec<u64> {
+    let mut locs = Vec::new();
+    let mut at = Some(i);
+    while let Some(j) = at {
+        if locs.len() == crate::model::PATH_DEPTH {
+            break;
+        }
+        if loc[j] == 0 {
+            let n = &tree.nodes[j];
+            loc[j] = table.id(&n.name, &n.file, u64::from(n.line));
+        }
+        locs.push(loc[j]);
+        at = tree.nodes[j].parent.filter(|&p| p < j);
+    }
+    locs
 }
 
 /// The sampled stacks' samples.

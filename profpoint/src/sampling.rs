@@ -114,6 +114,13 @@ pub(crate) fn start_from_env() -> bool {
             return false;
         }
     };
+    // A rate above what the sampler serves is clamped by it: one line at start-up says so.
+    if config.get_hz() > heatmap::MAX_SERVED_HZ {
+        crate::diag::warn_line!(
+            "profpoint: PROFPOINT_{}",
+            heatmap::served_rate_warning(config.get_hz()).replacen("hz=", "HZ=", 1)
+        );
+    }
     // Called from the initialiser: inside `dlopen` that runs under glibc's loader lock, which
     // the watcher thread needs before it can scan, so waiting for it would deadlock the host.
     match start(config.wait_for_first_scan(false)) {

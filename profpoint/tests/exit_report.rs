@@ -585,6 +585,7 @@ fn main() {
         trial!(reports_are_replaced_whole_while_being_read),
         trial!(relative_report_paths_name_the_starting_folder),
         trial!(a_bad_heatmap_variable_is_one_line_and_the_program_runs),
+        trial!(a_rate_above_what_the_sampler_serves_is_one_line_and_clamped),
         trial!(the_main_attribute_opts_in),
         trial!(an_opted_in_program_prints_the_table_even_through_process_exit),
         trial!(a_program_that_did_not_opt_in_stays_silent_unless_asked),

@@ -66,7 +66,7 @@ use std::thread::JoinHandle;
 use std::time::Instant;
 
 use crate::buckets::{self, Table, TableSet};
-use crate::config::{Config, MAX_HZ, MAX_SHIFT};
+use crate::config::{Config, MAX_HZ, MAX_SERVED_HZ, MAX_SHIFT};
 use crate::error::StartError;
 use crate::profile::{Profile, SourceUsed};
 use crate::signal::Installed;
@@ -137,15 +137,28 @@ pub fn start(config: Config) -> Result<Sampler, StartError> {
     })
 }
 
+/// The line for a rate asked above [`MAX_SERVED_HZ`]: the value asked, the rate used, why.
+pub fn served_rate_warning(asked: u32) -> String {
+    format!(
+        "hz={asked}: sampling at {MAX_SERVED_HZ} Hz, the most the sampler serves (a sample \
+         costs tens of microseconds where timer interrupts are slow: faster, the sampled threads \
+         would spend their time in the handler)"
+    )
+}
+
 #[cold]
 #[inline(never)]
-fn start_claimed(config: Config) -> Result<Sampler, StartError> {
+fn start_claimed(mut config: Config) -> Result<Sampler, StartError> {
     let (objects, segments) = buckets::discover();
     if segments.is_empty() {
         return Err(StartError::NoExecutableSegments);
     }
     let chunk = Arc::new(Table::new(objects, segments, config.shift));
     let mut warnings = Vec::new();
+    if config.hz > MAX_SERVED_HZ {
+        warnings.push(served_rate_warning(config.hz));
+        config.hz = MAX_SERVED_HZ;
+    }
     let stacks =
         config
             .stack_depth

@@ -36,7 +36,7 @@ pub(crate) struct Claim {
 }
 
 /// What a recorded setting does to a point.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Rule {
     Enabled(bool),
     Sampling(u32),

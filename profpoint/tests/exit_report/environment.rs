@@ -21,6 +21,33 @@ pub(super) fn a_bad_heatmap_variable_is_one_line_and_the_program_runs() {
     assert!(e.contains("exit_report::work"), "{e}");
 }
 
+/// `PROFPOINT_HZ=100000`, the largest accepted rate: one line names the value asked and the
+/// rate used, and the program runs and reports as usual.
+pub(super) fn a_rate_above_what_the_sampler_serves_is_one_line_and_clamped() {
+    let o = run_child(
+        "child_silent",
+        &[
+            ("PROFPOINT_HEATMAP", "1"),
+            ("PROFPOINT_HZ", "100000"),
+            ("PROFPOINT_REPORT", "stderr"),
+        ],
+    );
+    assert!(o.status.success());
+    let e = stderr(&o);
+    if cfg!(feature = "heatmap") {
+        let lines: Vec<&str> = e
+            .lines()
+            .filter(|l| l.starts_with("profpoint: PROFPOINT_HZ="))
+            .collect();
+        assert_eq!(lines.len(), 1, "{e}");
+        assert!(
+            lines[0].starts_with("profpoint: PROFPOINT_HZ=100000: sampling at 10000 Hz"),
+            "{e}"
+        );
+    }
+    assert!(e.contains("exit_report::work"), "{e}");
+}
+
 pub(super) fn bad_environment_values_get_one_clear_line_and_the_default() {
     let o = run_child(
         "child_silent",
