@@ -123,7 +123,13 @@ fn cloexec_pipe() -> std::io::Result<[libc::c_int; 2]> {
     if r != 0 {
         return Err(std::io::Error::last_os_error());
     }
-    Ok(fds)
+    // Never on 0, 1 or 2 (the initialiser runs before std fills a closed one): see `low_fds`.
+    use std::os::fd::{FromRawFd, IntoRawFd};
+    Ok(fds.map(|fd| {
+        // SAFETY: both descriptors were just made by pipe and are owned here alone.
+        let owned = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
+        super::low_fds::above_stdio(owned).into_raw_fd()
+    }))
 }
 
 #[cfg(unix)]
@@ -410,7 +416,9 @@ fn report_then_end(s: libc::c_int) -> ! {
         }
     };
     if !finished {
-        say(b"profpoint: the report did not finish in 10 s: ending now, without it\n");
+        // What was written whole is in place; what was still being written is removed.
+        super::deliver::remove_temporaries();
+        say(b"profpoint: the report did not finish in 10 s: ending now, without the rest of it\n");
     }
     end_by(s);
     // The program's own handler ran instead and returned: nothing more to do here.

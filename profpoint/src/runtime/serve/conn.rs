@@ -101,6 +101,9 @@ pub(super) fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
             while conns.len() < pending_cap + overflow_cap {
                 match listener.accept() {
                     Ok((stream, _)) => {
+                        // Never on 0, 1 or 2 (a program that closed one): see `low_fds`.
+                        #[cfg(unix)]
+                        let stream = crate::runtime::low_fds::above_stdio_as(stream);
                         let _ = stream.set_nonblocking(true);
                         let reading = conns.iter().filter(|c| !c.over).count();
                         let over = reading >= pending_cap;

@@ -216,6 +216,9 @@ pub fn serve_with(addr: &str, mut opts: ServeOptions) -> Result<Server, ServeErr
         return Err(ServeError::NotLoopback(sock));
     }
     let listener = TcpListener::bind(sock).map_err(|e| ServeError::Bind(sock, e))?;
+    // Never on 0, 1 or 2: see `low_fds`.
+    #[cfg(unix)]
+    let listener = crate::runtime::low_fds::above_stdio_as(listener);
     let local = listener
         .local_addr()
         .map_err(|e| ServeError::Bind(sock, e))?;
