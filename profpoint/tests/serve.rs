@@ -617,3 +617,89 @@ fn a_bad_serve_address_is_one_short_line() {
     assert!(l.contains("\"\\u{1b}[2Jhhh"), "{l}");
     assert_eq!(l.matches("\\u{1b}").count(), 1, "{l}");
 }
+
+/// A program started with stdin, stdout or stderr closed and `PROFPOINT_SERVE` set runs as
+/// without profpoint: the listener never takes the free descriptor (the Rust runtime puts
+/// `/dev/null` there after profpoint's initialiser), nor does the signal thread's pipe or
+/// the exit report's file, so none of 0, 1 and 2 is a socket or a pipe of profpoint's, and
+/// the program's own `println!` and `eprintln!` work (the listener on 1 made `println!`
+/// panic: exit 101).
+#[cfg(unix)]
+#[test]
+fn a_closed_standard_descriptor_stays_the_programs() {
+    use std::os::unix::process::CommandExt;
+    if std::env::var_os("PROFPOINT_SERVE_CHILD").is_some() {
+        for fd in 0..3 {
+            // SAFETY: an all-zero stat is a valid value for fstat to overwrite.
+            let mut st: libc::stat = unsafe { std::mem::zeroed() };
+            // SAFETY: fstat of a descriptor number into a live stat.
+            assert_eq!(unsafe { libc::fstat(fd, &mut st) }, 0, "fd {fd} is closed");
+            assert_ne!(
+                st.st_mode & libc::S_IFMT,
+                libc::S_IFSOCK,
+                "fd {fd} is a socket"
+            );
+            // The parent's stdio are pipes: a closed one is /dev/null now, a device.
+            let expected = if std::env::var("PROFPOINT_TEST_CLOSED").unwrap() == fd.to_string() {
+                libc::S_IFCHR
+            } else {
+                libc::S_IFIFO
+            };
+            assert_eq!(st.st_mode & libc::S_IFMT, expected, "fd {fd}");
+        }
+        println!("the program's own line");
+        eprintln!("the program's own error line");
+        return;
+    }
+    let report = std::env::temp_dir().join(format!("profpoint-closed-{}.json", std::process::id()));
+    for closed in 0..3 {
+        std::fs::remove_file(&report).ok();
+        let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
+        cmd.args([
+            "--exact",
+            "a_closed_standard_descriptor_stays_the_programs",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("PROFPOINT_SERVE_CHILD", "1")
+        .env("PROFPOINT_TEST_CLOSED", closed.to_string())
+        .env("PROFPOINT_SERVE", "127.0.0.1:0")
+        .env("PROFPOINT_REPORT", format!("json:{}", report.display()))
+        .env_remove("PROFPOINT_SERVE_TOKEN")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+        // SAFETY: only close(2) between fork and exec.
+        unsafe {
+            cmd.pre_exec(move || {
+                libc::close(closed);
+                Ok(())
+            });
+        }
+        let o = cmd.output().unwrap();
+        let (out, err) = (
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr),
+        );
+        assert!(
+            o.status.success(),
+            "fd {closed} closed: {:?}\n{out}\n{err}",
+            o.status
+        );
+        if closed != 1 {
+            assert!(
+                out.contains("the program's own line"),
+                "fd {closed} closed: {out}"
+            );
+        }
+        if closed != 2 {
+            assert!(
+                err.contains("the program's own error line"),
+                "fd {closed} closed: {err}"
+            );
+            assert!(err.contains("profpoint: serving live reports on"), "{err}");
+        }
+        assert!(report.exists(), "fd {closed} closed: no report");
+    }
+    std::fs::remove_file(&report).ok();
+}
