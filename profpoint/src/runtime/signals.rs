@@ -17,7 +17,9 @@
 //!   writes the report (every destination; without std's stdout and stderr locks, which a
 //!   program thread may hold for good), puts `SIG_DFL` back and raises the signal: the shell
 //!   sees "killed by SIGINT" (status 130), as without profpoint. A report that takes over
-//!   [`DEADLINE`] is abandoned, with one line, and the process ends by the signal.
+//!   [`DEADLINE`] is abandoned, with one line, and the process ends by the signal: the files
+//!   written whole by then stay, the one being written is removed (its temporary file; none
+//!   is kept after that), so the destination holds its previous file or a whole new one.
 //! - The same signal again within [`DUPLICATE`] is a duplicate (`timeout` signals the child
 //!   and then its group; a closed terminal sends SIGHUP twice) and is dropped. Any other
 //!   signal of the three while the report is pending ends the process at once, by the first

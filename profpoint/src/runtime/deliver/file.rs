@@ -489,6 +489,33 @@ struct Temporaries {
     files: Vec<(libc::c_int, std::ffi::CString)>,
 }
 
+#[cfg(unix)]
+impl Temporaries {
+    /// Lists temporary file `name` in folder `fd`; false once [`Temporaries::remove_all`] ran
+    /// (the caller removes its file).
+    fn add(&mut self, fd: libc::c_int, name: &std::ffi::CStr) -> bool {
+        if !self.given_up {
+            self.files.push((fd, name.to_owned()));
+        }
+        !self.given_up
+    }
+
+    /// Takes out the file listed for folder `fd`.
+    fn take(&mut self, fd: libc::c_int) {
+        self.files.retain(|(f, _)| *f != fd);
+    }
+
+    /// Removes every listed file (`unlinkat`), and keeps no new one from now on.
+    fn remove_all(&mut self) {
+        self.given_up = true;
+        for (fd, name) in &self.files {
+            // SAFETY: `fd` is open while its entry is listed (see TEMPORARIES); `name` is
+            // NUL-terminated.
+            unsafe { libc::unlinkat(*fd, name.as_ptr(), 0) };
+        }
+    }
+}
+
 /// One entry of [`TEMPORARIES`], taken out when dropped.
 #[cfg(unix)]
 struct Registered {
@@ -500,11 +527,7 @@ impl Registered {
     /// `None` once the report was given up (the caller removes its file).
     fn new(fd: libc::c_int, name: &std::ffi::CStr) -> Option<Registered> {
         let mut t = TEMPORARIES.lock().unwrap_or_else(|e| e.into_inner());
-        if t.given_up {
-            return None;
-        }
-        t.files.push((fd, name.to_owned()));
-        Some(Registered { fd })
+        t.add(fd, name).then_some(Registered { fd })
     }
 }
 
@@ -514,23 +537,57 @@ impl Drop for Registered {
         TEMPORARIES
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .files
-            .retain(|(fd, _)| *fd != self.fd);
+            .take(self.fd);
     }
 }
 
 /// Removes every temporary file still being written (a signal's report given up: the process
 /// ends next, and must leave none behind). The writers go on into unlinked files; their
-/// renames then fail.
+/// renames then fail, and a write that starts after this keeps no temporary file.
 #[cfg(unix)]
 pub(crate) fn remove_temporaries() {
-    let mut t = TEMPORARIES.lock().unwrap_or_else(|e| e.into_inner());
-    t.given_up = true;
-    for (fd, name) in t.files.iter() {
-        // SAFETY: `fd` is open while its entry is listed (see TEMPORARIES); `name` is
-        // NUL-terminated.
-        unsafe { libc::unlinkat(*fd, name.as_ptr(), 0) };
-    }
+    TEMPORARIES
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .remove_all();
+}
+
+/// A signal's report given up while a file of it is being written: the file is removed, the
+/// write that goes on fails, and a later write keeps no temporary file. On a `Temporaries` of
+/// the test's own (the process's list would stop every other test's reports).
+#[cfg(all(test, unix))]
+#[test]
+fn a_report_given_up_leaves_no_temporary_file() {
+    use std::os::fd::AsRawFd;
+    let dir = std::env::temp_dir().join(format!("profpoint-giveup-{}", std::process::id()));
+    std::fs::remove_dir_all(&dir).ok();
+    std::fs::create_dir_all(&dir).unwrap();
+    let folder = open_folder(&dir).ok().unwrap();
+    let (tmp, mut f) = create_temp(&folder.fd, std::ffi::OsStr::new("r.json")).unwrap();
+    std::io::Write::write_all(&mut f, b"half a report").unwrap();
+    let mut t = Temporaries {
+        given_up: false,
+        files: Vec::new(),
+    };
+    assert!(t.add(folder.fd.as_raw_fd(), &tmp));
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
+    t.remove_all();
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "removed");
+    // The writer goes on: its bytes go into the unlinked file; its rename fails.
+    std::io::Write::write_all(&mut f, b", the rest").unwrap();
+    // SAFETY: names NUL-terminated; the folder's descriptor, open.
+    let r = unsafe {
+        libc::renameat(
+            folder.fd.as_raw_fd(),
+            tmp.as_ptr(),
+            folder.fd.as_raw_fd(),
+            c"r.json".as_ptr(),
+        )
+    };
+    assert_ne!(r, 0);
+    assert!(!t.add(folder.fd.as_raw_fd(), &tmp), "no new file kept");
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// Elsewhere: the temporary file beside the destination, written, renamed over it.
