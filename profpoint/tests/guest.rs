@@ -470,6 +470,37 @@ mod unix {
         std::fs::remove_dir_all(&d).ok();
     }
 
+    /// A folder on the way that its user may search but not read (0711, as a home folder):
+    /// another user's program writes its report in the writable folder inside it (each step
+    /// of the walk needs the right to search, as a path lookup does).
+    pub(crate) fn a_search_only_folder_on_the_way_is_walked() {
+        if !is_root() {
+            println!(
+                "SKIPPED a_search_only_folder_on_the_way_is_walked: running as another user needs root"
+            );
+            return;
+        }
+        let d = folder("search_only", false);
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o711)).unwrap();
+        let out = d.join("out");
+        std::fs::create_dir(&out).unwrap();
+        std::os::unix::fs::chown(&out, Some(OTHER), Some(OTHER)).unwrap();
+        let dest = out.join("r.json");
+        let mut cmd = crate::common::runner::target_command(std::env::current_exe().unwrap());
+        cmd.env("PROFPOINT_TEST_CHILD", "exit3")
+            .env("PROFPOINT_BUDGET", "off")
+            .env("PROFPOINT_REPORT", format!("json:{}", dest.display()))
+            .current_dir("/")
+            .uid(OTHER)
+            .gid(OTHER);
+        let o = cmd.output().unwrap();
+        let e = err(&o);
+        assert_eq!(o.status.code(), Some(3), "{e}");
+        assert!(lines(&e).is_empty(), "{e}");
+        assert_eq!(calls(&dest), 1);
+        std::fs::remove_dir_all(&d).ok();
+    }
+
     /// A start-up warning (a glob matching nothing) printed on stderr `/dev/full`: start-up
     /// finishes (the JSON report is written), the exit status is the program's own.
     pub(crate) fn a_full_stderr_fails_nothing() {
@@ -588,6 +619,10 @@ fn main() {
             t(
                 "a_0600_destination_keeps_its_mode",
                 unix::a_0600_destination_keeps_its_mode,
+            ),
+            t(
+                "a_search_only_folder_on_the_way_is_walked",
+                unix::a_search_only_folder_on_the_way_is_walked,
             ),
             t(
                 "a_full_stderr_fails_nothing",

@@ -183,7 +183,13 @@ fn c_name(s: &std::ffi::OsStr) -> std::io::Result<std::ffi::CString> {
 #[cfg(unix)]
 fn open_folder(folder: &std::path::Path) -> Result<Folder, Walk> {
     use std::path::Component;
-    const DIR: libc::c_int = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC;
+    // `O_PATH` where there is one: a step needs only the right to search a folder (`x`), as
+    // a path lookup does, not to read it (`/home/someone` at 0711).
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    const HOW: libc::c_int = libc::O_PATH;
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    const HOW: libc::c_int = libc::O_RDONLY;
+    const DIR: libc::c_int = HOW | libc::O_DIRECTORY | libc::O_CLOEXEC;
     let open_root = || open_at(None, c"/", DIR, 0);
     let mut cur = if folder.is_absolute() {
         open_root()
