@@ -871,3 +871,65 @@ fn an_unusable_token_variable_means_no_server() {
         assert!(code.contains("PROFPOINT_SERVE_TOKEN"), "{why}: {out}");
     }
 }
+
+/// A flood of requests without the token (8 clients in a loop) against a server answering 2
+/// requests at once: every scrape that carries the token is answered 200, none 503, since a
+/// request without it is answered 401 by the accept thread and takes no place among those
+/// answered at once (each took one for its 401, and scrapes met 503).
+#[test]
+fn a_flood_without_the_token_leaves_room_for_scrapes() {
+    let a = profpoint::serve_with(
+        "127.0.0.1:0",
+        profpoint::ServeOptions::new()
+            .token(Some("s3cret".into()))
+            .max_connections(2),
+    )
+    .unwrap()
+    .local_addr();
+    let stop = AtomicBool::new(false);
+    let flooded = AtomicU64::new(0);
+    let (ok, busy, other) = std::thread::scope(|s| {
+        for _ in 0..8 {
+            s.spawn(|| {
+                while !stop.load(Ordering::Relaxed) {
+                    let r = get(a, "/metrics");
+                    // 503: past the cap (the flood's own requests took the places).
+                    assert!(
+                        r.starts_with("HTTP/1.1 401 ")
+                            || r.starts_with("HTTP/1.1 503 ")
+                            || r.is_empty(),
+                        "{r}"
+                    );
+                    flooded.fetch_add(1, Ordering::Relaxed);
+                }
+            });
+        }
+        // The flood under way before the scrapes.
+        let until = Instant::now() + Duration::from_secs(10);
+        while flooded.load(Ordering::Relaxed) < 100 && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let (mut ok, mut busy, mut other) = (0, 0, Vec::new());
+        for _ in 0..100 {
+            let r = exchange(
+                a,
+                b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer s3cret\r\n\r\n",
+            );
+            if r.starts_with("HTTP/1.1 200 OK") {
+                ok += 1;
+            } else if r.starts_with("HTTP/1.1 503 ") {
+                busy += 1;
+            } else {
+                other.push(r);
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        (ok, busy, other)
+    });
+    println!(
+        "scrapes beside a flood without the token ({} requests): {ok} x 200, {busy} x 503",
+        flooded.load(Ordering::Relaxed)
+    );
+    assert!(other.is_empty(), "{other:?}");
+    assert_eq!((ok, busy), (100, 0));
+}

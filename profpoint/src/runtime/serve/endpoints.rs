@@ -48,7 +48,9 @@ pub(super) fn loopback_host(value: &[u8]) -> bool {
 const HISTORY_EVERY: Duration = Duration::from_secs(10);
 const HISTORY_KEPT: usize = 13;
 
-pub(super) fn respond(req: &httparse::Request<'_, '_>, opts: &ServeOptions) -> Response {
+/// The answer to a request that may not be served, `None` for one that may: the `Host` check
+/// (421), then the token (401). Cheap, and nothing built: the accept thread asks it first.
+pub(super) fn gate(req: &httparse::Request<'_, '_>, opts: &ServeOptions) -> Option<Response> {
     let header = |name: &str| {
         req.headers
             .iter()
@@ -63,10 +65,10 @@ pub(super) fn respond(req: &httparse::Request<'_, '_>, opts: &ServeOptions) -> R
         && let Some(host) = header("host")
         && !loopback_host(host)
     {
-        return Response::text(
+        return Some(Response::text(
             "421 Misdirected Request",
             "a server on loopback answers only Host localhost, 127.0.0.0/8 or [::1]\n",
-        );
+        ));
     }
     if let Some(token) = &opts.token {
         let given = header("authorization")
@@ -76,8 +78,15 @@ pub(super) fn respond(req: &httparse::Request<'_, '_>, opts: &ServeOptions) -> R
         if !constant_time_eq(given.as_bytes(), token.as_bytes()) {
             let mut r = Response::text("401 Unauthorized", "a bearer token is required\n");
             r.extra.push(("WWW-Authenticate", "Bearer".into()));
-            return r;
+            return Some(r);
         }
+    }
+    None
+}
+
+pub(super) fn respond(req: &httparse::Request<'_, '_>, opts: &ServeOptions) -> Response {
+    if let Some(refused) = gate(req, opts) {
+        return refused;
     }
     if !matches!(req.method, Some("GET" | "HEAD")) {
         let mut r = Response::text("405 Method Not Allowed", "GET or HEAD only\n");

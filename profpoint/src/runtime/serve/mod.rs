@@ -30,7 +30,10 @@
 //!   `421` otherwise): a page whose name a rebinding DNS points at 127.0.0.1 gets nothing. An
 //!   optional bearer token (scheme matched in any case) is compared in constant time; a
 //!   token that cannot be used (not UTF-8, empty, a control character, over 4,096 bytes)
-//!   means no server and one line why (`ServeError::Token` in code). One rule for every server of the process: the token given in code
+//!   means no server and one line why (`ServeError::Token` in code). A request refused by
+//!   either check is answered by the accept thread itself (`gate`): no thread, no place among
+//!   [`ServeOptions::max_connections`], nothing built, so a flood without the token leaves
+//!   room for the scrapes that carry it. One rule for every server of the process: the token given in code
 //!   ([`ServeOptions::token`]) if any, else `PROFPOINT_SERVE_TOKEN` if set, whether the server
 //!   was started by `PROFPOINT_SERVE` or by [`serve`] in code. A server that listens beyond
 //!   loopback without a token says so in one line on stderr.
