@@ -230,8 +230,13 @@ fn open_folder(folder: &std::path::Path) -> Result<Folder, Walk> {
                 shown = here;
                 continue;
             }
-            // A link (ELOOP; ENOTDIR on some systems), or not a folder.
-            Err(e) if matches!(e.raw_os_error(), Some(libc::ELOOP | libc::ENOTDIR)) => {
+            // A link (ELOOP; EMLINK on FreeBSD, ENOTDIR on some systems), or not a folder.
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::ELOOP | libc::EMLINK | libc::ENOTDIR)
+                ) =>
+            {
                 let entry = lstat_at(&cur, &name).map_err(Walk::Io)?;
                 links += 1;
                 if links > MAX_LINKS {
