@@ -32,7 +32,7 @@ mod linux {
         let t = Instant::now();
         let mut s = TcpStream::connect(addr).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-        s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        s.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n")
             .unwrap();
         let mut out = Vec::new();
         let _ = s.read_to_end(&mut out);
@@ -55,7 +55,7 @@ mod linux {
     /// One round of `len`: the application's calls per second and the scrapes' latencies, with
     /// `attackers` slow connections held.
     fn round(addr: SocketAddr, calls: &AtomicU64, len: Duration, attackers: usize) -> Round {
-        let head = b"GET /metrics HTTP/1.1\r\nHost: x\r\nUser-Agent: slow\r\n\r\n";
+        let head = b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nUser-Agent: slow\r\n\r\n";
         let mut slow: Vec<TcpStream> = (0..attackers)
             .map(|_| TcpStream::connect(addr).unwrap())
             .collect();

@@ -22,8 +22,12 @@ mod unix {
     /// The other user of these tests (nobody).
     const OTHER: u32 = 65534;
 
-    /// The children: each opts in, calls `work`, and exits with status 3.
+    /// The children: each opts in, calls `work`, and exits with status 3 (the attacker of
+    /// the folder-swap race does none of it).
     pub(crate) fn child(scenario: &str) {
+        if scenario == "swap_attacker" {
+            swap_attacker();
+        }
         profpoint::report_at_exit();
         work();
         match scenario {
@@ -52,9 +56,60 @@ mod unix {
                 // SAFETY: nothing in this process uses fd 1 afterwards but the report.
                 unsafe { libc::close(1) };
             }
+            // Writes its report `PROFPOINT_TEST_WRITES` times (as root), into a folder another
+            // user keeps swapping for a link to a victim's folder: one line per write,
+            // "ok" or why not.
+            "write_many" => {
+                let dest = PathBuf::from(std::env::var_os("PROFPOINT_TEST_PATH").unwrap());
+                let n: u32 = std::env::var("PROFPOINT_TEST_WRITES")
+                    .unwrap()
+                    .parse()
+                    .unwrap();
+                let report =
+                    <profpoint::Report as profpoint::CollectReport>::collect(&Default::default());
+                let d = profpoint::Destination::Json(dest);
+                let mut out = String::new();
+                for _ in 0..n {
+                    match profpoint::write_report(&report, &d) {
+                        Ok(()) => out.push_str("ok\n"),
+                        Err(e) => out.push_str(&format!("{e}\n")),
+                    }
+                }
+                print!("{out}");
+            }
             other => panic!("unknown child scenario {other:?}"),
         }
         std::process::exit(3);
+    }
+
+    /// The attacker (run as another user): its own folder `PROFPOINT_TEST_PATH` in a sticky
+    /// world-writable folder, and beside it a link to the victim's folder
+    /// `PROFPOINT_TEST_VICTIM`; the two swapped (`renameat2(RENAME_EXCHANGE)`, atomic) as fast
+    /// as it can, until killed.
+    fn swap_attacker() -> ! {
+        let own = PathBuf::from(std::env::var_os("PROFPOINT_TEST_PATH").unwrap());
+        let victim = std::env::var_os("PROFPOINT_TEST_VICTIM").unwrap();
+        let link = own.with_extension("link");
+        std::fs::create_dir(&own).unwrap();
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        let a = std::ffi::CString::new(own.as_os_str().as_encoded_bytes()).unwrap();
+        let b = std::ffi::CString::new(link.as_os_str().as_encoded_bytes()).unwrap();
+        // Ready: the parent starts the writer now.
+        println!("ready");
+        loop {
+            // SAFETY: two NUL-terminated paths alive across the call.
+            let r = unsafe {
+                libc::syscall(
+                    libc::SYS_renameat2,
+                    libc::AT_FDCWD,
+                    a.as_ptr(),
+                    libc::AT_FDCWD,
+                    b.as_ptr(),
+                    libc::RENAME_EXCHANGE,
+                )
+            };
+            assert_eq!(r, 0, "{}", std::io::Error::last_os_error());
+        }
     }
 
     fn mkfifo(path: &Path) {
@@ -215,6 +270,97 @@ mod unix {
         std::fs::remove_dir_all(&d).ok();
     }
 
+    /// How many reports the folder-swap race writes (RELIABILITY.md).
+    const SWAP_WRITES: u32 = 1_000;
+
+    /// Another user keeps swapping its own folder in a sticky world-writable folder for a
+    /// link to a victim's folder while a root process writes its report into it
+    /// `SWAP_WRITES` times: every write lands in the attacker's own folder or is refused
+    /// with one line, none in the victim's folder, and no temporary file is left anywhere.
+    pub(crate) fn a_folder_swapped_for_a_link_never_sends_the_report_elsewhere() {
+        if !is_root() {
+            println!(
+                "SKIPPED a_folder_swapped_for_a_link_never_sends_the_report_elsewhere: running as another user needs root"
+            );
+            return;
+        }
+        let d = folder("swap", true);
+        let victims = folder("swap_victims", false);
+        let v = victims.join("r.json");
+        std::fs::write(&v, "the victim's own text\n").unwrap();
+        let own = d.join("reports");
+        let mut attacker = crate::common::runner::target_command(std::env::current_exe().unwrap());
+        attacker
+            .env("PROFPOINT_TEST_CHILD", "swap_attacker")
+            .env("PROFPOINT_TEST_PATH", &own)
+            .env("PROFPOINT_TEST_VICTIM", &victims)
+            .env_remove("PROFPOINT_REPORT")
+            .uid(OTHER)
+            .gid(OTHER)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        let mut attacker = attacker.spawn().unwrap();
+        let mut ready = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(attacker.stdout.take().unwrap()),
+            &mut ready,
+        )
+        .unwrap();
+        assert_eq!(ready, "ready\n", "the attacker did not start");
+        let writes = SWAP_WRITES.to_string();
+        let o = run(
+            "write_many",
+            &[
+                ("PROFPOINT_TEST_PATH", own.join("r.json").to_str().unwrap()),
+                ("PROFPOINT_TEST_WRITES", &writes),
+            ],
+            None,
+        );
+        attacker.kill().unwrap();
+        attacker.wait().unwrap();
+        assert_eq!(o.status.code(), Some(3), "{}", err(&o));
+        let names = |f: &Path| -> Vec<String> {
+            let mut n: Vec<String> = std::fs::read_dir(f)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().into_string().unwrap())
+                .collect();
+            n.sort();
+            n
+        };
+        assert_eq!(names(&victims), ["r.json"], "the victim's folder");
+        assert!(
+            std::fs::read_to_string(&v).unwrap() == "the victim's own text\n",
+            "the victim's file was replaced by the report"
+        );
+        let results = String::from_utf8(o.stdout).unwrap();
+        let ok = results.lines().filter(|l| *l == "ok").count();
+        let refused_line = format!(
+            "{} is a symbolic link of another user (uid {OTHER}) in the sticky world-writable folder {}: refused",
+            own.display(),
+            d.display()
+        );
+        let refused = results.lines().filter(|l| *l == refused_line).count();
+        assert_eq!(
+            ok + refused,
+            SWAP_WRITES as usize,
+            "every write is written or refused: {results}"
+        );
+        println!("folder swap: {ok} written in the attacker's folder, {refused} refused");
+        // The attacker's own folder, wherever the last swap left it.
+        let theirs = if std::fs::symlink_metadata(&own).unwrap().is_dir() {
+            own.clone()
+        } else {
+            own.with_extension("link")
+        };
+        let left = names(&theirs);
+        assert!(
+            left.is_empty() || left == ["r.json"],
+            "no temporary file left: {left:?}"
+        );
+        std::fs::remove_dir_all(&victims).ok();
+        std::fs::remove_dir_all(&d).ok();
+    }
+
     /// Links planted at the temporary names a report used to take (`.NAME.PID.N.tmp`, to
     /// another user's file): the report is written at its destination, the victim untouched,
     /// the links left as they were.
@@ -302,6 +448,56 @@ mod unix {
         assert!(lines(&e).is_empty(), "{e}");
         assert_eq!(calls(&dest), 1);
         assert_eq!(std::fs::read_dir(&d).unwrap().count(), 1);
+        std::fs::remove_dir_all(&d).ok();
+    }
+
+    /// A destination of mode 0600 replaced by the report is still 0600 (the temporary file
+    /// takes the old file's mode before anything is written in it).
+    pub(crate) fn a_0600_destination_keeps_its_mode() {
+        let d = folder("mode", false);
+        let dest = d.join("r.json");
+        std::fs::write(&dest, "old\n").unwrap();
+        std::fs::set_permissions(&dest, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let spec = format!("json:{}", dest.display());
+        let o = run("exit3", &[("PROFPOINT_REPORT", &spec)], None);
+        let e = err(&o);
+        assert_eq!(o.status.code(), Some(3), "{e}");
+        assert!(lines(&e).is_empty(), "{e}");
+        assert_eq!(calls(&dest), 1);
+        let mode = std::fs::metadata(&dest).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(mode, 0o600, "mode {mode:o}");
+        assert_eq!(std::fs::read_dir(&d).unwrap().count(), 1);
+        std::fs::remove_dir_all(&d).ok();
+    }
+
+    /// A folder on the way that its user may search but not read (0711, as a home folder):
+    /// another user's program writes its report in the writable folder inside it (each step
+    /// of the walk needs the right to search, as a path lookup does).
+    pub(crate) fn a_search_only_folder_on_the_way_is_walked() {
+        if !is_root() {
+            println!(
+                "SKIPPED a_search_only_folder_on_the_way_is_walked: running as another user needs root"
+            );
+            return;
+        }
+        let d = folder("search_only", false);
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o711)).unwrap();
+        let out = d.join("out");
+        std::fs::create_dir(&out).unwrap();
+        std::os::unix::fs::chown(&out, Some(OTHER), Some(OTHER)).unwrap();
+        let dest = out.join("r.json");
+        let mut cmd = crate::common::runner::target_command(std::env::current_exe().unwrap());
+        cmd.env("PROFPOINT_TEST_CHILD", "exit3")
+            .env("PROFPOINT_BUDGET", "off")
+            .env("PROFPOINT_REPORT", format!("json:{}", dest.display()))
+            .current_dir("/")
+            .uid(OTHER)
+            .gid(OTHER);
+        let o = cmd.output().unwrap();
+        let e = err(&o);
+        assert_eq!(o.status.code(), Some(3), "{e}");
+        assert!(lines(&e).is_empty(), "{e}");
+        assert_eq!(calls(&dest), 1);
         std::fs::remove_dir_all(&d).ok();
     }
 
@@ -405,6 +601,10 @@ fn main() {
                 unix::another_users_link_or_file_in_a_shared_folder_is_refused,
             ),
             t(
+                "a_folder_swapped_for_a_link_never_sends_the_report_elsewhere",
+                unix::a_folder_swapped_for_a_link_never_sends_the_report_elsewhere,
+            ),
+            t(
                 "links_at_guessed_temporary_names_are_not_followed",
                 unix::links_at_guessed_temporary_names_are_not_followed,
             ),
@@ -415,6 +615,14 @@ fn main() {
             t(
                 "a_250_character_file_name_is_written",
                 unix::a_250_character_file_name_is_written,
+            ),
+            t(
+                "a_0600_destination_keeps_its_mode",
+                unix::a_0600_destination_keeps_its_mode,
+            ),
+            t(
+                "a_search_only_folder_on_the_way_is_walked",
+                unix::a_search_only_folder_on_the_way_is_walked,
             ),
             t(
                 "a_full_stderr_fails_nothing",

@@ -40,7 +40,7 @@ fn exchange(addr: SocketAddr, raw: &[u8]) -> String {
 fn get(addr: SocketAddr, path: &str) -> String {
     exchange(
         addr,
-        format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes(),
+        format!("GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n").as_bytes(),
     )
 }
 
@@ -458,7 +458,7 @@ fn a_public_server_without_a_token_warns_once() {
 #[test]
 fn slow_clients_cannot_lock_out_a_scrape() {
     let addr = profpoint::serve("127.0.0.1:0").unwrap().local_addr();
-    let head = b"GET /metrics HTTP/1.1\r\nHost: x\r\nUser-Agent: slow\r\n\r\n";
+    let head = b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nUser-Agent: slow\r\n\r\n";
     let threads = || -> usize {
         let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
         s.lines()
@@ -571,7 +571,7 @@ fn a_half_closed_client_is_answered() {
     let addr = server();
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n")
         .unwrap();
     s.shutdown(std::net::Shutdown::Write).unwrap();
     let mut out = Vec::new();
@@ -616,4 +616,320 @@ fn a_bad_serve_address_is_one_short_line() {
     assert!(!l.chars().any(char::is_control), "{l:?}");
     assert!(l.contains("\"\\u{1b}[2Jhhh"), "{l}");
     assert_eq!(l.matches("\\u{1b}").count(), 1, "{l}");
+}
+
+/// A program started with stdin, stdout or stderr closed and `PROFPOINT_SERVE` set runs as
+/// without profpoint: the listener never takes the free descriptor (the Rust runtime puts
+/// `/dev/null` there after profpoint's initialiser), nor does the signal thread's pipe or
+/// the exit report's file, so none of 0, 1 and 2 is a socket or a pipe of profpoint's, and
+/// the program's own `println!` and `eprintln!` work (the listener on 1 made `println!`
+/// panic: exit 101).
+#[cfg(unix)]
+#[test]
+fn a_closed_standard_descriptor_stays_the_programs() {
+    use std::os::unix::process::CommandExt;
+    if std::env::var_os("PROFPOINT_SERVE_CHILD").is_some() {
+        for fd in 0..3 {
+            // SAFETY: an all-zero stat is a valid value for fstat to overwrite.
+            let mut st: libc::stat = unsafe { std::mem::zeroed() };
+            // SAFETY: fstat of a descriptor number into a live stat.
+            assert_eq!(unsafe { libc::fstat(fd, &mut st) }, 0, "fd {fd} is closed");
+            assert_ne!(
+                st.st_mode & libc::S_IFMT,
+                libc::S_IFSOCK,
+                "fd {fd} is a socket"
+            );
+            // The parent's stdio are pipes: a closed one is /dev/null now, a device.
+            let expected = if std::env::var("PROFPOINT_TEST_CLOSED").unwrap() == fd.to_string() {
+                libc::S_IFCHR
+            } else {
+                libc::S_IFIFO
+            };
+            assert_eq!(st.st_mode & libc::S_IFMT, expected, "fd {fd}");
+        }
+        println!("the program's own line");
+        eprintln!("the program's own error line");
+        return;
+    }
+    let report = std::env::temp_dir().join(format!("profpoint-closed-{}.json", std::process::id()));
+    for closed in 0..3 {
+        std::fs::remove_file(&report).ok();
+        let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
+        cmd.args([
+            "--exact",
+            "a_closed_standard_descriptor_stays_the_programs",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("PROFPOINT_SERVE_CHILD", "1")
+        .env("PROFPOINT_TEST_CLOSED", closed.to_string())
+        .env("PROFPOINT_SERVE", "127.0.0.1:0")
+        .env("PROFPOINT_REPORT", format!("json:{}", report.display()))
+        .env_remove("PROFPOINT_SERVE_TOKEN")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+        // SAFETY: only close(2) between fork and exec.
+        unsafe {
+            cmd.pre_exec(move || {
+                libc::close(closed);
+                Ok(())
+            });
+        }
+        let o = cmd.output().unwrap();
+        let (out, err) = (
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr),
+        );
+        assert!(
+            o.status.success(),
+            "fd {closed} closed: {:?}\n{out}\n{err}",
+            o.status
+        );
+        if closed != 1 {
+            assert!(
+                out.contains("the program's own line"),
+                "fd {closed} closed: {out}"
+            );
+        }
+        if closed != 2 {
+            assert!(
+                err.contains("the program's own error line"),
+                "fd {closed} closed: {err}"
+            );
+            assert!(err.contains("profpoint: serving live reports on"), "{err}");
+        }
+        assert!(report.exists(), "fd {closed} closed: no report");
+    }
+    std::fs::remove_file(&report).ok();
+}
+
+/// The `Authorization` scheme is matched in any case, as HTTP says (RFC 7235): `bearer` and
+/// `BEARER` with one or more spaces pass; another scheme with the right token does not.
+#[test]
+fn the_bearer_scheme_is_matched_in_any_case() {
+    let a = profpoint::serve_with(
+        "127.0.0.1:0",
+        profpoint::ServeOptions::new().token(Some("s3cret".into())),
+    )
+    .unwrap()
+    .local_addr();
+    let with = |value: &str| {
+        exchange(
+            a,
+            format!("GET /metrics HTTP/1.1\r\nHost: localhost\r\nAuthorization: {value}\r\n\r\n")
+                .as_bytes(),
+        )
+    };
+    for value in ["bearer s3cret", "BEARER s3cret", "Bearer   s3cret"] {
+        let r = with(value);
+        assert!(r.starts_with("HTTP/1.1 200 OK"), "{value}: {r}");
+    }
+    for value in ["Basic s3cret", "Bearers3cret", "s3cret"] {
+        let r = with(value);
+        assert!(r.starts_with("HTTP/1.1 401 "), "{value}: {r}");
+    }
+}
+
+/// A server on loopback answers only a loopback `Host` (DNS rebinding: a page of another site
+/// whose name resolves to 127.0.0.1 sends that name): `evil.example` gets 421, before the
+/// token is looked at; `localhost`, 127.x and `[::1]` with any port, or no `Host`, are
+/// answered. A server bound beyond loopback answers any `Host`.
+#[test]
+fn a_loopback_server_answers_only_a_loopback_host() {
+    let a = profpoint::serve("127.0.0.1:0").unwrap().local_addr();
+    let host = |addr, h: &str| {
+        exchange(
+            addr,
+            format!("GET /metrics HTTP/1.1\r\nHost: {h}\r\n\r\n").as_bytes(),
+        )
+    };
+    for h in [
+        "evil.example",
+        "evil.example:80",
+        "localhost.evil.example",
+        "127.0.0.1.evil.example",
+        "[::2]:80",
+        "10.0.0.1",
+    ] {
+        let r = host(a, h);
+        assert!(r.starts_with("HTTP/1.1 421 "), "{h}: {r}");
+    }
+    for h in [
+        "localhost",
+        "LOCALHOST:9464",
+        "127.0.0.1",
+        &format!("127.0.0.1:{}", a.port()),
+        "127.1.2.3:80",
+        "[::1]",
+        "[::1]:9464",
+    ] {
+        let r = host(a, h);
+        assert!(r.starts_with("HTTP/1.1 200 OK"), "{h}: {r}");
+    }
+    let none = exchange(a, b"GET /metrics HTTP/1.0\r\n\r\n");
+    assert!(none.starts_with("HTTP/1.1 200 OK"), "{none}");
+    let public = profpoint::serve_with(
+        "0.0.0.0:0",
+        profpoint::ServeOptions::new()
+            .public(true)
+            .token(Some("t".into())),
+    )
+    .unwrap()
+    .local_addr();
+    let r = exchange(
+        SocketAddr::from(([127, 0, 0, 1], public.port())),
+        b"GET /metrics HTTP/1.1\r\nHost: reports.example:9464\r\nAuthorization: Bearer t\r\n\r\n",
+    );
+    assert!(r.starts_with("HTTP/1.1 200 OK"), "{r}");
+}
+
+/// A token given in code that cannot be used (empty, over 4,096 bytes, a control character)
+/// starts no server: `serve_with` says why (an empty one served without any token before).
+#[test]
+fn an_unusable_token_in_code_starts_no_server() {
+    for (token, why) in [
+        (String::new(), "is empty"),
+        ("t".repeat(5_000), "is 5000 bytes long"),
+        ("a\r\nb".to_string(), "control character"),
+    ] {
+        match profpoint::serve_with(
+            "127.0.0.1:0",
+            profpoint::ServeOptions::new().token(Some(token.clone())),
+        ) {
+            Ok(s) => panic!("{why}: a server on {}", s.local_addr()),
+            Err(e) => {
+                let e = e.to_string();
+                assert!(e.contains("the token given in code"), "{e}");
+                assert!(e.contains(why), "{e}");
+                assert!(
+                    !token.is_empty() && !e.contains(&token) || token.is_empty(),
+                    "{e}"
+                );
+            }
+        }
+    }
+}
+
+/// A `PROFPOINT_SERVE_TOKEN` that cannot be used (not UTF-8, empty, longer than a request
+/// head can carry) means no server at all, from `PROFPOINT_SERVE` nor in code, and one line
+/// on stderr naming the variable and what was expected, without the secret (the server ran
+/// and answered every request without a token before).
+#[cfg(unix)]
+#[test]
+fn an_unusable_token_variable_means_no_server() {
+    use std::os::unix::ffi::OsStrExt;
+    if std::env::var_os("PROFPOINT_SERVE_CHILD").is_some() {
+        match profpoint::serve("127.0.0.1:0") {
+            Ok(s) => println!("code: served on {}", s.local_addr()),
+            Err(e) => println!("code: {e}"),
+        }
+        return;
+    }
+    let long = "t".repeat(9_000);
+    let cases: [(&std::ffi::OsStr, &str); 3] = [
+        (std::ffi::OsStr::from_bytes(b"s3cr\xffet"), "is not UTF-8"),
+        (std::ffi::OsStr::new(""), "is empty"),
+        (std::ffi::OsStr::new(&long), "is 9000 bytes long"),
+    ];
+    for (value, why) in cases {
+        let o = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "an_unusable_token_variable_means_no_server",
+                "--nocapture",
+            ])
+            .env("PROFPOINT_SERVE_CHILD", "1")
+            .env("PROFPOINT_SERVE", "127.0.0.1:0")
+            .env("PROFPOINT_SERVE_TOKEN", value)
+            .output()
+            .unwrap();
+        let (out, err) = (
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr),
+        );
+        assert!(o.status.success(), "{why}: {err}");
+        let lines: Vec<&str> = err
+            .lines()
+            .filter(|l| l.starts_with("profpoint:"))
+            .collect();
+        assert_eq!(lines.len(), 1, "{why}: {err}");
+        assert!(lines[0].contains("PROFPOINT_SERVE_TOKEN"), "{}", lines[0]);
+        assert!(lines[0].contains(why), "{}", lines[0]);
+        assert!(
+            lines[0].contains("expected 1 to 4096 bytes"),
+            "{}",
+            lines[0]
+        );
+        assert!(lines[0].ends_with("no server"), "{}", lines[0]);
+        assert!(
+            !lines[0].contains("s3cr") && !lines[0].contains("ttt"),
+            "{}",
+            lines[0]
+        );
+        let code = out.lines().find(|l| l.starts_with("code: ")).unwrap_or("");
+        assert!(code.contains("PROFPOINT_SERVE_TOKEN"), "{why}: {out}");
+    }
+}
+
+/// A flood of requests without the token (8 clients in a loop) against a server answering 2
+/// requests at once: every scrape that carries the token is answered 200, none 503, since a
+/// request without it is answered 401 by the accept thread and takes no place among those
+/// answered at once (each took one for its 401, and scrapes met 503).
+#[test]
+fn a_flood_without_the_token_leaves_room_for_scrapes() {
+    let a = profpoint::serve_with(
+        "127.0.0.1:0",
+        profpoint::ServeOptions::new()
+            .token(Some("s3cret".into()))
+            .max_connections(2),
+    )
+    .unwrap()
+    .local_addr();
+    let stop = AtomicBool::new(false);
+    let flooded = AtomicU64::new(0);
+    let (ok, busy, other) = std::thread::scope(|s| {
+        for _ in 0..8 {
+            s.spawn(|| {
+                while !stop.load(Ordering::Relaxed) {
+                    let r = get(a, "/metrics");
+                    // 503: past the cap (the flood's own requests took the places).
+                    assert!(
+                        r.starts_with("HTTP/1.1 401 ")
+                            || r.starts_with("HTTP/1.1 503 ")
+                            || r.is_empty(),
+                        "{r}"
+                    );
+                    flooded.fetch_add(1, Ordering::Relaxed);
+                }
+            });
+        }
+        // The flood under way before the scrapes.
+        let until = Instant::now() + Duration::from_secs(10);
+        while flooded.load(Ordering::Relaxed) < 100 && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let (mut ok, mut busy, mut other) = (0, 0, Vec::new());
+        for _ in 0..100 {
+            let r = exchange(
+                a,
+                b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer s3cret\r\n\r\n",
+            );
+            if r.starts_with("HTTP/1.1 200 OK") {
+                ok += 1;
+            } else if r.starts_with("HTTP/1.1 503 ") {
+                busy += 1;
+            } else {
+                other.push(r);
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        (ok, busy, other)
+    });
+    println!(
+        "scrapes beside a flood without the token ({} requests): {ok} x 200, {busy} x 503",
+        flooded.load(Ordering::Relaxed)
+    );
+    assert!(other.is_empty(), "{other:?}");
+    assert_eq!((ok, busy), (100, 0));
 }

@@ -108,9 +108,10 @@ pub const VARS: &[Var] = &[
     Var {
         name: "PROFPOINT_SERVE_TOKEN",
         values: "a token, then required as Authorization: Bearer TOKEN by every server of the \
-                 process (one started in code too, unless given its own token there)",
+                 process (one started in code too, unless given its own token there); one \
+                 that cannot be used means no server",
         default: "none",
-        expected: "any text",
+        expected: "1 to 4096 bytes of UTF-8 text without control characters",
     },
     Var {
         name: "PROFPOINT_SIGNALS",

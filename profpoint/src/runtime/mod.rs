@@ -14,6 +14,7 @@
 //! - `serve/`: the live endpoints (feature `serve`).
 //! - `copies.rs`: other copies of profpoint in the same process (a library's).
 //! - `fork.rs`: a forked child's locks, controller and report names.
+//! - `low_fds.rs`: descriptors 0, 1 and 2 are the host's; what profpoint keeps sits above.
 //!
 //! A report destination's way, from its variable to the file: `env` parses `PROFPOINT_REPORT`
 //! into destinations; `exit.rs` makes their paths absolute at start-up and plans them in
@@ -25,6 +26,8 @@ pub(crate) mod deliver;
 pub(crate) mod exit;
 pub(crate) mod exit_report;
 pub(crate) mod fork;
+#[cfg(unix)]
+pub(crate) mod low_fds;
 pub(crate) mod periodic;
 #[cfg(feature = "serve")]
 pub(crate) mod serve;

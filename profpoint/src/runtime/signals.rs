@@ -17,7 +17,9 @@
 //!   writes the report (every destination; without std's stdout and stderr locks, which a
 //!   program thread may hold for good), puts `SIG_DFL` back and raises the signal: the shell
 //!   sees "killed by SIGINT" (status 130), as without profpoint. A report that takes over
-//!   [`DEADLINE`] is abandoned, with one line, and the process ends by the signal.
+//!   [`DEADLINE`] is abandoned, with one line, and the process ends by the signal: the files
+//!   written whole by then stay, the one being written is removed (its temporary file; none
+//!   is kept after that), so the destination holds its previous file or a whole new one.
 //! - The same signal again within [`DUPLICATE`] is a duplicate (`timeout` signals the child
 //!   and then its group; a closed terminal sends SIGHUP twice) and is dropped. Any other
 //!   signal of the three while the report is pending ends the process at once, by the first
@@ -123,7 +125,13 @@ fn cloexec_pipe() -> std::io::Result<[libc::c_int; 2]> {
     if r != 0 {
         return Err(std::io::Error::last_os_error());
     }
-    Ok(fds)
+    // Never on 0, 1 or 2 (the initialiser runs before std fills a closed one): see `low_fds`.
+    use std::os::fd::{FromRawFd, IntoRawFd};
+    Ok(fds.map(|fd| {
+        // SAFETY: both descriptors were just made by pipe and are owned here alone.
+        let owned = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
+        super::low_fds::above_stdio(owned).into_raw_fd()
+    }))
 }
 
 #[cfg(unix)]
@@ -410,7 +418,9 @@ fn report_then_end(s: libc::c_int) -> ! {
         }
     };
     if !finished {
-        say(b"profpoint: the report did not finish in 10 s: ending now, without it\n");
+        // What was written whole is in place; what was still being written is removed.
+        super::deliver::remove_temporaries();
+        say(b"profpoint: the report did not finish in 10 s: ending now, without the rest of it\n");
     }
     end_by(s);
     // The program's own handler ran instead and returned: nothing more to do here.

@@ -206,7 +206,7 @@ fn counters_never_go_down_across_a_reset_and_a_budget_change() {
 fn scrape_metrics(addr: std::net::SocketAddr) -> String {
     let mut s = std::net::TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n")
         .unwrap();
     let mut out = Vec::new();
     let _ = s.read_to_end(&mut out);

@@ -7,12 +7,18 @@
 //! # Mechanism
 //! - Relative paths in `PROFPOINT_REPORT` are made absolute by the initialiser (`exit.rs`):
 //!   the folder the program started in, whatever folder it is in at exit.
-//! - A file is written to a new temporary file in its folder (`O_EXCL | O_NOFOLLOW`, named
-//!   `.NAME.RANDOM.tmp` from the system's random source, within `NAME_MAX`), fsynced and
-//!   renamed over the destination, so readers see a whole report; the rename replaces the
-//!   destination's entry (a symbolic link there too), never a file a link points to. A failed
-//!   write removes the temporary file. The destination itself is never opened, so nothing
-//!   there (a FIFO) can hold the exit.
+//! - On Unix the destination's folder is opened one component at a time from `/` (or the
+//!   working directory for a relative path), each an `openat(O_DIRECTORY | O_NOFOLLOW)` on
+//!   the step before; a symbolic link on the way is judged on that descriptor (the rule
+//!   below) before it is followed. The file is then written to a new temporary file made in
+//!   that folder's descriptor (`O_EXCL | O_NOFOLLOW`, named `.NAME.RANDOM.tmp` from the
+//!   system's random source, within `NAME_MAX`), fsynced and renamed over the destination in
+//!   the same descriptor (`renameat`), so readers see a whole report and no folder swapped
+//!   meanwhile changes where it goes; the rename replaces the destination's entry (a symbolic
+//!   link there too), never a file a link points to. A regular file of this user's keeps its
+//!   mode. A failed write removes the temporary file, and so does a signal's report given up
+//!   at its deadline. The destination itself is never opened, so nothing there (a FIFO) can
+//!   hold the exit.
 //! - [`refused`] refuses, with one line, a destination that exists and is not a regular file
 //!   (a FIFO, a device, a socket, a folder), and, in a sticky world-writable folder such as
 //!   `/tmp`, a symbolic link or file of another user, at the destination or (a link) as a
@@ -32,6 +38,8 @@ use std::path::PathBuf;
 
 mod file;
 mod spelling;
+#[cfg(unix)]
+pub(crate) use file::remove_temporaries;
 pub(crate) use file::write_file;
 #[cfg(unix)]
 use file::write_raw_fd;

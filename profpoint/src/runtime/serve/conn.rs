@@ -101,6 +101,9 @@ pub(super) fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
             while conns.len() < pending_cap + overflow_cap {
                 match listener.accept() {
                     Ok((stream, _)) => {
+                        // Never on 0, 1 or 2 (a program that closed one): see `low_fds`.
+                        #[cfg(unix)]
+                        let stream = crate::runtime::low_fds::above_stdio_as(stream);
                         let _ = stream.set_nonblocking(true);
                         let reading = conns.iter().filter(|c| !c.over).count();
                         let over = reading >= pending_cap;
@@ -237,6 +240,19 @@ pub(super) fn answer_now(mut s: TcpStream, resp: &Response) {
 /// A whole request: answered on a thread of its own, up to [`ServeOptions::max_connections`]
 /// at once; past them, 503 at once.
 pub(super) fn dispatch(stream: TcpStream, head: Vec<u8>, shared: &Arc<Shared>) {
+    // A request without the token, or for another `Host`, is answered here and now: it takes
+    // no thread and no place among the connections answered at once, so a flood of them
+    // costs a parse and a write each, and the scrapes that carry the token still find room.
+    {
+        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let mut req = httparse::Request::new(&mut headers);
+        if let Ok(httparse::Status::Complete(_)) = req.parse(&head)
+            && let Some(refused) = gate(&req, &shared.opts)
+        {
+            answer_now(stream, &refused);
+            return;
+        }
+    }
     // Relaxed: a count for a cap; the thread's own decrement is all that matters.
     if shared.active.fetch_add(1, Ordering::Relaxed) >= shared.opts.max_connections {
         shared.active.fetch_sub(1, Ordering::Relaxed);

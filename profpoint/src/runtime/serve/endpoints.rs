@@ -3,24 +3,90 @@
 
 use super::*;
 
+/// The credentials of an `Authorization` value of the `Bearer` scheme (the scheme's name in
+/// any case, RFC 7235; one or more spaces after it), `None` for any other.
+pub(super) fn bearer(value: &str) -> Option<&str> {
+    let (scheme, rest) = value.split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| rest.trim_start_matches(' '))
+}
+
+/// Whether a `Host` value names this machine's loopback: `localhost`, an address of
+/// 127.0.0.0/8 or `[::1]`, each with or without a port.
+pub(super) fn loopback_host(value: &[u8]) -> bool {
+    let Ok(v) = std::str::from_utf8(value) else {
+        return false;
+    };
+    let v = v.trim();
+    // `[::1]` or `[::1]:PORT`.
+    if let Some(rest) = v.strip_prefix('[') {
+        let Some((addr, port)) = rest.split_once(']') else {
+            return false;
+        };
+        let port_ok = port.is_empty()
+            || port
+                .strip_prefix(':')
+                .is_some_and(|p| p.parse::<u16>().is_ok());
+        return port_ok
+            && addr
+                .parse::<std::net::Ipv6Addr>()
+                .is_ok_and(|a| a.is_loopback());
+    }
+    let name = match v.rsplit_once(':') {
+        Some((name, port)) if port.parse::<u16>().is_ok() => name,
+        Some(_) => return false,
+        None => v,
+    };
+    name.eq_ignore_ascii_case("localhost")
+        || name
+            .parse::<std::net::Ipv4Addr>()
+            .is_ok_and(|a| a.is_loopback())
+}
+
 /// How often the history keeps a report, and how many it keeps.
 const HISTORY_EVERY: Duration = Duration::from_secs(10);
 const HISTORY_KEPT: usize = 13;
 
-pub(super) fn respond(req: &httparse::Request<'_, '_>, opts: &ServeOptions) -> Response {
-    if let Some(token) = &opts.token {
-        let given = req
-            .headers
+/// The answer to a request that may not be served, `None` for one that may: the `Host` check
+/// (421), then the token (401). Cheap, and nothing built: the accept thread asks it first.
+pub(super) fn gate(req: &httparse::Request<'_, '_>, opts: &ServeOptions) -> Option<Response> {
+    let header = |name: &str| {
+        req.headers
             .iter()
-            .find(|h| h.name.eq_ignore_ascii_case("authorization"))
-            .and_then(|h| std::str::from_utf8(h.value).ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
+            .find(|h| h.name.eq_ignore_ascii_case(name))
+            .map(|h| h.value)
+    };
+    // DNS rebinding: a page of another site whose name now resolves to 127.0.0.1 reaches a
+    // loopback server from the user's browser, which sends that site's name as `Host`. A
+    // server on loopback answers only a loopback name or address (a request without `Host`
+    // comes from no browser); one bound beyond loopback answers any (docs/reports.md).
+    if opts.loopback
+        && let Some(host) = header("host")
+        && !loopback_host(host)
+    {
+        return Some(Response::text(
+            "421 Misdirected Request",
+            "a server on loopback answers only Host localhost, 127.0.0.0/8 or [::1]\n",
+        ));
+    }
+    if let Some(token) = &opts.token {
+        let given = header("authorization")
+            .and_then(|v| std::str::from_utf8(v).ok())
+            .and_then(bearer)
             .unwrap_or("");
         if !constant_time_eq(given.as_bytes(), token.as_bytes()) {
             let mut r = Response::text("401 Unauthorized", "a bearer token is required\n");
             r.extra.push(("WWW-Authenticate", "Bearer".into()));
-            return r;
+            return Some(r);
         }
+    }
+    None
+}
+
+pub(super) fn respond(req: &httparse::Request<'_, '_>, opts: &ServeOptions) -> Response {
+    if let Some(refused) = gate(req, opts) {
+        return refused;
     }
     if !matches!(req.method, Some("GET" | "HEAD")) {
         let mut r = Response::text("405 Method Not Allowed", "GET or HEAD only\n");

@@ -25,8 +25,15 @@
 //!   request per connection (`Connection: close`). Bounds: 8 KiB of request head, 32 headers,
 //!   5 s to arrive; past them `431` or `408`.
 //! - Loopback only unless [`ServeOptions::public`] (or `PROFPOINT_SERVE_PUBLIC=1`) asks: the
-//!   endpoints show function names and timings. An optional bearer token is compared in
-//!   constant time. One rule for every server of the process: the token given in code
+//!   endpoints show function names and timings. A server on loopback answers only requests
+//!   whose `Host` is a loopback name or address (`localhost`, 127.0.0.0/8, `[::1]`, any port;
+//!   `421` otherwise): a page whose name a rebinding DNS points at 127.0.0.1 gets nothing. An
+//!   optional bearer token (scheme matched in any case) is compared in constant time; a
+//!   token that cannot be used (not UTF-8, empty, a control character, over 4,096 bytes)
+//!   means no server and one line why (`ServeError::Token` in code). A request refused by
+//!   either check is answered by the accept thread itself (`gate`): no thread, no place among
+//!   [`ServeOptions::max_connections`], nothing built, so a flood without the token leaves
+//!   room for the scrapes that carry it. One rule for every server of the process: the token given in code
 //!   ([`ServeOptions::token`]) if any, else `PROFPOINT_SERVE_TOKEN` if set, whether the server
 //!   was started by `PROFPOINT_SERVE` or by [`serve`] in code. A server that listens beyond
 //!   loopback without a token says so in one line on stderr.
@@ -70,6 +77,8 @@ use std::time::{Duration, Instant};
 pub struct ServeOptions {
     public: bool,
     token: Option<String>,
+    /// Set by [`serve_with`]: the listener is on a loopback address (the `Host` check).
+    loopback: bool,
     max_connections: usize,
     max_pending: usize,
     max_profile_seconds: u64,
@@ -80,6 +89,7 @@ impl Default for ServeOptions {
         ServeOptions {
             public: false,
             token: None,
+            loopback: true,
             max_connections: 32,
             max_pending: default_max_pending(),
             max_profile_seconds: 60,
@@ -100,11 +110,14 @@ impl ServeOptions {
         self
     }
 
-    /// Requires `Authorization: Bearer TOKEN` on every request. Without one (`None`, or not
-    /// called), the server takes `PROFPOINT_SERVE_TOKEN` when it is set: that variable guards
-    /// every server of the process.
+    /// Requires `Authorization: Bearer TOKEN` on every request (the scheme in any case, as
+    /// HTTP says). Without one (`None`, or not called), the server takes
+    /// `PROFPOINT_SERVE_TOKEN` when it is set: that variable guards every server of the
+    /// process. A token that cannot be sent (empty, a control character or a space at either
+    /// end, over 4,096 bytes: half the request head's limit) makes [`serve_with`] fail with [`ServeError::Token`]: no server
+    /// runs without the token it was given.
     pub fn token(mut self, token: Option<String>) -> ServeOptions {
-        self.token = token.filter(|t| !t.is_empty());
+        self.token = token;
         self
     }
 
@@ -161,6 +174,63 @@ pub enum ServeError {
     Bind(SocketAddr, std::io::Error),
     /// Its thread could not start.
     Thread(std::io::Error),
+    /// The token (given in code, or `PROFPOINT_SERVE_TOKEN`) cannot be used: why.
+    Token(String),
+}
+
+/// The longest token a server takes, in bytes: half the request head's limit (8 KiB), which
+/// leaves room for the request line and the other headers of a request that carries it.
+pub(crate) const MAX_TOKEN: usize = conn::MAX_HEAD / 2;
+
+/// Why `token` (named `what`) cannot be a server's token, `None` when it can: a client must be
+/// able to send it whole in an `Authorization` header within the request head's limit.
+fn token_unusable(what: &str, token: &str) -> Option<String> {
+    let expected = format!(
+        "expected 1 to {MAX_TOKEN} bytes of UTF-8 text without control characters or spaces at either end"
+    );
+    let why = if token.is_empty() {
+        "is empty".to_string()
+    } else if token.len() > MAX_TOKEN {
+        format!(
+            "is {} bytes long, more than a request head of {} bytes can carry",
+            token.len(),
+            conn::MAX_HEAD
+        )
+    } else if token.chars().any(char::is_control) {
+        "has a control character, which no header can carry".to_string()
+    } else if token.trim() != token {
+        "has a space at one end, which a header's value drops".to_string()
+    } else {
+        return None;
+    };
+    Some(format!("{what} {why} ({expected}; its value is not shown)"))
+}
+
+/// The token of a server given `given` in code: that one, else `PROFPOINT_SERVE_TOKEN` if
+/// set; an error naming which and why when it cannot be used (not UTF-8, or
+/// [`token_unusable`]).
+fn the_token(given: Option<String>) -> Result<Option<String>, ServeError> {
+    if let Some(t) = given {
+        return match token_unusable("the token given in code (ServeOptions::token)", &t) {
+            Some(why) => Err(ServeError::Token(why)),
+            None => Ok(Some(t)),
+        };
+    }
+    // Read here, not through `env::var`: a value that is not UTF-8 is no reason to serve
+    // without a token, and a secret is not printed.
+    const NAME: &str = "PROFPOINT_SERVE_TOKEN";
+    match std::env::var_os(NAME) {
+        None => Ok(None),
+        Some(v) => match v.into_string() {
+            Err(_) => Err(ServeError::Token(format!(
+                "{NAME} is not UTF-8 (expected 1 to {MAX_TOKEN} bytes of UTF-8 text; its value is not shown)"
+            ))),
+            Ok(t) => match token_unusable(NAME, &t) {
+                Some(why) => Err(ServeError::Token(why)),
+                None => Ok(Some(t)),
+            },
+        },
+    }
 }
 
 impl std::fmt::Display for ServeError {
@@ -181,6 +251,7 @@ impl std::fmt::Display for ServeError {
             ),
             ServeError::Bind(a, e) => write!(f, "cannot listen on {a}: {e}"),
             ServeError::Thread(e) => write!(f, "cannot start the server's thread: {e}"),
+            ServeError::Token(why) => write!(f, "{why}"),
         }
     }
 }
@@ -215,14 +286,17 @@ pub fn serve_with(addr: &str, mut opts: ServeOptions) -> Result<Server, ServeErr
     if !sock.ip().is_loopback() && !opts.public {
         return Err(ServeError::NotLoopback(sock));
     }
+    // The process's token guards every server that was given none in code; one that cannot
+    // be used means no server, before anything listens.
+    opts.token = the_token(opts.token.take())?;
+    opts.loopback = sock.ip().is_loopback();
     let listener = TcpListener::bind(sock).map_err(|e| ServeError::Bind(sock, e))?;
+    // Never on 0, 1 or 2: see `low_fds`.
+    #[cfg(unix)]
+    let listener = crate::runtime::low_fds::above_stdio_as(listener);
     let local = listener
         .local_addr()
         .map_err(|e| ServeError::Bind(sock, e))?;
-    // The process's token guards every server that was given none in code.
-    if opts.token.is_none() {
-        opts = opts.token(crate::env::var("PROFPOINT_SERVE_TOKEN"));
-    }
     if !sock.ip().is_loopback() && opts.token.is_none() {
         crate::diag::warn_line!(
             "profpoint: serving {local} beyond loopback without a token: whoever can connect \
@@ -276,8 +350,9 @@ pub(crate) fn start_from_env() {
             "profpoint: serving live reports on http://{} (PROFPOINT_SERVE)",
             s.local_addr()
         ),
-        // The value once: an address that does not parse is in the error's own text.
-        Err(e @ ServeError::Address(..)) => {
+        // The value once: an address that does not parse is in the error's own text; a
+        // token's error names its variable.
+        Err(e @ (ServeError::Address(..) | ServeError::Token(..))) => {
             crate::diag::warn_line!("profpoint: PROFPOINT_SERVE: {e}; no server")
         }
         Err(e) => crate::diag::warn_line!(
