@@ -223,24 +223,25 @@ mod tests {
     #[test]
     fn a_sampled_path_is_held_to_the_tree_s_rules() {
         use crate::model::{PointsTree, TreeNode};
-        let node = |parent, name: &str, total_ns, self_ns, sampled| {
-            let mut n = TreeNode::default();
-            n.parent = parent;
-            n.name = name.to_string();
-            n.calls = 10;
-            n.timed = if sampled { 2 } else { 10 };
-            n.total_ns = total_ns;
-            n.self_ns = Some(self_ns);
-            n.sampled = sampled;
-            n.total_ci95_ns = if sampled { 1_000 } else { 0 };
-            n
+        let node = |parent, name: &str, total_ns, self_ns, sampled| TreeNode {
+            parent,
+            name: name.to_string(),
+            calls: 10,
+            timed: if sampled { 2 } else { 10 },
+            total_ns,
+            self_ns: Some(self_ns),
+            sampled,
+            total_ci95_ns: if sampled { 1_000 } else { 0 },
+            ..TreeNode::default()
         };
         let mut r = Report::empty();
-        let mut tree = PointsTree::default();
-        tree.nodes = vec![
-            node(None, "main", 10_000_000, 1_000_000, false),
-            node(Some(0), "parse", 9_000_000, 9_000_000, true),
-        ];
+        let mut tree = PointsTree {
+            nodes: vec![
+                node(None, "main", 10_000_000, 1_000_000, false),
+                node(Some(0), "parse", 9_000_000, 9_000_000, true),
+            ],
+            ..PointsTree::default()
+        };
         r.tree = Some(tree.clone());
         assert_eq!(r.impossible(), Vec::<String>::new());
         tree.nodes[1].total_ns = 12_000_000;
