@@ -223,7 +223,22 @@ fn open_folder(folder: &std::path::Path) -> Result<Folder, Walk> {
         }
         let name = c_name(&c).map_err(Walk::Io)?;
         let here = shown.join(&c);
-        match open_at(Some(&cur), &name, DIR | libc::O_NOFOLLOW, 0) {
+        let opened = match open_at(Some(&cur), &name, DIR | libc::O_NOFOLLOW, 0) {
+            // A folder right under `/`, missing when looked up from the root's descriptor: the
+            // same open by its absolute name, which only an emulator that maps `/` to a
+            // sysroot tells apart (qemu-user's `-L` falls back to the host's folder for an
+            // absolute path, never for a lookup relative to a descriptor). Elsewhere both
+            // name the same entry of the same folder, which no other user can swap.
+            Err(e)
+                if e.raw_os_error() == Some(libc::ENOENT) && shown == std::path::Path::new("/") =>
+            {
+                c_name(here.as_os_str())
+                    .and_then(|abs| open_at(None, &abs, DIR | libc::O_NOFOLLOW, 0))
+                    .map_err(|_| e)
+            }
+            other => other,
+        };
+        match opened {
             Ok(next) => {
                 st = fstat(&next).map_err(Walk::Io)?;
                 cur = next;
