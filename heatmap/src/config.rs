@@ -91,6 +91,16 @@ pub const MAX_HZ: u32 = 100_000;
 /// handler and a 0.2 s program did not end. At 10 kHz the same VM serves every sample at
 /// ~35% of the sampled threads' CPU (45% at 44 us a sample), bare metal at 1-3%.
 pub const MAX_SERVED_HZ: u32 = 10_000;
+
+/// The line for a rate asked above [`MAX_SERVED_HZ`]: the value asked, the rate used, why.
+pub fn served_rate_warning(asked: u32) -> String {
+    format!(
+        "hz={asked}: sampling at {MAX_SERVED_HZ} Hz, the most the sampler serves (a sample \
+         costs tens of microseconds where timer interrupts are slow: faster, the sampled threads \
+         would spend their time in the handler)"
+    )
+}
+
 /// Largest accepted shift: 16 MiB buckets (one bucket per big library is already useless).
 pub const MAX_SHIFT: u32 = 24;
 

@@ -84,7 +84,7 @@ mod sys;
 mod threads;
 
 pub use buckets::{ObjectFile, ObjectKind};
-pub use config::{Config, MAX_HZ, MAX_SERVED_HZ, MAX_SHIFT, Mode, Source};
+pub use config::{Config, MAX_HZ, MAX_SERVED_HZ, MAX_SHIFT, Mode, Source, served_rate_warning};
 pub use error::{DumpError, StartError};
 pub use profile::{Profile, Segment, SourceUsed};
 pub use profpoint_glob::glob_matches;
@@ -97,7 +97,7 @@ pub use report::{By, Report, ReportOptions, Row};
 ))]
 #[doc(hidden)]
 pub use sampler::handler_timing;
-pub use sampler::{Sampler, served_rate_warning, start};
+pub use sampler::{Sampler, start};
 pub use stacks::{Frame, SampledStack, StackCut, StackReport};
 
 /// Prints the top `n` functions of `profile` to standard error: the seed's

@@ -118,6 +118,9 @@ pub(crate) const MAX_DECOMPRESSED: u64 = 1 << 30;
 /// picks its debug file and decides the warning).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 enum FileKey {
+    /// Device, inode, size, modification time (seconds, nanoseconds), build id (Unix's
+    /// `stat` fields).
+    #[cfg(unix)]
     File(u64, u64, u64, i64, i64, Vec<u8>),
     Path(String, Vec<u8>),
     /// The vDSO, one per object (it has no file).
@@ -173,7 +176,7 @@ impl<'p> Symbolizer<'p> {
     }
 
     /// Distinct files read (each at most once).
-    #[cfg(test)]
+    #[cfg(all(test, target_os = "linux"))]
     pub(crate) fn files_read(&self) -> usize {
         self.by_key.len()
     }

@@ -500,6 +500,7 @@ fn report_writes_every_format() {
 
 /// A version-3 report whose points tree is one chain of `n` nodes (`c0 -> c1 -> ...`), each
 /// one call and 1 ns of self time.
+#[cfg(unix)]
 fn chain_report(n: usize) -> String {
     let mut nodes = String::with_capacity(n * 100);
     for i in 0..n {

@@ -49,6 +49,7 @@ mod points {
 }
 
 /// How many points the program has.
+#[cfg(unix)]
 const POINTS: usize = 20_000;
 
 /// The child: every point called 3 times, then "ready", then it waits to be signalled.

@@ -66,7 +66,7 @@ use std::thread::JoinHandle;
 use std::time::Instant;
 
 use crate::buckets::{self, Table, TableSet};
-use crate::config::{Config, MAX_HZ, MAX_SERVED_HZ, MAX_SHIFT};
+use crate::config::{Config, MAX_HZ, MAX_SERVED_HZ, MAX_SHIFT, served_rate_warning};
 use crate::error::StartError;
 use crate::profile::{Profile, SourceUsed};
 use crate::signal::Installed;
@@ -135,15 +135,6 @@ pub fn start(config: Config) -> Result<Sampler, StartError> {
         // Release: see above.
         RUNNING.store(false, Ordering::Release);
     })
-}
-
-/// The line for a rate asked above [`MAX_SERVED_HZ`]: the value asked, the rate used, why.
-pub fn served_rate_warning(asked: u32) -> String {
-    format!(
-        "hz={asked}: sampling at {MAX_SERVED_HZ} Hz, the most the sampler serves (a sample \
-         costs tens of microseconds where timer interrupts are slow: faster, the sampled threads \
-         would spend their time in the handler)"
-    )
 }
 
 #[cold]
