@@ -85,11 +85,10 @@ impl Default for Config {
 pub const MAX_HZ: u32 = 100_000;
 /// Highest rate sampled: a rate asked above it (up to [`MAX_HZ`]) is clamped to it, and the
 /// profile's warnings say so. A sample costs the sampled thread the kernel's timer and signal
-/// path plus the handler (its stack walk included): ~26-44 us in a VM whose timer interrupts
-/// exit to the hypervisor (BENCHMARKS.md), 1-3 us on bare metal. At 75 kHz in such a VM a
-/// sample came due before the last one was served: the threads spent all their time in the
-/// handler and a 0.2 s program did not end. At 10 kHz the same VM serves every sample at
-/// ~35% of the sampled threads' CPU (45% at 44 us a sample), bare metal at 1-3%.
+/// path plus the handler (its stack walk included), tens of microseconds in a VM whose timer
+/// interrupts exit to the hypervisor: much faster, a sample comes due before the last one is
+/// served and the threads spend all their time in the handler. This rate is served everywhere
+/// measured (its cost and the figures behind it: BENCHMARKS.md and RELIABILITY.md).
 pub const MAX_SERVED_HZ: u32 = 10_000;
 
 /// The line for a rate asked above [`MAX_SERVED_HZ`]: the value asked, the rate used, why.

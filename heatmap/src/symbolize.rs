@@ -788,8 +788,8 @@ mod tests {
     }
 
     /// A dump listing this test binary as 2,000 objects: the file is read once, and every
-    /// object resolves the function and its line. Each read anew, this took 112 s (46 GB
-    /// peak); the 60 s bound only catches that return on a slow machine.
+    /// object resolves the function and its line. Each read anew, it took minutes and tens of
+    /// gigabytes (RELIABILITY.md); the 60 s bound only catches that return on a slow machine.
     #[test]
     fn one_file_named_by_many_objects_is_read_once() {
         let (objects, segments) = buckets::discover();
@@ -881,7 +881,8 @@ mod tests {
     /// A small ELF file whose compressed `.debug_info` inflates to 64 MiB (a zip bomb: 64 KB
     /// of zlib): refused before anything is decompressed, with one warning naming the section
     /// and the sizes; the file's symbols are still read. One of a stated size its bytes allow
-    /// is decompressed and counted. Unbounded, a 5 MB file of such sections took 5.25 GB.
+    /// is decompressed and counted. Unbounded, a few megabytes of such sections took gigabytes
+    /// (RELIABILITY.md).
     #[test]
     fn a_compressed_section_stating_too_much_is_not_decompressed() {
         let dir = std::env::temp_dir().join(format!("heatmap-bomb-{}", std::process::id()));

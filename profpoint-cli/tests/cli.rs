@@ -523,7 +523,7 @@ fn chain_report(n: usize) -> String {
 /// A points tree of one chain of 200,000 nodes, rendered as folded stacks, a flame graph and
 /// pprof stacks under a 1 GiB address-space limit: each ends with status 0, its paths cut at
 /// 1,000 points (one line on stderr says how many nodes are past it), the folded output 1,001
-/// lines. Every path whole, this was 2 * 10^10 frames: the limit ended it by SIGABRT. The 60 s
+/// lines. Every path whole, this was quadratic in the nodes: the limit ended it by SIGABRT. The 60 s
 /// bound (a debug build takes seconds, mostly reading the JSON) only catches work that grows
 /// as the nodes squared; a release build's figure for 1,000,000 nodes is in RELIABILITY.md.
 #[cfg(unix)]

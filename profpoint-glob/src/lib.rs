@@ -545,8 +545,8 @@ mod tests {
     /// four, and 12,000 of five that leave no literal part to look up (the worst case: the
     /// automaton's walk over every name). Under two seconds optimised, all three (the figures
     /// are in RELIABILITY.md); the bound, 20 s, only catches the return of work that grows as
-    /// names times globs times the globs' length (89 s and 33 s for the first two before) on a
-    /// slow or loaded machine.
+    /// names times globs times the globs' length (tens of seconds for the first two before) on
+    /// a slow or loaded machine.
     #[test]
     fn many_wildcard_globs_against_many_names_are_fast() {
         let names: Vec<String> = (0..20_000)

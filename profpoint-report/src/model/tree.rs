@@ -115,9 +115,9 @@ impl TreeNode {
 /// The most points a rendered path of the points tree holds (folded stacks, flame graphs,
 /// pprof stacks): a node deeper has its path cut at its ancestor this deep, and one frame
 /// [`CUT_FRAME`] for the rest; its counts go to that cut path, summed over the nodes below
-/// it. Every path whole would make a chain of n nodes n lines of up to n frames (a chain of
-/// 40,000 took 52 s and 3 GB); cut, the work is linear in the nodes and the output at most
-/// the nodes times this depth.
+/// it. Every path whole would make a chain of n nodes n lines of up to n frames (quadratic:
+/// RELIABILITY.md has what that cost); cut, the work is linear in the nodes and the output at
+/// most the nodes times this depth.
 pub const PATH_DEPTH: usize = 1000;
 
 /// The frame that stands for the points of a path past [`PATH_DEPTH`].

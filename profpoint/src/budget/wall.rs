@@ -35,8 +35,8 @@
 use super::*;
 
 /// The sampling period. Each look costs one wake-up of the budget's thread, most of it the
-/// guest's timer interrupt (BENCHMARKS.md, "The wall sampler"): 4 ms keeps it well under half
-/// a percent of one core, and gives 250 samples a second of every thread.
+/// timer interrupt: the kernel's tick here (HZ=250) keeps that cost within its target
+/// (BENCHMARKS.md, "The wall sampler"), and gives 250 samples a second of every thread.
 pub(crate) const PERIOD: Duration = Duration::from_millis(4);
 
 /// Whether sampling has begun (it never stops).
