@@ -87,15 +87,6 @@ pub struct TreeEdge {
 }
 
 impl TreeNode {
-    /// The total of all this path's calls, nanoseconds: `total_ns` as it is where every call
-    /// was timed or the path is `sampled`, else scaled up by `calls / timed`.
-    pub fn est_total_ns(&self) -> u64 {
-        if self.sampled || self.timed == self.calls || self.timed == 0 {
-            return self.total_ns;
-        }
-        (self.total_ns as f64 * self.calls as f64 / self.timed as f64).round() as u64
-    }
-
     /// The time of this path's calls as a flame graph shows it, nanoseconds: the self time
     /// (an async point's total), scaled up by `calls / timed` where only some calls were
     /// timed (an estimate then; a `sampled` path's stands as it is), never negative.
