@@ -55,7 +55,7 @@ step() {
     local t0=$SECONDS rc=0
     "$@" || rc=$?
     if ((rc == 0)); then
-        echo "=== $STEP_PREFIX: passed in $((SECONDS - t0)) s: $name" >&2
+        echo "=== $STEP_PREFIX: passed in $((SECONDS - t0)) s: $name ($(disk_free_mb) MB free)" >&2
         passed+=("$name")
     else
         echo "=== $STEP_PREFIX: FAILED after $((SECONDS - t0)) s: $name (exit $rc)" >&2

@@ -118,8 +118,12 @@ pub(crate) fn enter_cold(shard: &Shard, slot: &Slot, parent: u32, index: u32) ->
         bump_lost(shard);
         return NO_NODE;
     }
-    crate::owned::set32(&slot.tree_parent, parent);
-    crate::owned::set32(&slot.tree_node, id);
+    // The overflow slot (past the slot memory's cap) is shared by every point that found
+    // it: a node cached there would be another point's, so it caches none.
+    if !shard.is_overflow(slot) {
+        crate::owned::set32(&slot.tree_parent, parent);
+        crate::owned::set32(&slot.tree_node, id);
+    }
     crate::owned::set32(&shard.node, id);
     crate::owned::set32(&shard.active_point, index + 1);
     id

@@ -197,9 +197,10 @@ pub(crate) fn collect(opts: &ReportOptions) -> Report {
 /// The rows of the points whose paths the wall sampler timed (`report/tree.rs`): their total
 /// is their outermost paths' (recursion counted once), their self time every path's, with a
 /// 95% interval from those paths' (in quadrature), and their mean over the outermost calls.
-/// A point with calls outside the tree (counted only for a while: their time is in the path
-/// around them, or a full tree) has the run's wall time as its interval: its total is what
-/// its paths hold, a lower bound.
+/// A point with calls outside the tree (a full tree) has the run's wall time as its
+/// interval: its total is what its paths hold, a lower bound. A point timed on every call
+/// keeps its total; where a callee's time was sampled, its self time is its paths' (total
+/// less children) too.
 fn rows_from_tree(
     rows: &mut [(usize, PointReport)],
     tree: &PointsTree,
@@ -208,8 +209,16 @@ fn rows_from_tree(
     wall_ns: u64,
 ) {
     let n = point::all().len();
-    // Per point: outermost total, self, variance, calls in the tree, whether sampled.
-    let mut sums = vec![(0u64, 0i64, 0f64, 0u64, false); n];
+    // Per point: outermost total, self, variance, calls in the tree, whether sampled,
+    // whether a path of it has a sampled child (its self time is then the tree's).
+    let mut sums = vec![(0u64, 0i64, 0f64, 0u64, false, false); n];
+    for node in &tree.nodes {
+        if let Some(q) = node.parent.filter(|&q| q < tree.nodes.len())
+            && node.sampled
+        {
+            sums[of[q]].5 = true;
+        }
+    }
     for (i, node) in tree.nodes.iter().enumerate() {
         let p = of[i];
         let mut up = node.parent;
@@ -231,8 +240,14 @@ fn rows_from_tree(
         s.4 |= node.sampled && node.total_ci95_ns > 0;
     }
     for (i, r) in rows.iter_mut() {
-        let (total, own, var, calls, sampled) = sums[*i];
+        let (total, own, var, calls, sampled, sampled_child) = sums[*i];
         if !sampled {
+            // Timed on every call: its total stands, and where a callee's time was sampled
+            // its self time is what the tree leaves it (its measured self time holds the
+            // untimed callees' stand-ins instead), if every call is in the tree.
+            if sampled_child && calls >= r.nr && r.self_ns.is_some() {
+                r.self_ns = Some(own.clamp(0, r.total_ns as i64) as u64);
+            }
             continue;
         }
         r.total_ns = total;
@@ -260,9 +275,9 @@ fn rows_from_tree(
 /// point's function (`attribute.rs`). A stack's tag is the point's index in [`point::all`]
 /// plus one (0: no point was active), as the shard's active-point word holds it.
 ///
-/// A point the budget reduced to counting does not mark itself active (that is what makes
-/// counting cheap), so while it is counted its samples carry the enclosing point's tag; the
-/// stacks' warnings name such points.
+/// A point the budget switched off between bursts does not mark itself active, so meanwhile
+/// its samples carry the enclosing point's tag; the stacks' warnings name such points (a
+/// counted or sampled call marks itself, as a timed one does).
 #[cfg(feature = "heatmap")]
 fn through_active_points(
     stacks: &mut heatmap::StackReport,
@@ -279,19 +294,19 @@ fn through_active_points(
             done.unplaced
         ));
     }
-    let counted: Vec<&str> = budget
+    let switched_off: Vec<&str> = budget
         .throttled
         .iter()
-        .filter(|t| t.worst == "count" || t.worst == "off")
+        .filter(|t| t.worst == "off")
         .map(|t| t.point.as_str())
         .collect();
-    if !counted.is_empty() {
+    if !switched_off.is_empty() {
         stacks.warnings.push(format!(
-            "the budget counted {} without timing for a while: meanwhile their samples carry the \
+            "the budget switched {} off for a while: meanwhile their samples carry the \
              enclosing point, so without debug information an inlined one loses its own frame \
              (build with `debug = \"line-tables-only\"` to name inlined functions from DWARF, or \
              PROFPOINT_BUDGET=off)",
-            counted.join(", ")
+            switched_off.join(", ")
         ));
     }
 }
