@@ -42,7 +42,7 @@
 //!
 //! ## Features
 //! None by default: the points, tracepoints, the budget, the table and every export but flame
-//! graphs' SVG. README's "Features" has what each costs a build.
+//! graphs' SVG. BENCHMARKS.md, "A user's build", has what each costs a build.
 //! - `heatmap`: link the `heatmap` sampler (`start_heatmap`, `PROFPOINT_HEATMAP`, its stacks,
 //!   `PROFPOINT_PMU`).
 //! - `flame`: flame graphs as SVG (`flame:PATH`, `points-flame:PATH`), drawn by `inferno`.
