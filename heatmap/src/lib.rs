@@ -54,9 +54,8 @@
 //!   warnings.
 //! - Symbols come from the files on disk after the run: a file rebuilt in between is detected
 //!   by its build id and reported.
-//! - Each sample costs ~30-45 us of kernel time on the project's VM (perf's software timer,
-//!   not the handler, which costs ~1 us with its signal delivery): +3-5 % at 1 kHz. See
-//!   BENCHMARKS.md and NOTES.md.
+//! - Each sample's cost is mostly kernel time in perf's software timer, not the handler: a
+//!   few percent of a core at 1 kHz in a VM (BENCHMARKS.md, "Heatmap", has the figures).
 //! - A thread that blocks `SIGPROF` is not sampled (its overflow signal stays pending).
 
 #![deny(unsafe_op_in_unsafe_fn)]

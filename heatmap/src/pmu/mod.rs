@@ -5,8 +5,8 @@
 //! cycles, alternating a *long* period (which only picks a moment, cheaply) and a *short
 //! window* (whose counter deltas are the measurement), and credit a window's deltas to a
 //! function only when the window began and ended in that function. A long period alone
-//! smears every function's metrics towards the average; short periods alone cost 25-62x the
-//! data and get throttled. Alternating gives per-function CPI, branch and cache misses at a
+//! smears every function's metrics towards the average; short periods alone cost many times
+//! the data and get throttled (BENCHMARKS.md, "Figures behind design choices"). Alternating gives per-function CPI, branch and cache misses at a
 //! small multiple of plain sampling's cost.
 //!
 //! # Mechanism
