@@ -16,7 +16,8 @@
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-/// Iterations of the chain in `step` at `--slow 1` (about 22 us here).
+/// Iterations of the chain in `step` at `--slow 1`: tens of microseconds, long enough for
+/// the histograms to tell a 2x slowdown (its time is in BENCHMARKS.md, "compare").
 const STEP: u64 = 20_000;
 
 /// A dependent chain of `n` multiply-adds: its time grows with `n`, whatever the optimiser.

@@ -1,5 +1,6 @@
-//! The main example: a multi-threaded word count over text it generates itself (the heatmap
-//! seed's workload), its phases annotated with profile points; the table prints at exit.
+//! The main example: a multi-threaded word count over text it generates itself (the workload
+//! of the Lego kernel's heatmap design), its phases annotated with profile points; the table
+//! prints at exit.
 //!
 //! ```text
 //! cargo run --release -p profpoint-examples --example wordcount -- [--mb N] [--threads N]
@@ -12,7 +13,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::process::ExitCode;
 
-/// Default text size: a few hundred MB, as the seed's workload (1 GB there).
+/// Default text size: a few hundred MB, as in the heatmap design's workload (1 GB there).
 const DEFAULT_MB: usize = 256;
 /// Vocabulary size: large enough that the count map misses cache sometimes.
 const VOCABULARY: usize = 20_000;

@@ -53,10 +53,10 @@ mod linux {
 
     /// Per-thread time per call when `n` threads call `pp_on` at once (min over rounds).
     /// Per-thread ns a call of one thread and of two threads at once, each the least of ROUNDS
-    /// rounds taken in turn. Two busy vCPUs of this VM slow each other in stretches of several
-    /// rounds (a bare TSC-pair loop with no shared data read 19.1 or 28.9 ns in two threads,
-    /// a private copy of the timed path's updates 20 or 30-42), so the two are interleaved
-    /// and given as many rounds as the single-thread figures.
+    /// rounds taken in turn. Two busy vCPUs of a shared VM slow each other in stretches of
+    /// several rounds, with no shared data at all (BENCHMARKS.md, "Figures behind design
+    /// choices"), so the two are interleaved and given as many rounds as the single-thread
+    /// figures.
     fn per_thread_ns() -> (f64, f64) {
         let ns = |n| per_thread(n, CALLS).as_nanos() as f64 / CALLS as f64;
         (0..ROUNDS).fold((f64::MAX, f64::MAX), |(one, two), _| {
@@ -105,9 +105,8 @@ mod linux {
 
     /// 32 counted-only points and 32 bare twins, each called with the last one's result: the
     /// counted call as a real caller makes it (many points, each call waiting for the one
-    /// before), where the row above calls one point with independent arguments. smallvec's
-    /// loop read ~6 ns a counted call against that row's ~2 (docs/budget.md, "The smallvec
-    /// miss"): a figure, no target yet.
+    /// before), where the row above calls one point with independent arguments: the figure
+    /// real loops such as smallvec's pay (BENCHMARKS.md, "Profile points"), no target yet.
     macro_rules! chain {
         ($counted:ident, $bare:ident; $($c:ident $b:ident)*) => {
             $(

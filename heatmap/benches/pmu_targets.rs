@@ -6,10 +6,10 @@
 //!    - the windows' page faults/ms in `fault_pages` within 25% of the truth, counted in the
 //!      same run;
 //!    - `spin` (truth 0) under 1% of `fault_pages`' rate, while uniform sampling at the long
-//!      period, emulated from the same run, smears at least 10% into it (the seed's point);
+//!      period, emulated from the same run, smears at least 10% into it (the patch's point);
 //!    - overhead at the defaults at most 5% of wall time, interleaved with runs without it;
 //!    - signals at most 2.2x those of uniform sampling at the long period.
-//! 2. The hardware mode (where a PMU exists), on the seed's six functions, against counters
+//! 2. The hardware mode (where a PMU exists), on the patch's six functions, against counters
 //!    read around each call:
 //!    - CPI within 15% for the compute-bound functions (all but `dcache_miss`);
 //!    - branch-misses/KI and cache-misses/KI: every pair of functions whose truths differ by 2x

@@ -1,5 +1,5 @@
-//! The seed's benchmark for per-function hardware metrics: functions with known characters,
-//! run in rotating order, measured two ways in one process:
+//! The alternating-period patch's benchmark for per-function hardware metrics: functions with
+//! known characters, run in rotating order, measured two ways in one process:
 //! 1. ground truth: a counting group read around every call;
 //! 2. the alternating-period sampler (`profpoint_heatmap::pmu`), as a user would run it.
 //!

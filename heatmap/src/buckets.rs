@@ -25,9 +25,9 @@
 //! cost is 8 bytes per 16 bytes of code at the default shift (about half the text size).
 //!
 //! No padding between counters: two threads hitting neighbouring buckets share a cache line,
-//! but a contended `lock xadd` costs ~20 ns here against ~1.1 us for the signal delivery that
-//! precedes it (and ~40 us for the perf sample itself), so padding would multiply the memory by
-//! eight for nothing measurable.
+//! but a contended `lock xadd` is a small fraction of the signal delivery that precedes it,
+//! and smaller still beside the perf sample itself (BENCHMARKS.md, "Figures behind design
+//! choices"), so padding would multiply the memory by eight for nothing measurable.
 //!
 //! # Default shift: 4 (16-byte buckets)
 //!

@@ -14,12 +14,12 @@ use std::time::Duration;
 /// What a sample represents.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Mode {
-    /// CPU time (the seed's `CPU_PROFILING`): running threads are sampled at `hz` per second of
-    /// their user-space CPU time.
+    /// CPU time (the Lego heatmap's `CPU_PROFILING`): running threads are sampled at `hz` per
+    /// second of their user-space CPU time.
     #[default]
     Cpu,
-    /// Wall-clock time (the seed's `SLEEP_PROFILING` idea): running threads as in `Cpu`, and
-    /// every blocked thread once per `1/hz` seconds, its pc read from `/proc/self/task/TID/
+    /// Wall-clock time (the Lego heatmap's `SLEEP_PROFILING` idea): running threads as in `Cpu`,
+    /// and every blocked thread once per `1/hz` seconds, its pc read from `/proc/self/task/TID/
     /// syscall` by the watcher thread without sending it a signal (so no `EINTR`).
     Wall,
 }

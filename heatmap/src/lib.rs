@@ -15,10 +15,9 @@
 //! profpoint_heatmap::print_profile_heatmap_nr(&profile, 10);
 //! ```
 //!
-//! The crate stands alone: it knows nothing of `profpoint`, which links it behind its default
-//! `heatmap` feature, builds its [`Config`] from profpoint's own environment variables (this
-//! crate reads none) and adds
-//! its report to the exit report.
+//! The crate stands alone: it knows nothing of `profpoint`, which links it behind its opt-in
+//! `heatmap` feature (off by default), builds its [`Config`] from profpoint's own environment
+//! variables (this crate reads none) and adds its report to the exit report.
 //!
 //! # Map of the crate
 //!
@@ -33,7 +32,7 @@
 //! | `profile.rs` | [`Profile`]: the data of one run |
 //! | `stacks/` | call stacks (x86_64 Linux): framehop unwinding in the handler, the lock-free stack table, [`stacks::set_thread_tag`], the symbolised [`StackReport`]; its `mod.rs` maps its files |
 //! | `symbolize.rs` | addresses to names from ELF symbol tables |
-//! | `report.rs` | [`Report`]: ranking, exclusion, table and JSON |
+//! | `report/` | [`Report`]: ranking, exclusion, table and JSON; `fold.rs` the stacks' report |
 //! | `dump.rs` | the versioned dump format |
 //! | `pmu/` | per-function hardware metrics by alternating sample periods ([`pmu::start`]); its `mod.rs` maps its files |
 //!
@@ -54,9 +53,8 @@
 //!   warnings.
 //! - Symbols come from the files on disk after the run: a file rebuilt in between is detected
 //!   by its build id and reported.
-//! - Each sample costs ~30-45 us of kernel time on the project's VM (perf's software timer,
-//!   not the handler, which costs ~1 us with its signal delivery): +3-5 % at 1 kHz. See
-//!   BENCHMARKS.md and NOTES.md.
+//! - Each sample's cost is mostly kernel time in perf's software timer, not the handler: a
+//!   few percent of a core at 1 kHz in a VM (BENCHMARKS.md, "Heatmap", has the figures).
 //! - A thread that blocks `SIGPROF` is not sampled (its overflow signal stays pending).
 
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -100,7 +98,7 @@ pub use sampler::handler_timing;
 pub use sampler::{Sampler, start};
 pub use stacks::{Frame, SampledStack, StackCut, StackReport};
 
-/// Prints the top `n` functions of `profile` to standard error: the seed's
+/// Prints the top `n` functions of `profile` to standard error: the Lego kernel heatmap's
 /// `print_profile_heatmap_nr(int nr)`.
 pub fn print_profile_heatmap_nr(profile: &Profile, n: usize) {
     let report = profile.report(&ReportOptions {

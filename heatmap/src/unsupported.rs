@@ -1,5 +1,5 @@
 //! The sampler on systems other than Linux: the same API, and [`start`] says
-//! [`StartError::Unsupported`] (the live sampler, `sampler.rs`, needs per-thread perf clocks,
+//! [`StartError::Unsupported`] (the live sampler, `sampler/`, needs per-thread perf clocks,
 //! `SIGPROF` routed per thread, `dl_iterate_phdr` and `/proc`). Profiles read from dumps made on
 //! Linux report here as there.
 

@@ -150,9 +150,9 @@ fn software_windows_credit_page_faults_to_the_function_that_takes_them() {
     // (No bound on the shares: windows can only begin in user space, so fault_pages, which
     // spends most of its time in the kernel's fault handler, gets a small %T; see the docs in pmu/mod.rs.)
 
-    // The seed's baseline from the same run: uniform sampling at the long period credits each
-    // period's faults to the function where it ended, so spin is charged with faults that
-    // fault_pages took (smearing), which the windows do not do.
+    // The alternating-period patch's baseline from the same run: uniform sampling at the long
+    // period credits each period's faults to the function where it ended, so spin is charged with
+    // faults that fault_pages took (smearing), which the windows do not do.
     let uniform = profile.uniform_report_through(20, &[]);
     let mut utext = Vec::new();
     uniform.write_table(&mut utext).unwrap();

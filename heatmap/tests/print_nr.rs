@@ -1,5 +1,5 @@
-//! `print_profile_heatmap_nr` (the seed's function) prints the table to standard error: a
-//! child process (this test binary re-run on one test) samples, prints the top 3, and the
+//! `print_profile_heatmap_nr` (the Lego kernel heatmap's function) prints the table to standard
+//! error: a child process (this test binary re-run on one test) samples, prints the top 3, and the
 //! parent reads the child's stderr.
 
 // Linux only: the samplers it tests run on Linux only (elsewhere they say so; see pmu/unsupported.rs and unsupported.rs).

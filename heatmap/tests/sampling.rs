@@ -320,8 +320,8 @@ fn tgkill_source_leaves_blocked_threads_alone() {
     assert!(alpha >= 50, "{alpha} samples for 300 ms of CPU");
 }
 
-/// Two threads, each running a fixed amount of work (40 rounds of the shared workload, ~0.2 s
-/// here unsampled); the wall time it took.
+/// Two threads, each running a fixed amount of work (40 rounds of the shared workload, a
+/// fraction of a second unsampled); the wall time it took.
 fn two_threads_of_work() -> Duration {
     // The benches' input (`workload::input`), its multiplication wrapping (a test build checks
     // overflow).

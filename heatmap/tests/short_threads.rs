@@ -20,7 +20,7 @@ use profpoint_heatmap::{Config, Source};
 const THREADS: u64 = 400;
 
 /// Spawns `THREADS` threads one after another, each burning 1 ms of its own CPU; returns the
-/// CPU they ran, as each measured it.
+/// CPU they ran, as each read it from its own clock.
 fn churn() -> Duration {
     (0..THREADS)
         .map(|_| {

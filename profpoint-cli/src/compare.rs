@@ -151,8 +151,8 @@ impl Side<'_> {
     }
 
     /// The logarithm of each timed run's median call (interpolated in its histogram, kept
-    /// between the run's shortest call and its p99: interpolated within a bucket, one call's
-    /// median read 27,904 ns beside a p99 and a maximum of 27,671).
+    /// between the run's shortest call and its p99: interpolated within a bucket, a run of
+    /// one call had a median above its p99 and its maximum).
     fn log_medians(&self) -> Vec<f64> {
         self.timed()
             .map(|p| {

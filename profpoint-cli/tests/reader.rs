@@ -4,7 +4,7 @@
 //!
 //! Cases run: the round trip on one real report (points sync, recursive and async, a
 //! tracepoint; the heatmap section on Linux); every truncation of a real report (one case per
-//! byte offset: about 9,000 for the ~9 KB report made here); [`MUTATIONS`] proptest cases of 1 to
+//! byte offset of the report this test makes); [`MUTATIONS`] proptest cases of 1 to
 //! 8 byte replacements each, and [`MUTATIONS`] cases of one JSON value swapped for another
 //! kind. Each must read (mutations can leave a valid report) or fail with a message, never
 //! panic.

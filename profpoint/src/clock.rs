@@ -2,8 +2,8 @@
 //!
 //! # Concept
 //! A profile point reads the clock twice per call, so the clock read *is* the cost of a
-//! point. We read the time-stamp counter with a bare `rdtsc` (about 9 ns here, measured on this
-//! machine kind: 2 vCPU Xeon guest, no PMU) and keep raw ticks in every counter. Converting ticks
+//! point. We read the time-stamp counter with a bare `rdtsc` (its cost: BENCHMARKS.md,
+//! "Profile points", the TSC pair) and keep raw ticks in every counter. Converting ticks
 //! to nanoseconds needs a multiplication by a calibrated ratio; doing it per call would add work to
 //! every call for nothing, so it happens once, when a report is made.
 //!
@@ -19,7 +19,8 @@
 //!   start waits until 20 ms have passed, which bounds the calibration error well under 0.1%.
 //!
 //! Why not `quanta::Clock::raw()`: it dispatches on the clock kind stored in a `Clock` value
-//! (+27 instructions for a pair, measured) and needs a `Clock` instance on the hot path. The TSC
+//! (instructions on every read: BENCHMARKS.md, "Figures behind design choices") and needs a
+//! `Clock` instance on the hot path. The TSC
 //! read itself is the same instruction.
 //!
 //! - On aarch64 (Linux, macOS, Windows) the raw clock is the virtual counter `CNTVCT_EL0`

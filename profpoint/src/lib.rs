@@ -22,7 +22,7 @@
 //! - [`macro@profile_point`] times a function (sync or `async`), named after its path.
 //! - [`profile_scope!`] times a block until the guard drops.
 //! - [`define_profile_point!`] defines a point for explicit [`Point::start`] / [`Point::leave`],
-//!   the seed's `DEFINE_PROFILE_POINT`.
+//!   as `DEFINE_PROFILE_POINT` does in the Lego kernel's profile points.
 //! - [`enable`], [`disable`], [`set_sampling`] change points at run time by glob; the
 //!   `PROFPOINT_ENABLE`, `PROFPOINT_DISABLE` and `PROFPOINT_SAMPLE` variables do it at start.
 //! - [`print_profile_points`], [`write_profile_points`], [`snapshot`], [`reset`] read them.
@@ -42,7 +42,7 @@
 //!
 //! ## Features
 //! None by default: the points, tracepoints, the budget, the table and every export but flame
-//! graphs' SVG. README's "Features" has what each costs a build.
+//! graphs' SVG. BENCHMARKS.md, "A user's build", has what each costs a build.
 //! - `heatmap`: link the `heatmap` sampler (`start_heatmap`, `PROFPOINT_HEATMAP`, its stacks,
 //!   `PROFPOINT_PMU`).
 //! - `flame`: flame graphs as SVG (`flame:PATH`, `points-flame:PATH`), drawn by `inferno`.

@@ -51,8 +51,9 @@ struct Calibration {
 
 /// One calibration a process: the header's overhead, compensation's figures and the budget's
 /// cost model all come from the same interleaved rounds. Two separate loops timing the same
-/// path read 45.8 and 32.0 ns in one process on a noisy guest (BENCHMARKS.md's history), so
-/// the header and the budget disagreed about what a timed call costs.
+/// path read figures far apart in one process on a noisy guest (BENCHMARKS.md, "Figures
+/// behind design choices"), so the header and the budget disagreed about what a timed call
+/// costs.
 static CALIBRATED: OnceLock<Calibration> = OnceLock::new();
 
 /// Rounds of each calibration loop; the best round of each is kept.
@@ -118,9 +119,9 @@ pub(crate) fn call_ticks() -> f64 {
 /// `#[profile_point]` takes; `None`: the bare loop), the best of `ROUNDS` rounds each, the
 /// loops interleaved round by round: a preempted round is left out, and a machine whose speed
 /// moves (a busy neighbour, a frequency step) moves every loop alike, where loops measured
-/// one after another each met a different machine. That is the mechanism; no gain from it is
-/// measured (beside two busy loops the counted call's figure still read 4.6-10.4 ticks from
-/// run to run after the change: `tests/compensation.rs`). `prepare(i)` runs before loop `i`
+/// one after another each met a different machine. That is the mechanism; no gain from it
+/// has been shown (beside two busy loops the counted call's figure still moved from run to run
+/// after the change: `tests/compensation.rs`). `prepare(i)` runs before loop `i`
 /// of every round (it sets the state the loop measures).
 fn best_interleaved<const N: usize>(
     loops: [Option<&'static Point>; N],
@@ -166,9 +167,9 @@ pub(crate) struct ModeCosts {
     pub(crate) counted: f64,
 }
 
-/// What each state of an on point costs (the budget's model), measured once per process
-/// with the rest of the calibration (about 2 ms, on the calling thread); later calls return
-/// the same figures.
+/// What each state of an on point costs (the budget's model), found once per process with
+/// the rest of the calibration (a few milliseconds, on the calling thread); later calls
+/// return the same figures.
 pub(crate) fn mode_costs() -> ModeCosts {
     calibrated().modes
 }

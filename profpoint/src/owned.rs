@@ -6,8 +6,9 @@
 //! plain `mov` (and an owner's add a plain `add` to memory). That is what an optimised build
 //! makes of `AtomicU64::load(Relaxed)`. An unoptimised one (a user's debug build, where
 //! profpoint is compiled at the user's opt-level 0) makes each of them two or three function
-//! calls (`load`, `atomic_load`, a match on the ordering): they were 40% of an enabled point's
-//! instructions at opt-level 0, and the point cost ~150 ns there against ~27 in release.
+//! calls (`load`, `atomic_load`, a match on the ordering): a large share of an enabled
+//! point's instructions at opt-level 0, and a point several times dearer there than in
+//! release (BENCHMARKS.md, "Figures behind design choices").
 //!
 //! # Mechanism
 //! In builds with debug assertions on x86_64 (a user's debug build) each accessor is one
@@ -23,8 +24,9 @@
 //! every build without debug assertions (release), each accessor is the std atomic with
 //! `Relaxed` (or the fence it stands for): optimised, those are the same instructions, and the
 //! optimiser may schedule and combine them, which an asm block (a compiler barrier) forbids:
-//! with the asm accessors in release the enabled path took 181 instructions instead of 84 and
-//! a sampled call 9.0 ns instead of 4.1 (`point_targets`). `rdtsc` is asm in every build (it
+//! with the asm accessors in release the enabled path took about twice the instructions and a
+//! sampled call twice the time (BENCHMARKS.md, "Figures behind design choices"). `rdtsc` is
+//! asm in every build (it
 //! touches no memory, so it is no barrier).
 //!
 //! # Extending

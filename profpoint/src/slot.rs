@@ -220,9 +220,9 @@ impl Slot {
     /// Adds a timed interval to the distribution (inside the owner's seqlock write), one call
     /// late: the bucket of the call before goes into `hist`, this call's waits in `pending`.
     ///
-    /// An increment at a bucket computed from the clock read just taken cost a timed call
-    /// 5-8 ns on this project's VM, most of what a call costs beyond its two clock reads
-    /// (BENCHMARKS, "Profile points"): every other update hides behind the reads, but a store
+    /// An increment at a bucket computed from the clock read just taken was most of what a
+    /// timed call cost beyond its two clock reads (BENCHMARKS.md, "Profile points", has the
+    /// figure): every other update hides behind the reads, but a store
     /// whose address waits on `rdtsc`'s result did not. One call late, the bucket's address is
     /// a load made before the clock read, and only the store's data waits on it.
     #[inline(always)]

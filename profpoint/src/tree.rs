@@ -107,12 +107,30 @@ fn child_of(shard: &Shard, parent: u32, point1: u32) -> u32 {
     id
 }
 
+/// Enters point `index`'s node on this thread (owner only): the current node is this call's
+/// parent; this call's node under it (cached in the slot: the last parent this point had
+/// here) becomes the current one, and this point the thread's active one. Returns the node
+/// (`NO_NODE` when the tree is full).
+#[inline(always)]
+pub(crate) fn enter(shard: &Shard, slot: &Slot, index: u32) -> u32 {
+    // Relaxed: owner-only words.
+    let parent = crate::owned::get32(&shard.node);
+    if crate::owned::get32(&slot.tree_parent) == parent {
+        let node = crate::owned::get32(&slot.tree_node);
+        crate::owned::set32(&shard.node, node);
+        crate::owned::set32(&shard.active_point, index + 1);
+        node
+    } else {
+        enter_cold(shard, slot, parent, index)
+    }
+}
+
 /// Enter's slow path: the slot's cache missed (a new parent for this point on this thread).
 /// Finds or makes the node, caches it in the slot, makes it the current one and fills the
 /// token's node (`NO_NODE`, and no change to the current node, when the tree is full).
 #[cold]
 #[inline(never)]
-pub(crate) fn enter_cold(shard: &Shard, slot: &Slot, parent: u32, index: u32) -> u32 {
+fn enter_cold(shard: &Shard, slot: &Slot, parent: u32, index: u32) -> u32 {
     let id = child_of(shard, parent, index + 1);
     if id == NO_NODE {
         bump_lost(shard);

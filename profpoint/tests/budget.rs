@@ -18,8 +18,9 @@ fn busy(d: Duration) {
     }
 }
 
-/// ~2 us a call: too dear to time on every call under a 1% budget (a timed call costs
-/// ~25-40 ns), cheap enough to sample (an untimed call costs under 10 ns).
+/// ~2 us a call: too dear to time on every call under a 1% budget (a timed call costs tens of
+/// nanoseconds: BENCHMARKS.md, "Profile points"), cheap enough to sample (an untimed call
+/// costs a fraction of a timed one).
 #[profpoint::profile_point]
 fn hot() {
     busy(Duration::from_micros(2));
@@ -41,8 +42,8 @@ fn tiny(x: u64) -> u64 {
 
 /// Work of its own (~250 multiplications through memory, a few hundred ns) and four calls of
 /// `tiny`: a parent too hot to count under a tiny budget, whose self time is most of its
-/// time, far beyond what compensation's figure a call may be off by (a body of ~27 ns timed
-/// alone read 8.5 ns a call in one such test's windows).
+/// time, far beyond what compensation's figure a call may be off by (a short body timed
+/// alone can read a fraction of its cost in the windows).
 #[profpoint::profile_point]
 fn parent_of_tiny(mut x: u64) -> u64 {
     for _ in 0..4 {
@@ -54,7 +55,8 @@ fn parent_of_tiny(mut x: u64) -> u64 {
     x
 }
 
-/// ~50 us of CPU a call: cheap to time on every call under any budget here. CPU time, not wall
+/// ~50 us of CPU a call: cheap to time on every call under any budget of these tests. CPU
+/// time, not wall
 /// time: the budget is a share of the process's CPU time, and beside two busy loops and the
 /// rest of the suite a wall-clock spin got so little CPU that the controller's first round
 /// priced this point at more than 2% of it (it throttled it in 2 of 6 such runs).
@@ -64,8 +66,8 @@ fn cold() {
 }
 
 /// ~250 us of CPU a call, as `cold` but five times longer: the point that a 2% budget times on
-/// every call, even under qemu (the aarch64 run), where a timed call costs ~1.2 us and made
-/// `cold`'s 50 us calls 2.4% of the CPU (throttled once in a run).
+/// every call, even under qemu (the aarch64 run), where a timed call costs so much more that
+/// `cold`'s calls went over 2% of the CPU (throttled once in a run).
 #[profpoint::profile_point]
 fn slow() {
     spin_cpu(Duration::from_micros(250));
@@ -256,11 +258,11 @@ fn a_hot_point_is_sampled_with_an_exact_count_and_an_estimate_inside_its_error_b
 }
 
 /// A throttled point's time comes from the wall sampler, and the tree holds no impossible
-/// figure by construction: `hot` (~2 us a call, 100 calls in each `outer`) is timed one call
-/// in 16 (set by the user, so that a loaded machine's budget cannot count it instead, which
-/// keeps its calls out of the tree), `outer` on every call. The truth brackets `hot`'s
-/// sampled total: each call takes at least 2 us, and all of them lie inside `outer`'s
-/// measured calls.
+/// figure by construction: `hot` (~2 us of work a call, 100 calls in each `outer`) is timed
+/// one call in 16 (set by the user, so that a loaded machine's budget cannot count it instead,
+/// which keeps its calls out of the tree), `outer` on every call. The truth brackets `hot`'s
+/// sampled total: each call takes at least 2 us, and all of them lie inside `outer`'s timed
+/// calls.
 #[test]
 fn a_throttled_point_s_time_is_sampled_within_its_parent_s() {
     if !in_own_process("a_throttled_point_s_time_is_sampled_within_its_parent_s") {

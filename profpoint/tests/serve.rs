@@ -452,8 +452,9 @@ fn a_public_server_without_a_token_warns_once() {
 }
 
 /// Slowloris: 300 connections each sending a request head one byte every 1.5 s. Meanwhile a
-/// `/metrics` request is answered at once (printed; the target is 1 s, the bound here 5 s so a
-/// loaded machine does not fail it), the application's thread goes on, and no thread is added
+/// `/metrics` request is answered at once (printed; the bench's target is 1 s, this test's
+/// bound 5 s so a loaded machine does not fail it), the application's thread goes on, and no
+/// thread is added
 /// per slow connection. Three seconds of it (a slow connection is held 5 s).
 #[test]
 fn slow_clients_cannot_lock_out_a_scrape() {

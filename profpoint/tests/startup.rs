@@ -117,11 +117,12 @@ fn median_of_3(env: &[(&str, &str)]) -> (Duration, Output) {
 }
 
 /// 10,000 globs in `PROFPOINT_DISABLE` against 20,000 points: start-up takes milliseconds more
-/// than without (printed; ~30 ms in a debug build here), the points are off, and the 2,500
-/// globs that match nothing are one line. The bound only catches work that grows as globs
-/// times points (21.9 s when each glob was matched against each name, 0.2 s when each glob's
-/// record walked the earlier ones): 2 s, or 20 start-ups without the globs where the machine
-/// is slower than that (an emulator, a loaded machine).
+/// than without (printed; BENCHMARKS.md, "Start-up with many globs"), the points are off, and
+/// the 2,500 globs that match nothing are one line. The bound only catches work that grows as
+/// globs times points (as when each glob was matched against each name, or each glob's record
+/// walked the earlier ones: BENCHMARKS.md, "Figures behind design choices"): 2 s, or 20
+/// start-ups without the globs where the machine is slower than that (an emulator, a loaded
+/// machine).
 #[test]
 fn ten_thousand_globs_against_twenty_thousand_points_start_fast() {
     assert_eq!(profpoint::points().count(), 20_000);

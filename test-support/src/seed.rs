@@ -1,5 +1,6 @@
-//! The seed's benchmark functions for per-function hardware metrics, each with a known
-//! character, shared by `examples/pmu_demo.rs` and `benches/pmu_targets.rs` (a dependency of both).
+//! The alternating-period patch's benchmark functions for per-function hardware metrics, each with
+//! a known character, shared by `examples/pmu_demo.rs` and `benches/pmu_targets.rs` (a dependency
+//! of both).
 
 use std::hint::black_box;
 

@@ -75,9 +75,9 @@ impl PmuProfile {
         self.ranked(Method::Windows, recorded, discarded, late, credited, top)
     }
 
-    /// What uniform sampling at the long period would report from the same run: each long
-    /// period's deltas credited to the function where it ended (the seed's baseline, which
-    /// smears every function towards the average). Same symbolisation as
+    /// What uniform sampling at the long period would report from the same run: each long period's
+    /// deltas credited to the function where it ended (the alternating-period patch's baseline,
+    /// which smears every function towards the average). Same symbolisation as
     /// [`PmuProfile::report_through`].
     pub fn uniform_report_through(&self, top: usize, transparent: &[String]) -> PmuReport {
         with_names_in_this_process(transparent, |names| self.uniform_report_with(top, names))

@@ -13,11 +13,12 @@ pub struct PmuConfig {
     /// mode, the default) or [`Event::TaskClock`] (the software mode, in nanoseconds of the
     /// thread's CPU time: it runs where no PMU is exposed, with software counters as members).
     pub clock: Event,
-    /// Leader counts between windows (default 1e7 cycles: a window costs ~140 us in a VM, so
-    /// shorter long periods cost too much).
+    /// Leader counts between windows (default 1e7 cycles: a window's signals cost a VM tens of
+    /// microseconds, so shorter long periods cost too much; BENCHMARKS.md, "Figures behind
+    /// design choices").
     pub long_period: u64,
-    /// Leader counts in a window (default 3,000 cycles: a ~300-cycle window is mostly the
-    /// signal path's own fixed cost, ~1,100 cycles).
+    /// Leader counts in a window (default 3,000 cycles: a window of a few hundred cycles would
+    /// be mostly the signal path's own fixed cost, itself about a thousand cycles).
     pub window: u64,
     /// Random jitter on both periods, as a fraction (default 0.1: +-10%).
     pub jitter: f64,

@@ -1,12 +1,13 @@
 //! Per-function hardware metrics by alternating sample periods, in process, without root.
 //!
 //! # Concept
-//! The seed (`perf-alternating-sample-period.txt`, a kernel patch never merged): sample on
+//! The alternating-period patch (`perf-alternating-sample-period.txt`, a perf patch never
+//! merged into the kernel; ARCHITECTURE.md, "Where the design came from"): sample on
 //! cycles, alternating a *long* period (which only picks a moment, cheaply) and a *short
 //! window* (whose counter deltas are the measurement), and credit a window's deltas to a
 //! function only when the window began and ended in that function. A long period alone
-//! smears every function's metrics towards the average; short periods alone cost 25-62x the
-//! data and get throttled. Alternating gives per-function CPI, branch and cache misses at a
+//! smears every function's metrics towards the average; short periods alone cost many times
+//! the data and get throttled (BENCHMARKS.md, "Figures behind design choices"). Alternating gives per-function CPI, branch and cache misses at a
 //! small multiple of plain sampling's cost.
 //!
 //! # Mechanism
@@ -69,7 +70,7 @@
 //! | `live/calibrate.rs` | the calibration run at start, on a thread of its own |
 //! | `unsupported.rs` | the same API elsewhere than Linux, every start an error |
 //!
-//! [`PmuReport`], [`PmuRow`], [`Method`], [`Event`] and [`Calibration`], with the seed's table
+//! [`PmuReport`], [`PmuRow`], [`Method`], [`Event`] and [`Calibration`], with the patch's table
 //! ([`PmuReport::write_table`]), are the report model's (`profpoint_report::heatmap::pmu`),
 //! re-exported here: the sampler fills them.
 //!

@@ -1,14 +1,14 @@
 //! The readprofile-style report: the top N functions (or buckets) by samples.
 //!
-//! [`Profile::report`] symbolises the profile's non-zero buckets (`symbolize.rs`), aggregates
-//! them by function (default) or keeps raw buckets, drops rows whose function matches an
-//! exclusion glob (the seed's "rule out `cpu_idle`"), and ranks them. Percentages are of all
-//! samples less the excluded ones, "other" included, so the total row always reads 100.00 and
-//! a large "other" is visible rather than silently renormalised away.
+//! [`Profile::report`] symbolises the profile's non-zero buckets (`symbolize.rs`), aggregates them
+//! by function (default) or keeps raw buckets, drops rows whose function matches an exclusion glob
+//! (the Lego heatmap's "rule out `cpu_idle`"), and ranks them. Percentages are of all samples less
+//! the excluded ones, "other" included, so the total row always reads 100.00 and a large "other" is
+//! visible rather than silently renormalised away.
 //!
-//! [`Report::write_table`] prints the seed's table (Address, Function, NR, %, plus the object
-//! for shared libraries) with a header naming the source and the requested and achieved rates;
-//! [`Report::to_json`] gives the same content for tools. [`Report`], [`Row`] and [`By`] are
+//! [`Report::write_table`] prints the Lego heatmap's table (Address, Function, NR, %, plus the
+//! object for shared libraries) with a header naming the source and the requested and achieved
+//! rates; [`Report::to_json`] gives the same content for tools. [`Report`], [`Row`] and [`By`] are
 //! the report model's (`profpoint_report::heatmap`), re-exported: this file fills them.
 
 use std::collections::HashMap;

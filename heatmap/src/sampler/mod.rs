@@ -249,9 +249,9 @@ impl Sampler {
     /// disposition was `SIG_DFL`, it is left `SIG_IGN` instead of put back. A kernel discards
     /// every pending instance when `SIG_IGN` is set, so `stop` is safe on one; an emulator may
     /// keep a queue of its own. qemu-user delivers a signal it queued for a thread before the
-    /// `SIG_IGN` by the disposition it finds when that thread next runs guest code: 3 of 60
-    /// runs of an exiting child under qemu-aarch64, beside two busy loops, were killed by
-    /// `SIGPROF` (none of 150 natively). Past the last report nothing of the program's can
+    /// `SIG_IGN` by the disposition it finds when that thread next runs guest code, which
+    /// killed exiting children under qemu-aarch64 by `SIGPROF` (never natively; RELIABILITY.md,
+    /// "A sample queued by an emulator at exit"). Past the last report nothing of the program's can
     /// want `SIGPROF`'s default action (terminate) back.
     pub fn stop_for_exit(self) -> Profile {
         self.into_inner().finish(true)

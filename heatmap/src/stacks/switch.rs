@@ -1,8 +1,8 @@
 //! Running the unwind on the thread's own unwind stack: the only `asm!` of the crate.
 //!
 //! The handler runs on Rust's 8 KiB alternate signal stack (or on the thread's stack), of
-//! which the kernel's signal frame takes ~3.6 KiB; gimli's CFI evaluation needs ~3.4 KiB more
-//! (measured, docs/stacks.md section 1.4), too close to the guard page, and a program's own
+//! which the kernel's signal frame takes nearly half, and gimli's CFI evaluation as much again
+//! (docs/stacks.md, section 1.4, has the sizes): too close to the guard page, and a program's own
 //! `SA_ONSTACK` handler can nest there. So the handler moves `rsp` to a per-thread stack
 //! prepared by the watcher (written, so no page fault), calls the unwind, and moves back.
 
@@ -11,7 +11,7 @@
 /// # Safety
 ///
 /// `top` must be the 16-byte aligned end of writable memory that no other code uses while
-/// `f` runs, large enough for `f`'s deepest use (the unwind uses ~3.5 KiB of 32 KiB); `f`
+/// `f` runs, large enough for `f`'s deepest use (the unwind's is a small part of 32 KiB); `f`
 /// must not unwind (it is `extern "C"`: a panic aborts) and must treat `arg` per its contract.
 #[inline(always)]
 pub(crate) unsafe fn call_on_stack<T>(top: usize, f: extern "C" fn(*mut T), arg: *mut T) {

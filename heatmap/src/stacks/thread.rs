@@ -5,7 +5,7 @@
 //! Never through a Rust `thread_local!`: this crate may live in a `dlopen`ed cdylib, where a
 //! thread-local is general-dynamic TLS and its first touch on a thread can make
 //! `__tls_get_addr` allocate. Instead the handler asks the kernel for its tid (`gettid`, one
-//! system call, ~0.2 us here) and looks it up in [`ThreadMap`], a fixed-size open-addressing
+//! cheap system call) and looks it up in [`ThreadMap`], a fixed-size open-addressing
 //! table that only the watcher writes (insert when it finds a thread, tombstone when the
 //! thread is gone) and the handler only reads (bounded probing, atomics, no allocation).
 //!
@@ -42,7 +42,8 @@ use crate::stacks::MAX_DEPTH;
 
 const FRAMES: usize = MAX_DEPTH as usize;
 
-/// The per-thread unwind stack: 3.4 KiB measured at most (docs/stacks.md 1.4), 32 KiB given.
+/// The per-thread unwind stack: several times the most the unwind was seen to use
+/// (docs/stacks.md, section 1.4).
 pub(crate) const UNWIND_STACK: usize = 32 * 1024;
 
 /// Threads the map can hold at once (power of two).

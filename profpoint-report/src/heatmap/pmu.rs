@@ -1,6 +1,6 @@
 //! Per-function hardware metrics: the rows ([`PmuRow`]), how they were credited ([`Method`]),
-//! the counters ([`Event`]) and the calibration they carry, and the seed's table
-//! ([`PmuReport::write_table`]). The sampler (`profpoint_heatmap::pmu`) fills them.
+//! the counters ([`Event`]) and the calibration they carry, and the alternating-period patch's
+//! table ([`PmuReport::write_table`]). The sampler (`profpoint_heatmap::pmu`) fills them.
 
 use serde::{Deserialize, Serialize};
 use std::io::{self, Write};
@@ -132,7 +132,8 @@ pub struct PmuRow {
 #[serde(rename_all = "kebab-case")]
 #[non_exhaustive]
 pub enum Method {
-    /// The seed's method: a short window's deltas, when it began and ended in one function.
+    /// The alternating-period patch's method: a short window's deltas, when it began and ended
+    /// in one function.
     Windows,
     /// The baseline: each long period's deltas, to the function where it ended.
     UniformLongPeriod,
@@ -185,8 +186,9 @@ impl PmuReport {
         }
     }
 
-    /// The seed's table: Symbol, #, CPI, BM/KI, CM/KI, %CM, %CY, %I, %BM, with a legend (in the
-    /// software mode: Symbol, #, %T, PF/ms). Columns the chosen events cannot fill show `-`.
+    /// The alternating-period patch's table: Symbol, #, CPI, BM/KI, CM/KI, %CM, %CY, %I, %BM, with
+    /// a legend (in the software mode: Symbol, #, %T, PF/ms). Columns the chosen events cannot fill
+    /// show `-`.
     pub fn write_table(&self, w: &mut dyn Write) -> io::Result<()> {
         let clock = self.events.first().copied().unwrap_or(Event::Cycles);
         let software = clock == Event::TaskClock;
@@ -274,7 +276,8 @@ impl PmuReport {
         Ok(())
     }
 
-    /// The hardware mode's columns and legend: the seed's, and the L1D shares when counted.
+    /// The hardware mode's columns and legend: the alternating-period patch's, and the L1D
+    /// shares when counted.
     fn write_hardware_rows(&self, w: &mut dyn Write, sw: usize) -> io::Result<()> {
         // The L1D shares only when those events were counted.
         let l1d =

@@ -1,5 +1,5 @@
-//! The seed's points table, in text: status, name, total, nr, avg, plus the columns a user
-//! needs next (self, p50, p99, max, share of wall time).
+//! The points table of the Lego kernel's profile points, in text: status, name, total, nr, avg,
+//! plus the columns a user needs next (self, p50, p99, max, share of wall time).
 
 use crate::model::{BudgetOver, BudgetReport, CountingOver, CountingShare, PointReport, Report};
 use std::io::{self, Write};
@@ -617,7 +617,7 @@ impl Marks {
     }
 }
 
-/// Seconds with 9 decimals, the seed's format; `~` marks an estimate.
+/// Seconds with 9 decimals, as the Lego kernel's table prints them; `~` marks an estimate.
 fn secs(ns: u64, estimated: bool) -> String {
     format!(
         "{}{}.{:09}",
@@ -629,7 +629,7 @@ fn secs(ns: u64, estimated: bool) -> String {
 
 // The renderer's method on the model lives with the renderer: the model names no renderer.
 impl Report {
-    /// The seed's table, with the extra columns; see [`write_table`].
+    /// The Lego kernel's points table, with the extra columns; see [`write_table`].
     pub fn to_table(&self) -> String {
         let mut out = Vec::new();
         // Writing into a Vec cannot fail.

@@ -297,28 +297,70 @@ mod samplers {
     }
 }
 
-/// README's list of variables and the table are the same set: a variable added to one and not
-/// the other fails here.
+/// The rows of README's "Configure" table: each `PROFPOINT_*` variable's cells (name, values,
+/// default, what it does), the name without its backticks.
+fn readme_variable_rows(readme: &str) -> Vec<Vec<&str>> {
+    readme
+        .lines()
+        .filter(|l| l.starts_with("| `PROFPOINT_"))
+        .map(|l| {
+            l.trim_matches('|')
+                .split(" | ")
+                .map(|c| c.trim().trim_matches('`'))
+                .collect()
+        })
+        .collect()
+}
+
+/// README's "Configure" table has one row per variable of the table, with its default, and
+/// README names no other variable: a variable added to one and not the other fails here.
 #[test]
 fn readme_lists_every_variable_of_the_table() {
     let readme = include_str!("../../README.md");
-    let mut in_readme: Vec<&str> = readme
-        .match_indices("PROFPOINT_")
-        .map(|(at, _)| {
-            let rest = &readme[at..];
-            let end = rest
-                .find(|c: char| !(c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_'))
-                .unwrap_or(rest.len());
-            rest[..end].trim_end_matches('_')
-        })
-        // `PROFPOINT_*`, the family, is not a variable.
-        .filter(|name| *name != "PROFPOINT")
-        .collect();
-    in_readme.sort_unstable();
-    in_readme.dedup();
+    let rows = readme_variable_rows(readme);
+    for row in &rows {
+        assert_eq!(
+            row.len(),
+            4,
+            "README.md's row of {}: name, values, default, what",
+            row[0]
+        );
+        let var = VARS.iter().find(|v| v.name == row[0]);
+        let var = var.unwrap_or_else(|| panic!("README.md's row {} is not in env::VARS", row[0]));
+        assert_eq!(
+            row[2], var.default,
+            "README.md's default of {} vs env::VARS",
+            row[0]
+        );
+        assert!(
+            !row[1].is_empty() && !row[3].is_empty(),
+            "README.md's row of {}",
+            row[0]
+        );
+    }
+    let mut in_rows: Vec<&str> = rows.iter().map(|r| r[0]).collect();
+    in_rows.sort_unstable();
     let mut in_table: Vec<&str> = VARS.iter().map(|v| v.name).collect();
     in_table.sort_unstable();
-    assert_eq!(in_readme, in_table, "README.md's variables vs env::VARS");
+    assert_eq!(
+        in_rows, in_table,
+        "README.md's rows vs env::VARS: one row per variable"
+    );
+    // Every variable README names anywhere is one of them.
+    for (at, _) in readme.match_indices("PROFPOINT_") {
+        let rest = &readme[at..];
+        let end = rest
+            .find(|c: char| !(c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_'))
+            .unwrap_or(rest.len());
+        let name = rest[..end].trim_end_matches('_');
+        // `PROFPOINT_*`, the family, is not a variable.
+        if name != "PROFPOINT" {
+            assert!(
+                in_table.contains(&name),
+                "README.md names {name}, not in env::VARS"
+            );
+        }
+    }
 }
 
 /// Every variable the sources name is in the table (so `var` never reads one the table does

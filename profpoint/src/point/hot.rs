@@ -90,22 +90,9 @@ impl Point {
     ) {
         t.slot = slot;
         t.shard = shard;
-        // The points tree (`tree.rs`): the current node is this call's parent; this call's
-        // node under it (cached in the slot: the last parent this point had here) becomes
-        // the current one, and this point the thread's active one. Every mode below is a
-        // started call, which leave takes out of the tree again. A call left untimed is in
-        // the tree too: its node's time is the wall sampler's (`budget/wall.rs`), which reads
-        // the current node.
-        // Relaxed: owner-only words.
-        let parent = owned::get32(&shard.node);
-        if owned::get32(&slot.tree_parent) == parent {
-            let node = owned::get32(&slot.tree_node);
-            t.node = node;
-            owned::set32(&shard.node, node);
-            owned::set32(&shard.active_point, index + 1);
-        } else {
-            t.node = tree::enter_cold(shard, slot, parent, index);
-        }
+        // Every mode below is a started call in the points tree, which leave takes out of
+        // it again; an untimed call's time there is the wall sampler's (`budget/wall.rs`).
+        t.node = tree::enter(shard, slot, index);
         if status == COUNT {
             // Counted now, in the shard's table (the slot's count without one); no recursion
             // mark (nothing is timed, nothing to fold). Leave takes it out of the tree.
@@ -235,10 +222,9 @@ impl Point {
     /// `extern "C"`, like [`leave_guard`], only to make it `nounwind` (a panic here aborts;
     /// nothing here panics but a bug): a call that cannot unwind needs no landing pad in the
     /// annotated function. With one, every point inlined into another annotated function
-    /// brought a cleanup block that leaves the outer guard into LLVM's inline cost (smallvec's
-    /// `triple_mut`, annotated with the points of the five accessors it inlines: 755 against
-    /// a threshold of 325; 590 without the landing pads). See docs/budget.md, "The smallvec
-    /// miss", for what a switched-off point still costs there, and why.
+    /// brought a cleanup block that leaves the outer guard into LLVM's inline cost, enough to
+    /// keep smallvec's accessors from inlining (docs/budget.md, "The smallvec miss", has the
+    /// measured costs, and what a switched-off point still costs there).
     #[inline(never)]
     #[allow(improper_ctypes_definitions)] // never called from C: the ABI is for `nounwind`
     extern "C" fn enter_on(&'static self, t: &mut MaybeUninit<Token>) -> bool {

@@ -5,7 +5,7 @@
 //! - One process-level initialiser, placed in `.init_array` so it runs before `main` (and
 //!   before any test harness): it picks the clock, applies `PROFPOINT_DISABLE`,
 //!   `PROFPOINT_ENABLE` and `PROFPOINT_SAMPLE` to the points, reads `PROFPOINT_REPORT` (into
-//!   the plan of `deliver.rs`), and registers one `atexit` handler. It allocates nothing per
+//!   the plan of `deliver/`), and registers one `atexit` handler. It allocates nothing per
 //!   point and registers nothing per point.
 //! - The handler writes the exit report (`exit_report.rs`) if the program opted in
 //!   ([`crate::report_at_exit`] or `#[profpoint::main]`) or `PROFPOINT_REPORT` asked for it.

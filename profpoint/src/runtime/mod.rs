@@ -16,10 +16,11 @@
 //! - `fork.rs`: a forked child's locks, controller and report names.
 //! - `low_fds.rs`: descriptors 0, 1 and 2 are the host's; what profpoint keeps sits above.
 //!
-//! A report destination's way, from its variable to the file: `env` parses `PROFPOINT_REPORT`
-//! into destinations; `exit.rs` makes their paths absolute at start-up and plans them in
-//! `deliver/`; at exit `exit_report.rs` takes the snapshot (`crate::report`) and hands it to
-//! `deliver::write_to`, which calls the renderer the destination names (`profpoint-report`).
+//! A report destination's way, from its variable to the file: at start-up `exit.rs` reads
+//! `PROFPOINT_REPORT` (`env::var`), `deliver/spelling.rs` parses it into destinations, and
+//! `exit.rs` makes their paths absolute and plans them in `deliver/`; at exit
+//! `exit_report.rs` takes the snapshot (`crate::report`) and hands it to `deliver::write_to`,
+//! which calls the renderer the destination names (`profpoint-report`).
 
 pub(crate) mod copies;
 pub(crate) mod deliver;

@@ -13,7 +13,8 @@
 //! - A writer bumps the epoch to `E` and waits until every other thread's `rcu_epoch` is 0 or
 //!   at least `E`: each section that began before the bump has ended.
 //! - Ordering: the reader's store of its epoch must be visible before its load of the probe
-//!   pointer. A full fence per read section costs ~30 cycles, so readers use only a compiler
+//!   pointer. A full fence per read section would cost every probe call tens of cycles
+//!   (BENCHMARKS.md, "Figures behind design choices"), so readers use only a compiler
 //!   barrier and the writer runs `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`, which makes
 //!   every running thread of the process execute a full barrier: a reader that loaded the old
 //!   pointer has, by then, made its epoch store visible. Where `membarrier` is unavailable

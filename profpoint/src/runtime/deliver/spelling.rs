@@ -154,17 +154,22 @@ mod tests {
         }
     }
 
-    /// README's list of `PROFPOINT_REPORT` destinations is the parser's table (and `off`).
+    /// README's `PROFPOINT_REPORT` row lists the parser's destinations (and `off`), each in
+    /// backticks in its values cell.
     #[test]
     fn readme_lists_every_report_destination() {
         let readme = include_str!("../../../README.md");
-        let start = readme
-            .find("`PROFPOINT_REPORT=")
-            .expect("README lists the destinations")
-            + 18;
-        let end = start + readme[start..].find('`').unwrap();
-        let mut in_readme: Vec<String> =
-            readme[start..end].split('|').map(str::to_string).collect();
+        let row = readme
+            .lines()
+            .find(|l| l.starts_with("| `PROFPOINT_REPORT` |"))
+            .expect("README's Configure table has a PROFPOINT_REPORT row");
+        let values = row.split(" | ").nth(1).expect("the row has a values cell");
+        let mut in_readme: Vec<String> = values
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .map(str::to_string)
+            .collect();
         in_readme.sort_unstable();
         let mut in_table: Vec<String> = PLAIN_DESTINATIONS
             .iter()
