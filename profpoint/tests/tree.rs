@@ -305,7 +305,7 @@ fn b_sampled() {
 fn b_leaf() {}
 
 #[test]
-fn throttled_points_are_in_the_tree_with_every_call() {
+fn throttled_points_counted_only_are_left_out_and_sampled_ones_kept() {
     every_call_timed();
     assert_eq!(profpoint::count_only("tree::b_counted"), 1);
     assert_eq!(profpoint::set_sampling("tree::b_sampled", 4), 1);
@@ -313,17 +313,9 @@ fn throttled_points_are_in_the_tree_with_every_call() {
     let t = tree();
     let p = paths(&t, "tree::b_");
     let find = |path: &str| p.iter().find(|(q, _, _)| q == path).cloned();
-    // Counted only: every call in the tree, none timed (its time is the wall sampler's);
-    // what it called under it.
-    assert_eq!(
-        find("outer;counted"),
-        Some(("outer;counted".to_string(), 64, 0))
-    );
-    assert_eq!(
-        find("outer;counted;leaf"),
-        Some(("outer;counted;leaf".to_string(), 64, 64))
-    );
-    assert_eq!(find("outer;leaf"), None);
+    // Counted only: not in the tree; what it called attaches to the enclosing point.
+    assert_eq!(find("outer;counted"), None);
+    assert_eq!(find("outer;leaf"), Some(("outer;leaf".to_string(), 64, 64)));
     // Sampled 1 in 4: every call is in the tree, some timed; its callees under it.
     let (_, calls, timed) = find("outer;sampled").unwrap();
     assert_eq!(calls, 64);

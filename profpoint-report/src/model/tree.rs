@@ -8,10 +8,9 @@ use serde::{Deserialize, Serialize};
 ///
 /// Exact: a node's calls and times are those of its point called along exactly that path (a
 /// flame graph of it needs no proportional split). A point's edges to its callers are sums
-/// over nodes ([`PointsTree::edges`]). Throttled points (sampled, counted only) are in it with
-/// every call, their times the wall sampler's ([`TreeNode::sampled`]). What is not in it:
-/// counted-only points while the budget's bursts are allowed (the points they call attach
-/// to the enclosing point), and the points an async body calls (an async point is a leaf under the
+/// over nodes ([`PointsTree::edges`]). What is not in it: counted-only points (status
+/// `COUNT`, e.g. throttled by the overhead budget; the points they call attach to the
+/// enclosing point), and the points an async body calls (an async point is a leaf under the
 /// point active at its first poll; its body's points attach to what is active on the thread
 /// that polls it). A point the budget timed in bursts has its nodes scaled to its row
 /// ([`TreeNode::estimated`]).

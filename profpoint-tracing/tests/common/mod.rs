@@ -50,9 +50,8 @@ pub(crate) fn layered() -> impl tracing::Subscriber + Send + Sync + 'static {
     tracing_subscriber::registry().with(profpoint_tracing::layer())
 }
 
-/// Every tree check wants every call timed: the overhead budget could leave a hot point
-/// sampled or counted only (in the tree, its time the wall sampler's). Counts are exact
-/// either way.
+/// Every tree check wants every call in the tree: the overhead budget could leave a hot
+/// point counted only (not in the tree). Counts are exact either way.
 pub(crate) fn no_budget() {
     profpoint::set_budget(None);
 }

@@ -244,8 +244,6 @@ pub(crate) fn set(percent: Option<f64>) {
 pub(crate) fn set_bursts(allowed: bool) {
     // Relaxed: the controller reads it at its next round; nothing else depends on it.
     BURSTS.store(allowed, Ordering::Relaxed);
-    // Relaxed: a setting read on each counted call (see `COUNT_IN_TREE`).
-    crate::point::COUNT_IN_TREE.store(!allowed, Ordering::Relaxed);
 }
 
 /// Whether bursts are allowed (see [`set_bursts`]).

@@ -23,9 +23,8 @@
 //!   call was timed. A throttled node's time is `before` plus its subtree's samples times the
 //!   period, held between what its timed calls measured and what its parent leaves
 //!   (`report/tree.rs`).
-//! - Counted-only calls are in the tree too (`point::COUNT_IN_TREE`), so the sampler sees
-//!   them as it sees sampled ones; only with bursts allowed (when this sampler does not run)
-//!   do they count in the shard's table alone.
+//! - Counted-only calls are not in the tree (that is what makes counting cheap): their time
+//!   is in the samples of the node around them.
 //! - Its own cost (CPU time of the looks) is kept, and the budget's report states it.
 //!
 //! # Extending

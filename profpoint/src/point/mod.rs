@@ -118,12 +118,6 @@ const SAMPLED: u8 = 2;
 /// Every call counted, none timed (no clock read, no recursion mark): the cheapest on state.
 const COUNT: u8 = 3;
 
-/// Whether a counted-only call enters the points tree (its time is then the wall sampler's:
-/// `budget/wall.rs`), as it does unless the user opted in to the budget's bursts: their count
-/// windows estimate calls from counts alone, priced at the bare counted call, and the wall
-/// sampler does not run with them. Set by `budget::set_bursts`; read on each counted call.
-pub(crate) static COUNT_IN_TREE: AtomicBool = AtomicBool::new(true);
-
 /// What kind of code a point times; decides how the report reads its numbers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[doc(hidden)]

@@ -35,8 +35,7 @@ const S_NEW: u8 = 0;
 const S_OFF: u8 = 1;
 const S_TIMED: u8 = 2;
 const S_NESTED: u8 = 3;
-/// Left untimed: by sampling, or counted only (in the points tree either way, unless bursts
-/// are allowed: see `point::COUNT_IN_TREE`).
+/// Left untimed by sampling (in the points tree) or counted only (not in it).
 const S_UNTIMED: u8 = 4;
 /// Left untimed by sampling, the point active on the thread (recursion).
 const S_NESTED_UNTIMED: u8 = 5;
@@ -45,8 +44,7 @@ const S_NESTED_UNTIMED: u8 = 5;
 /// with it, on any thread, then [`SplitCall::finish`] it once.
 pub struct SplitCall {
     state: u8,
-    /// Whether the first segment entered the points tree (not a counted-only one while
-    /// bursts are allowed).
+    /// Whether the first segment entered the points tree (not a counted-only one).
     in_tree: bool,
     /// Sum of the timed segments' intervals, ticks.
     busy: u64,
@@ -151,7 +149,7 @@ impl SplitCall {
                     T_SKIPPED_NESTED => S_NESTED_UNTIMED,
                     _ => S_UNTIMED,
                 };
-                self.in_tree = mode != T_OFF;
+                self.in_tree = mode != T_OFF && mode != T_COUNTED;
                 if self.in_tree && token.node != tree::NO_NODE {
                     // SAFETY: a started token's shard is never freed.
                     self.node = Some((unsafe { &*token.shard }, token.node));

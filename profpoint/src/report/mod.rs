@@ -275,9 +275,9 @@ fn rows_from_tree(
 /// point's function (`attribute.rs`). A stack's tag is the point's index in [`point::all`]
 /// plus one (0: no point was active), as the shard's active-point word holds it.
 ///
-/// A point the budget switched off between bursts does not mark itself active, so meanwhile
-/// its samples carry the enclosing point's tag; the stacks' warnings name such points (a
-/// counted or sampled call marks itself, as a timed one does).
+/// A point the budget reduced to counting does not mark itself active (that is what makes
+/// counting cheap), so while it is counted its samples carry the enclosing point's tag; the
+/// stacks' warnings name such points.
 #[cfg(feature = "heatmap")]
 fn through_active_points(
     stacks: &mut heatmap::StackReport,
@@ -294,19 +294,19 @@ fn through_active_points(
             done.unplaced
         ));
     }
-    let switched_off: Vec<&str> = budget
+    let counted: Vec<&str> = budget
         .throttled
         .iter()
-        .filter(|t| t.worst == "off")
+        .filter(|t| t.worst == "count" || t.worst == "off")
         .map(|t| t.point.as_str())
         .collect();
-    if !switched_off.is_empty() {
+    if !counted.is_empty() {
         stacks.warnings.push(format!(
-            "the budget switched {} off for a while: meanwhile their samples carry the \
+            "the budget counted {} without timing for a while: meanwhile their samples carry the \
              enclosing point, so without debug information an inlined one loses its own frame \
              (build with `debug = \"line-tables-only\"` to name inlined functions from DWARF, or \
              PROFPOINT_BUDGET=off)",
-            switched_off.join(", ")
+            counted.join(", ")
         ));
     }
 }

@@ -17,9 +17,8 @@
 //!   a dense index) to a [`Slot`]: that thread's counters for that point, allocated on the
 //!   thread's first call of the point (a cold path), 128-byte aligned (see [`Slot`]).
 //! - The shard's allocation goes on past it with a count table, one word per point: a
-//!   counted-only call adds one to its point's word ([`Shard::count`]), whatever slot it
-//!   found (past the memory cap, the overflow slot); reports add the table to the slots'
-//!   counts.
+//!   counted-only call adds one to its point's word at a fixed offset from the thread's word
+//!   (`count_call`), with no slot; reports add the table to the slots' counts.
 //! - A thread gets a shard on its first call of any point, from a free list or newly allocated,
 //!   and keeps it in a thread-local word ([`word`]: on x86_64 glibc a TLS variable of our own,
 //!   one `fs:`-relative load in an executable, with no register saved around it).
@@ -141,7 +140,7 @@ pub(crate) struct Shard {
     /// The rest of the points tree (length, lookup map, lost calls).
     pub(crate) tree: Box<nodes::Tree>,
     /// This shard's own allocation, which goes on past the shard with its count table
-    /// (`counts_len` words, see [`Shard::count`]); null for a shard made without one (a model's).
+    /// (`counts_len` words, see [`count_call`]); null for a shard made without one (a model's).
     /// Set before the shard is published, never changed. std's in every build: no model
     /// reads it.
     base: std::sync::atomic::AtomicPtr<Shard>,
@@ -184,7 +183,7 @@ impl Shard {
             .extend(table)
             .expect("profpoint: the shard's size overflows");
         // The table starts right after the shard: its size is a multiple of its alignment,
-        // which is above a word's. `count` relies on it.
+        // which is above a word's. `count_call` relies on it.
         assert_eq!(at, std::mem::size_of::<Shard>());
         // SAFETY: the layout is not zero-sized (it holds a `Shard`).
         let raw = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<Shard>();
@@ -204,33 +203,12 @@ impl Shard {
     }
 
     /// The pointer the thread's word holds for this shard: its allocation's own, through
-    /// which the table past the shard is in reach (a pointer made from a `&Shard` covers the
-    /// shard alone).
+    /// which `count_call` reaches the table past the shard (a pointer made from a `&Shard`
+    /// covers the shard alone).
     fn word_pointer(&self) -> *const Shard {
         // Relaxed: set before the shard was published (through the registry's lock).
         let base = self.base.load(Ordering::Relaxed);
         if base.is_null() { self } else { base }
-    }
-
-    /// Counts one counted-only call of point `index` in this shard's count table (one word
-    /// changes, so no seqlock: a reader sees the count before or after, both consistent with
-    /// the rest). False, nothing counted, without a table (a model's shard) or an entry. The
-    /// count is the table's and not the slot's, so that it is exact whatever slot the call
-    /// found: past the slot memory's cap, the overflow slot that no report reads as a point.
-    /// Owner only.
-    #[inline(always)]
-    pub(crate) fn count(&self, index: u32) -> bool {
-        // Relaxed: see `word_pointer`.
-        let base = self.base.load(Ordering::Relaxed);
-        if base.is_null() || index as usize >= self.counts_len {
-            return false;
-        }
-        // SAFETY: `base` is this shard's allocation (`allocate`), which holds `counts_len`
-        // initialised words right after the shard, never freed, and `index` is below that.
-        // Only the owner adds to its table.
-        let cell = unsafe { &*base.add(1).cast::<AtomicU64>().add(index as usize) };
-        crate::owned::add(cell, 1);
-        true
     }
 
     /// This shard's counts of counted-only calls, by point index (empty without a table).
@@ -463,6 +441,31 @@ pub(crate) fn current() -> Option<&'static Shard> {
     Some(unsafe { &*p })
 }
 
+/// Counts one counted-only call of point `index` on this thread, in its shard's count table,
+/// and returns the shard; `None` (nothing counted) without a shard or a table entry, which
+/// sends the caller to its cold path. The table sits at a fixed offset from the shard the
+/// thread's word points to, so the call is the word's load and one `add` to memory: no
+/// slot, no slot table (the slot's counters are the report's, which adds the table to them).
+#[inline(always)]
+pub(crate) fn count_call(index: u32) -> Option<&'static Shard> {
+    let p = word::get();
+    // A cast and a compare, not `as_ref` (see `current`).
+    if p as usize == 0 {
+        return None;
+    }
+    // SAFETY: see `current`.
+    let shard = unsafe { &*p };
+    if index as usize >= shard.counts_len {
+        return None;
+    }
+    // SAFETY: the word holds the shard's `word_pointer` (`acquire`): its allocation's own
+    // pointer, with `counts_len` words right after the shard (`allocate`), and `index` is
+    // below that. Only this thread adds to its shard's table.
+    let cell = unsafe { &*p.add(1).cast::<AtomicU64>().add(index as usize) };
+    crate::owned::add(cell, 1);
+    Some(shard)
+}
+
 /// This thread's shard and its slot of point `index`, if both exist and serve the fast path
 /// (hot path; `None` sends the caller to its cold path).
 #[inline(always)]
@@ -564,9 +567,8 @@ fn reserve_slot_bytes() -> bool {
     if !CAP_HIT.swap(true, Ordering::Relaxed) {
         crate::diag::warn_line!(
             "profpoint: per-thread point slots reached the {} MiB cap (PROFPOINT_MAX_SLOT_MB; \
-             {} slots of {size} bytes): timed calls of points first used on a thread from now \
-             on are counted but not recorded per point (the report says how many); counted-only \
-             calls are still counted in their rows",
+             {} slots of {size} bytes): calls of points first used on a thread from now on are \
+             counted but not recorded per point (the report says how many)",
             cap >> 20,
             cap / size
         );
