@@ -155,7 +155,10 @@ fn the_page_is_whole_and_keeps_to_itself() {
     let r = get(server(), "/");
     assert!(r.starts_with("HTTP/1.1 200 OK\r\n"), "{r}");
     let (head, page) = r.split_once("\r\n\r\n").unwrap();
-    assert!(head.contains("Content-Type: text/html; charset=utf-8"), "{head}");
+    assert!(
+        head.contains("Content-Type: text/html; charset=utf-8"),
+        "{head}"
+    );
     let csp = head
         .lines()
         .find_map(|l| l.strip_prefix("Content-Security-Policy: "))
@@ -175,8 +178,16 @@ fn the_page_is_whole_and_keeps_to_itself() {
         assert!(!page.contains(external), "the page names {external:?}");
     }
     let script = &page[page.find("<script>").unwrap()..page.find("</script>").unwrap()];
-    for writes_html in ["innerHTML", "outerHTML", "insertAdjacentHTML", "document.write"] {
-        assert!(!script.contains(writes_html), "the script uses {writes_html}");
+    for writes_html in [
+        "innerHTML",
+        "outerHTML",
+        "insertAdjacentHTML",
+        "document.write",
+    ] {
+        assert!(
+            !script.contains(writes_html),
+            "the script uses {writes_html}"
+        );
     }
     assert!(script.contains("/debug/profpoint?format=json"));
 }
@@ -214,8 +225,10 @@ fn the_page_is_covered_by_the_token() {
         assert!(r.starts_with("HTTP/1.1 401 "), "{other}: {r}");
         let r = exchange(
             a,
-            format!("GET {other} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {token}\r\n\r\n")
-                .as_bytes(),
+            format!(
+                "GET {other} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {token}\r\n\r\n"
+            )
+            .as_bytes(),
         );
         assert!(r.starts_with("HTTP/1.1 200 OK"), "{other}: {r}");
     }

@@ -168,7 +168,10 @@ mod tests {
         let (host, addrs) = parse_addr("127.0.0.1:9464").unwrap();
         assert_eq!(host, "127.0.0.1:9464");
         assert_eq!(addrs[0].port(), 9464);
-        assert_eq!(parse_addr("http://127.0.0.1:80/").unwrap().0, "127.0.0.1:80");
+        assert_eq!(
+            parse_addr("http://127.0.0.1:80/").unwrap().0,
+            "127.0.0.1:80"
+        );
         for bad in ["", "127.0.0.1", "https://127.0.0.1:1", "http://a:1/metrics"] {
             let e = parse_addr(bad).unwrap_err();
             assert!(e.contains("expected HOST:PORT"), "{bad}: {e}");
@@ -208,6 +211,10 @@ mod tests {
         assert!(e.contains("401") && e.contains("--token"), "{e}");
         let seen = server.join().unwrap();
         assert!(seen[0].starts_with("GET /x HTTP/1.1\r\n"), "{}", seen[0]);
-        assert!(seen[0].contains("Authorization: Bearer k\r\n"), "{}", seen[0]);
+        assert!(
+            seen[0].contains("Authorization: Bearer k\r\n"),
+            "{}",
+            seen[0]
+        );
     }
 }

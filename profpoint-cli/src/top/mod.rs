@@ -19,13 +19,15 @@ use view::{Link, SortKey, View};
 
 /// `profpoint top`'s arguments.
 #[derive(Debug, Args)]
-#[command(long_about = "Shows a serving process's points in the terminal, refreshed in place \
+#[command(
+    long_about = "Shows a serving process's points in the terminal, refreshed in place \
                   (the process serves them: profpoint's `serve` feature, PROFPOINT_SERVE or \
                   profpoint::serve). Keys: t total, s self, c calls, 9 p99, r calls per second \
                   over the last refresh, n name (each sorts by it; i inverts the order), / a \
                   filter (a glob, * and ?; text without them matches anywhere in a name), space \
                   pauses, arrows and Page Up/Down scroll, q, Esc or Ctrl-C quits. A server that \
-                  stops answering is named in the status line and the last table stays.")]
+                  stops answering is named in the status line and the last table stays."
+)]
 pub(crate) struct TopArgs {
     /// The serving process: HOST:PORT or http://HOST:PORT (e.g. 127.0.0.1:9464)
     #[arg(value_name = "ADDR")]
@@ -93,7 +95,8 @@ pub(crate) fn top(a: TopArgs, max_input: u64) -> Result<ExitCode, String> {
             .map_err(|e| format!("cannot start the request thread: {e}"))?;
     }
     let mut view = View::new(host, a.sort, a.filter, a.every);
-    let mut terminal = ratatui::try_init().map_err(|e| format!("cannot set up the terminal: {e}"))?;
+    let mut terminal =
+        ratatui::try_init().map_err(|e| format!("cannot set up the terminal: {e}"))?;
     let result = run(&mut terminal, &mut view, &rx, &paused, &wake);
     ratatui::restore();
     result.map(|()| ExitCode::SUCCESS)
@@ -157,12 +160,7 @@ fn now_hms() -> String {
     let s = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    format!(
-        "{:02}:{:02}:{:02} UTC",
-        s / 3600 % 24,
-        s / 60 % 60,
-        s % 60
-    )
+    format!("{:02}:{:02}:{:02} UTC", s / 3600 % 24, s / 60 % 60, s % 60)
 }
 
 fn run(

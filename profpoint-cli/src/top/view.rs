@@ -310,11 +310,7 @@ impl View {
             ),
         };
         let run = self.report.as_ref().map_or(String::new(), |r| {
-            format!(
-                "  pid {}, up {:.0} s",
-                r.run.pid,
-                r.wall_ns as f64 / 1e9
-            )
+            format!("  pid {}, up {:.0} s", r.run.pid, r.wall_ns as f64 / 1e9)
         });
         Line::from(vec![Span::styled(text, style), Span::raw(run)])
     }
@@ -361,16 +357,16 @@ impl View {
             ("max", SortKey::Total),
         ];
         let head_style = |k: Option<SortKey>, title: &str| {
-            let sorted = k == Some(self.key) && (title != "avg" && title != "p50" && title != "max");
+            let sorted =
+                k == Some(self.key) && (title != "avg" && title != "p50" && title != "max");
             if sorted {
                 Style::new().add_modifier(Modifier::BOLD | Modifier::REVERSED)
             } else {
                 Style::new().add_modifier(Modifier::BOLD)
             }
         };
-        let mut head = vec![
-            Cell::from(Line::from("name")).style(head_style(Some(SortKey::Name), "name")),
-        ];
+        let mut head =
+            vec![Cell::from(Line::from("name")).style(head_style(Some(SortKey::Name), "name"))];
         for (t, k) in titles {
             head.push(Cell::from(Line::from(t).right_aligned()).style(head_style(Some(k), t)));
         }
@@ -390,7 +386,11 @@ impl View {
                 ns(r.max_ns),
             ];
             let mut row = vec![Cell::from(printable(&r.name, 400))];
-            row.extend(cells.into_iter().map(|c| Cell::from(Line::from(c).right_aligned())));
+            row.extend(
+                cells
+                    .into_iter()
+                    .map(|c| Cell::from(Line::from(c).right_aligned())),
+            );
             TRow::new(row)
         });
         let widths = [
@@ -502,16 +502,31 @@ mod tests {
         v.update(fixture(12, [5000, 120, 10]));
         v.link = Link::Live("17:40:01".into());
         let s = screen(&v, 120, 8);
-        assert!(s[0].contains("profpoint top 127.0.0.1:9464: live, 17:40:01"), "{s:#?}");
-        assert!(s[1].starts_with("name") && s[1].contains("calls/s") && s[1].contains("p99"), "{s:#?}");
+        assert!(
+            s[0].contains("profpoint top 127.0.0.1:9464: live, 17:40:01"),
+            "{s:#?}"
+        );
+        assert!(
+            s[1].starts_with("name") && s[1].contains("calls/s") && s[1].contains("p99"),
+            "{s:#?}"
+        );
         assert!(s[2].starts_with("svc::handle_sort"), "{s:#?}");
-        assert!(s[2].contains("120") && s[2].contains("10.0") && s[2].contains("9.000 s"), "{s:#?}");
+        assert!(
+            s[2].contains("120") && s[2].contains("10.0") && s[2].contains("9.000 s"),
+            "{s:#?}"
+        );
         assert!(s[2].contains("3.500 ms"), "{s:#?}");
-        assert!(s[3].starts_with("svc::handle_hash") && s[3].contains("2000"), "{s:#?}");
+        assert!(
+            s[3].starts_with("svc::handle_hash") && s[3].contains("2000"),
+            "{s:#?}"
+        );
         // The escape character is shown, never sent.
         assert!(s[4].starts_with("<script>x</script>\\u{1b}[2J"), "{s:#?}");
         assert!(s.iter().all(|l| !l.contains('\u{1b}')));
-        assert!(s[6].contains("3 of 3 points: 5130 calls, 2010 calls/s"), "{s:#?}");
+        assert!(
+            s[6].contains("3 of 3 points: 5130 calls, 2010 calls/s"),
+            "{s:#?}"
+        );
         assert!(s[6].contains("sorted by total"), "{s:#?}");
         assert!(s[7].contains("q quit"), "{s:#?}");
 
@@ -527,7 +542,10 @@ mod tests {
         // Typing a filter narrows the rows as it is typed.
         v.typing = Some("sort".into());
         let s = screen(&v, 120, 8);
-        assert!(s[2].starts_with("svc::handle_sort") && s[3].is_empty(), "{s:#?}");
+        assert!(
+            s[2].starts_with("svc::handle_sort") && s[3].is_empty(),
+            "{s:#?}"
+        );
         assert!(s[7].contains("filter: sort_"), "{s:#?}");
     }
 
