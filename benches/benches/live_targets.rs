@@ -20,44 +20,20 @@ mod linux {
     use std::net::{SocketAddr, TcpStream};
     use std::time::{Duration, Instant};
 
-    /// Ten points in a module of their own, and a function that calls each once.
-    macro_rules! ten {
-        ($m:ident) => {
-            mod $m {
-                profpoint::define_profile_point!(P0);
-                profpoint::define_profile_point!(P1);
-                profpoint::define_profile_point!(P2);
-                profpoint::define_profile_point!(P3);
-                profpoint::define_profile_point!(P4);
-                profpoint::define_profile_point!(P5);
-                profpoint::define_profile_point!(P6);
-                profpoint::define_profile_point!(P7);
-                profpoint::define_profile_point!(P8);
-                profpoint::define_profile_point!(P9);
-                pub(super) fn touch() {
-                    for p in [&P0, &P1, &P2, &P3, &P4, &P5, &P6, &P7, &P8, &P9] {
-                        let t = p.start();
-                        p.leave(t);
-                    }
-                }
-            }
-        };
-    }
-
     /// A hundred points: ten modules of ten.
     macro_rules! hundred {
         ($m:ident) => {
             mod $m {
-                ten!(a0);
-                ten!(a1);
-                ten!(a2);
-                ten!(a3);
-                ten!(a4);
-                ten!(a5);
-                ten!(a6);
-                ten!(a7);
-                ten!(a8);
-                ten!(a9);
+                profpoint_benches::ten_points!(a0);
+                profpoint_benches::ten_points!(a1);
+                profpoint_benches::ten_points!(a2);
+                profpoint_benches::ten_points!(a3);
+                profpoint_benches::ten_points!(a4);
+                profpoint_benches::ten_points!(a5);
+                profpoint_benches::ten_points!(a6);
+                profpoint_benches::ten_points!(a7);
+                profpoint_benches::ten_points!(a8);
+                profpoint_benches::ten_points!(a9);
                 pub(super) fn touch() {
                     a0::touch();
                     a1::touch();
@@ -303,7 +279,13 @@ mod linux {
         // A known miss (BENCHMARKS.md, "The live view"): the report alone, whose collection
         // copies every point's slots and histograms, is over the limit at 5,000 points.
         if !quick {
-            targets.known_miss("a refresh at 1 Hz, % of one core", per * 100.0, 1.0, 5.35, "%");
+            targets.known_miss(
+                "a refresh at 1 Hz, % of one core",
+                per * 100.0,
+                1.0,
+                5.35,
+                "%",
+            );
         }
 
         // 2. The page's first paint.
