@@ -13,7 +13,9 @@
 //! (after `--delay` seconds without load) until `--seconds` have passed and prints how many of each were answered
 //! (`load: hash H sort S`); the service stays up `--linger` more seconds without load (so a
 //! scraper reads the final counts), then stops and prints the table at exit. With
-//! `PROFPOINT_REPORT_EVERY=10s` it also writes the report every 10 s.
+//! `PROFPOINT_REPORT_EVERY=10s` it also writes the report every 10 s. `--odd-names 1` adds a
+//! point whose name is HTML (a script, an image, entities), called ten times a second: the live
+//! view's tests (scripts/live-view) check that the page and `profpoint top` show it as text.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
@@ -83,6 +85,7 @@ fn main() {
     let port = arg("--port", 9464);
     let linger = arg("--linger", 0);
     let delay = arg("--delay", 0);
+    let odd_names = arg("--odd-names", 0) != 0;
     match profpoint::serve(&format!("127.0.0.1:{port}")) {
         Ok(s) => eprintln!(
             "service: live reports on http://{}/ (try /debug/profpoint and /metrics)",
@@ -160,6 +163,11 @@ fn main() {
         .collect();
     while Instant::now() < end {
         std::thread::sleep(Duration::from_millis(100));
+        if odd_names {
+            let _g = profpoint::profile_scope!(
+                "<script>document.title='pwned'</script><img src=x onerror=alert(1)> &amp; &lt;b&gt;"
+            );
+        }
     }
     stop.store(true, Ordering::Relaxed);
     for t in load {

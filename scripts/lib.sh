@@ -40,10 +40,11 @@ ensure_target() {
 # The programs that consume profpoint's exports, which the consumer tests run
 # (profpoint/tests/consumers.rs, scripts/render-svg): `go tool pprof` (golang-go), `protoc`
 # (protobuf-compiler), `promtool` (Debian ships it in the server's package, prometheus) and
-# headless `chromium`. Measured here (2026-11-24, Debian 12): protobuf-compiler and chromium
-# with their libraries 16 s, apt-get update included; golang-go and prometheus 21 s (96 MB
-# downloaded); nothing when they are present.
-CONSUMER_DEBS=(golang-go protobuf-compiler prometheus chromium)
+# headless `chromium`; and `tmux`, in which scripts/live-view runs `profpoint top`. Measured
+# here (2026-11-24, Debian 12): protobuf-compiler and chromium with their libraries 16 s,
+# apt-get update included; golang-go and prometheus 21 s (96 MB downloaded); nothing when they
+# are present.
+CONSUMER_DEBS=(golang-go protobuf-compiler prometheus chromium tmux)
 
 # step NAME COMMAND...: runs one step of a suite and remembers whether it passed (in the
 # arrays `passed` and `failed`, which the caller declares). Every step runs even when an

@@ -23,28 +23,7 @@ mod linux {
     use std::time::{Duration, Instant};
 
     /// Ten points in a module of their own, and a function that calls each once.
-    macro_rules! ten {
-        ($m:ident) => {
-            mod $m {
-                profpoint::define_profile_point!(P0);
-                profpoint::define_profile_point!(P1);
-                profpoint::define_profile_point!(P2);
-                profpoint::define_profile_point!(P3);
-                profpoint::define_profile_point!(P4);
-                profpoint::define_profile_point!(P5);
-                profpoint::define_profile_point!(P6);
-                profpoint::define_profile_point!(P7);
-                profpoint::define_profile_point!(P8);
-                profpoint::define_profile_point!(P9);
-                pub(super) fn touch() {
-                    for p in [&P0, &P1, &P2, &P3, &P4, &P5, &P6, &P7, &P8, &P9] {
-                        let t = p.start();
-                        p.leave(t);
-                    }
-                }
-            }
-        };
-    }
+    use profpoint_benches::ten_points as ten;
 
     ten!(m0);
     ten!(m1);

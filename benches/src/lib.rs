@@ -192,3 +192,30 @@ impl Targets {
         std::process::exit(1);
     }
 }
+
+/// Ten points (`P0` to `P9`, `profpoint::define_profile_point!`) in a module `$m` of their own,
+/// and `$m::touch()`, which calls each once: the many-point benches' rows (serve_targets,
+/// live_targets). The calling crate depends on profpoint.
+#[macro_export]
+macro_rules! ten_points {
+    ($m:ident) => {
+        mod $m {
+            profpoint::define_profile_point!(P0);
+            profpoint::define_profile_point!(P1);
+            profpoint::define_profile_point!(P2);
+            profpoint::define_profile_point!(P3);
+            profpoint::define_profile_point!(P4);
+            profpoint::define_profile_point!(P5);
+            profpoint::define_profile_point!(P6);
+            profpoint::define_profile_point!(P7);
+            profpoint::define_profile_point!(P8);
+            profpoint::define_profile_point!(P9);
+            pub(super) fn touch() {
+                for p in [&P0, &P1, &P2, &P3, &P4, &P5, &P6, &P7, &P8, &P9] {
+                    let t = p.start();
+                    p.leave(t);
+                }
+            }
+        }
+    };
+}

@@ -8,6 +8,7 @@
 //! profpoint compare BASE.json NEW.json [--alpha A] [--threshold PCT] [--fail-on-regression]
 //! profpoint compare BASE1.json BASE2.json ... -- NEW1.json NEW2.json ...
 //! profpoint heatmap DUMP [--top N] [--by function|bucket] [--exclude GLOB]... [--json]
+//! profpoint top ADDR [--token TOKEN] [--every SECONDS] [--sort KEY] [--filter GLOB]
 //! ```
 //!
 //! Every input file is read bounded (`input.rs`): a regular file of at most 256 MiB
@@ -19,7 +20,8 @@
 //! points by name and compares their latency distributions, not their means: one run a side, a
 //! rank test over the two histograms; repeated runs, a t test over the per-run medians
 //! (`compare.rs`, `stats.rs`, and `profpoint compare --help`). `heatmap` reports a heatmap
-//! dump (what the `heatmap` crate's `Profile::write_dump` wrote).
+//! dump (what the `heatmap` crate's `Profile::write_dump` wrote). `top` shows a serving
+//! process's points live in the terminal (`top/`).
 //!
 //! This is its own crate, apart from the `profpoint` library: linking the library would
 //! install its start-up and at-exit hooks in the command (`PROFPOINT_REPORT=json:x profpoint
@@ -35,6 +37,7 @@ mod compare;
 mod input;
 mod output;
 mod stats;
+mod top;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use input::{DEFAULT_MAX_INPUT, MAX_INPUT, load, read_input};
@@ -70,6 +73,8 @@ enum Command {
     Compare(compare::CompareArgs),
     /// Prints the hottest functions (or buckets) of a heatmap dump, readprofile style
     Heatmap(HeatmapArgs),
+    /// Shows a serving process's points live in the terminal, like top
+    Top(top::TopArgs),
 }
 
 /// `profpoint report`'s arguments.
@@ -345,7 +350,7 @@ fn usage_error(e: &clap::Error) -> ExitCode {
         .map_or(String::new(), |t| format!(" ({t})"));
     let sub = std::env::args()
         .nth(1)
-        .filter(|a| ["report", "compare", "heatmap"].contains(&a.as_str()));
+        .filter(|a| ["report", "compare", "heatmap", "top"].contains(&a.as_str()));
     let help = match sub {
         Some(s) => format!("profpoint {s} --help"),
         None => "profpoint --help".to_string(),
@@ -365,6 +370,7 @@ fn main() -> ExitCode {
         Command::Report(a) => report(a),
         Command::Compare(a) => compare::compare(a),
         Command::Heatmap(a) => heatmap(a),
+        Command::Top(a) => top::top(a, cli.max_input_size),
     };
     result.unwrap_or_else(|e| {
         output::say(&e);

@@ -146,6 +146,102 @@ fn a_token_is_required_when_set() {
     assert!(ok.starts_with("HTTP/1.1 200 OK"), "{ok}");
 }
 
+/// The live page at `/`: one document whose script and style are inline, that names no other
+/// site and whose policy lets it load nothing and connect nowhere but the server (the browser
+/// test, scripts/live-view, watches every request it makes). Names reach it only as text:
+/// its script never writes HTML (a `<script>` in a point's name is shown, not run).
+#[test]
+fn the_page_is_whole_and_keeps_to_itself() {
+    let r = get(server(), "/");
+    assert!(r.starts_with("HTTP/1.1 200 OK\r\n"), "{r}");
+    let (head, page) = r.split_once("\r\n\r\n").unwrap();
+    assert!(
+        head.contains("Content-Type: text/html; charset=utf-8"),
+        "{head}"
+    );
+    let csp = head
+        .lines()
+        .find_map(|l| l.strip_prefix("Content-Security-Policy: "))
+        .expect("a Content-Security-Policy");
+    for part in [
+        "default-src 'none'",
+        "connect-src 'self'",
+        "frame-ancestors 'none'",
+    ] {
+        assert!(csp.contains(part), "{csp}");
+    }
+    assert!(head.contains("Referrer-Policy: no-referrer"), "{head}");
+    assert!(head.contains("X-Content-Type-Options: nosniff"), "{head}");
+    assert!(page.starts_with("<!doctype html>") && page.trim_end().ends_with("</html>"));
+    assert!(page.contains("<script>") && page.contains("<style>"));
+    for external in ["http:", "https:", "//cdn", " src=", "@import", "url("] {
+        assert!(!page.contains(external), "the page names {external:?}");
+    }
+    let script = &page[page.find("<script>").unwrap()..page.find("</script>").unwrap()];
+    for writes_html in [
+        "innerHTML",
+        "outerHTML",
+        "insertAdjacentHTML",
+        "document.write",
+    ] {
+        assert!(
+            !script.contains(writes_html),
+            "the script uses {writes_html}"
+        );
+    }
+    assert!(script.contains("/debug/profpoint?format=json"));
+}
+
+/// With a token, the page is served to a request that carries it, as the header or, for the
+/// page alone (a browser opening a link sends no header), as `?token=` in its address,
+/// decoded as the page's own script reads it; every other address wants the header. The page
+/// sends the token as the header on every request it makes.
+#[test]
+fn the_page_is_covered_by_the_token() {
+    let token = "s3 cr+t/%";
+    let a = profpoint::serve_with(
+        "127.0.0.1:0",
+        profpoint::ServeOptions::new().token(Some(token.into())),
+    )
+    .unwrap()
+    .local_addr();
+    let bare = get(a, "/");
+    assert!(bare.starts_with("HTTP/1.1 401 "), "{bare}");
+    assert!(body(&bare).contains("/?token=TOKEN"), "{bare}");
+    assert!(!bare.contains("<script>"), "{bare}");
+    let encoded = "s3+cr%2Bt%2F%25";
+    let ok = get(a, &format!("/?token={encoded}"));
+    assert!(ok.starts_with("HTTP/1.1 200 OK"), "{ok}");
+    assert!(body(&ok).contains("<script>"));
+    let also = get(a, &format!("/?x=1&token={encoded}&y=2"));
+    assert!(also.starts_with("HTTP/1.1 200 OK"), "{also}");
+    for wrong in ["s3+cr%2Bt%2F", "s3%20cr+t/%25", "", "s3+cr%2Bt%2F%25%25"] {
+        let r = get(a, &format!("/?token={wrong}"));
+        assert!(r.starts_with("HTTP/1.1 401 "), "{wrong}: {r}");
+    }
+    for other in ["/metrics", "/debug/profpoint?format=json"] {
+        let sep = if other.contains('?') { '&' } else { '?' };
+        let r = get(a, &format!("{other}{sep}token={encoded}"));
+        assert!(r.starts_with("HTTP/1.1 401 "), "{other}: {r}");
+        let r = exchange(
+            a,
+            format!(
+                "GET {other} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {token}\r\n\r\n"
+            )
+            .as_bytes(),
+        );
+        assert!(r.starts_with("HTTP/1.1 200 OK"), "{other}: {r}");
+    }
+    let header = exchange(
+        a,
+        format!("GET / HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {token}\r\n\r\n")
+            .as_bytes(),
+    );
+    assert!(header.starts_with("HTTP/1.1 200 OK"), "{header}");
+    let page = body(&header);
+    assert!(page.contains("get(\"token\")") && page.contains("Authorization: \"Bearer \" + token"));
+}
+
 #[test]
 fn bad_requests_get_an_error() {
     let addr = server();

@@ -75,8 +75,24 @@ pub(super) fn gate(req: &httparse::Request<'_, '_>, opts: &ServeOptions) -> Opti
             .and_then(|v| std::str::from_utf8(v).ok())
             .and_then(bearer)
             .unwrap_or("");
-        if !constant_time_eq(given.as_bytes(), token.as_bytes()) {
-            let mut r = Response::text("401 Unauthorized", "a bearer token is required\n");
+        // The page alone may carry the token in its address (`/?token=TOKEN`): a browser
+        // opening a link sends no header. The page then sends it as a header on every
+        // request it makes, so no other address ever holds it.
+        let target = req.path.unwrap_or("/");
+        let (path, query) = target.split_once('?').unwrap_or((target, ""));
+        let in_query = (path == "/")
+            .then(|| query_param(query, "token"))
+            .flatten()
+            .unwrap_or_default();
+        let ok = constant_time_eq(given.as_bytes(), token.as_bytes())
+            || (path == "/" && constant_time_eq(in_query.as_bytes(), token.as_bytes()));
+        if !ok {
+            let why = if path == "/" {
+                "this page needs the server's token: open it as /?token=TOKEN\n"
+            } else {
+                "a bearer token is required\n"
+            };
+            let mut r = Response::text("401 Unauthorized", why);
             r.extra.push(("WWW-Authenticate", "Bearer".into()));
             return Some(r);
         }
@@ -103,12 +119,7 @@ pub(super) fn respond(req: &httparse::Request<'_, '_>, opts: &ServeOptions) -> R
             .map(|(_, v)| v)
     };
     match path {
-        "/" => Response {
-            status: "200 OK",
-            content_type: "text/html; charset=utf-8",
-            extra: Vec::new(),
-            body: INDEX.as_bytes().to_vec(),
-        },
+        "/" => page(),
         "/metrics" => match on_report_thread(metrics) {
             Some(m) => Response {
                 status: "200 OK",
@@ -145,15 +156,62 @@ pub(super) fn respond(req: &httparse::Request<'_, '_>, opts: &ServeOptions) -> R
     }
 }
 
-pub(super) const INDEX: &str = "<!doctype html>\n<html><head><title>profpoint</title></head><body>\n\
-<h1>profpoint</h1>\n<ul>\n\
-<li><a href=\"/metrics\">/metrics</a>: the points and tracepoint hits in Prometheus's text format (counters, latency summaries, run labels)</li>\n\
-<li><a href=\"/debug/profpoint\">/debug/profpoint</a>: the points table now, as at exit</li>\n\
-<li><a href=\"/debug/profpoint?format=json\">/debug/profpoint?format=json</a>: the whole report as JSON (docs/report-schema.md)</li>\n\
-<li><a href=\"/debug/pprof/profile?seconds=10\">/debug/pprof/profile?seconds=10</a>: a CPU profile of the next 10 s with its stacks (the heatmap sampler), gzip pprof as Go's: <code>go tool pprof URL</code></li>\n\
-<li><a href=\"/debug/pprof/points\">/debug/pprof/points</a>: the points' calls, self and total time since the start, gzip pprof (self time the default)</li>\n\
-<li><a href=\"/debug/profpoint?last=60s\">/debug/profpoint?last=60s</a>: the table with the calls of about the last minute (up to 2 minutes, in 10 s steps; add &amp;format=json)</li>\n\
-</ul>\n</body></html>\n";
+/// The live page at `/`: one HTML document, its script and style inline, that polls
+/// `/debug/profpoint?format=json` and draws the table and the flame graph in the browser.
+pub(super) const PAGE: &str = include_str!("page.html");
+
+/// The page's answer, with the headers that keep it to itself: its policy lets it load nothing
+/// and connect nowhere but this server (so it works offline, and a name in the report that
+/// slipped past the page's escaping could still fetch nothing), lets no other site frame it,
+/// and sends no `Referer` (a token given in its address stays there).
+pub(super) fn page() -> Response {
+    Response {
+        status: "200 OK",
+        content_type: "text/html; charset=utf-8",
+        extra: vec![
+            (
+                "Content-Security-Policy",
+                "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; \
+                 connect-src 'self'; img-src 'self' blob: data:; base-uri 'none'; \
+                 form-action 'none'; frame-ancestors 'none'"
+                    .into(),
+            ),
+            ("X-Content-Type-Options", "nosniff".into()),
+            ("X-Frame-Options", "DENY".into()),
+            ("Referrer-Policy", "no-referrer".into()),
+        ],
+        body: PAGE.as_bytes().to_vec(),
+    }
+}
+
+/// The value of `name` in a query string (`a=1&token=x`), decoded as a browser's
+/// `URLSearchParams` encodes it (`+` a space, `%XX` a byte); `None` when absent or not UTF-8.
+pub(super) fn query_param(query: &str, name: &str) -> Option<String> {
+    let raw = query
+        .split('&')
+        .filter_map(|kv| kv.split_once('='))
+        .find(|(k, _)| *k == name)?
+        .1;
+    let b = raw.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        match b[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < b.len() => match (hex(b[i + 1]), hex(b[i + 2])) {
+                (Some(h), Some(l)) => {
+                    out.push((h * 16 + l) as u8);
+                    i += 2;
+                }
+                _ => out.push(b'%'),
+            },
+            c => out.push(c),
+        }
+        i += 1;
+    }
+    String::from_utf8(out).ok()
+}
 
 pub(super) fn collect() -> Report {
     crate::report::collect(&ReportOptions::default())

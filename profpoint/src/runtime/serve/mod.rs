@@ -1,5 +1,7 @@
 //! Live reports over HTTP (feature `serve`): a service that never exits shows its
-//! points while it runs, to a person (`/debug/profpoint`), to Prometheus (`/metrics`), to
+//! points while it runs, to a person (the live page at `/`, `page.html`: the table, a filter
+//! and a flame graph in the browser, polling the JSON; and `/debug/profpoint`'s table), to
+//! Prometheus (`/metrics`), to
 //! whatever reads JSON (`/debug/profpoint?format=json`) and to pprof's readers
 //! (`/debug/pprof/profile`, `/debug/pprof/points`).
 //!
@@ -35,7 +37,9 @@
 //!   [`ServeOptions::max_connections`], nothing built, so a flood without the token leaves
 //!   room for the scrapes that carry it. One rule for every server of the process: the token given in code
 //!   ([`ServeOptions::token`]) if any, else `PROFPOINT_SERVE_TOKEN` if set, whether the server
-//!   was started by `PROFPOINT_SERVE` or by [`serve`] in code. A server that listens beyond
+//!   was started by `PROFPOINT_SERVE` or by [`serve`] in code. The page alone (`/`) also takes
+//!   it as `?token=` in its address, since a browser opening a link sends no header; its script
+//!   sends it as the header on every request it makes. A server that listens beyond
 //!   loopback without a token says so in one line on stderr.
 //! - The server's own threads make no point calls: nothing of it appears in the user's table.
 //! - Reports are built on one long-lived thread, `profpoint-serve-report` (a fresh connection
