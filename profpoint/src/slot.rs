@@ -79,6 +79,9 @@ pub(crate) struct Counts {
     pub(crate) min: u64,
     pub(crate) max: u64,
     pub(crate) idle: u64,
+    /// Calls by bucket (`hist::index`), up to the last non-empty bucket: shorter than
+    /// `hist::BUCKETS` (empty with no timed call), so that a report of many points copies
+    /// only the buckets their calls reached (11 KB a point and thread in full).
     pub(crate) hist: Vec<u64>,
 }
 
@@ -93,7 +96,7 @@ impl Default for Counts {
             min: u64::MAX,
             max: 0,
             idle: 0,
-            hist: vec![0; hist::BUCKETS],
+            hist: Vec::new(),
         }
     }
 }
@@ -104,7 +107,8 @@ impl Counts {
         self.timed + self.nested + self.skipped
     }
 
-    /// Adds `other` into `self`.
+    /// Adds `other` into `self` (a copy of a slot adds itself in `Slot::read`).
+    #[cfg(test)]
     pub(crate) fn add(&mut self, other: &Counts) {
         self.nested += other.nested;
         self.timed += other.timed;
@@ -114,6 +118,9 @@ impl Counts {
         self.min = self.min.min(other.min);
         self.max = self.max.max(other.max);
         self.idle += other.idle;
+        if self.hist.len() < other.hist.len() {
+            self.hist.resize(other.hist.len(), 0);
+        }
         for (a, b) in self.hist.iter_mut().zip(&other.hist) {
             *a += b;
         }
@@ -146,8 +153,8 @@ impl Counts {
             hist: self
                 .hist
                 .iter()
-                .zip(&base.hist)
-                .map(|(a, b)| a.saturating_sub(*b))
+                .enumerate()
+                .map(|(i, a)| a.saturating_sub(base.hist.get(i).copied().unwrap_or(0)))
                 .collect(),
         }
     }
@@ -241,32 +248,47 @@ impl Slot {
     /// more than `timed`, or its last call twice: percentiles use the distribution's own
     /// total).
     pub(crate) fn read(&self, into: &mut Counts) {
-        let mut c = Counts::default();
         let s = self.read_scalars();
-        c.nested = s.nested;
-        c.timed = s.timed;
-        c.skipped = s.skipped;
-        c.total = s.total;
-        c.self_ticks = s.self_ticks;
-        c.min = s.min;
-        c.max = s.max;
+        into.nested += s.nested;
+        into.timed += s.timed;
+        into.skipped += s.skipped;
+        into.total += s.total;
+        into.self_ticks = into.self_ticks.wrapping_add(s.self_ticks);
+        into.min = into.min.min(s.min);
+        into.max = into.max.max(s.max);
         // Relaxed: read like the distribution (a best-effort copy, after the scalars).
-        c.idle = self.idle.load(Ordering::Relaxed);
-        for (d, s) in c.hist.iter_mut().zip(&self.hist) {
-            // Relaxed: the distribution is read as a best-effort copy (see above).
-            *d = s.load(Ordering::Relaxed);
-        }
+        into.idle += self.idle.load(Ordering::Relaxed);
         // Relaxed: as the distribution. The owner's last timed call, still out of `hist`.
+        let last = self.pending.load(Ordering::Relaxed) as usize;
+        if s.timed == 0 && last == 0 {
+            // No timed call on this slot when the scalars were read: nothing in `hist`
+            // that the copy should hold (a point counted only, or not called here).
+            return;
+        }
+        // Relaxed: the distribution is read as a best-effort copy (see above), straight into
+        // `into`, and only between the buckets of the slot's least and greatest timed call:
+        // the owner records a call's bucket with the same interval it compares with `min`
+        // and `max` (`point/hot.rs`), so no bucket outside them holds one. Reading all 1,408
+        // buckets of every slot was most of a report of many points (11 KB a point and
+        // thread). Without a least and greatest (a slot written otherwise, in tests), all.
+        let (lo, hi) = if s.min <= s.max {
+            (hist::index(s.min), hist::index(s.max) + 1)
+        } else {
+            (0, hist::BUCKETS)
+        };
+        let lo = if last > 0 { lo.min(last - 1) } else { lo };
+        let hi = hi.max(last).min(hist::BUCKETS);
+        if into.hist.len() < hi {
+            into.hist.resize(hi, 0);
+        }
+        for (d, s) in into.hist[lo..hi].iter_mut().zip(&self.hist[lo..hi]) {
+            *d += s.load(Ordering::Relaxed);
+        }
         // `get_mut`: a reader must not panic (it may be a signal handler's report), though
         // `pending` only ever holds a bucket plus one.
-        let last = self.pending.load(Ordering::Relaxed);
-        if let Some(b) = (last as usize)
-            .checked_sub(1)
-            .and_then(|i| c.hist.get_mut(i))
-        {
+        if let Some(b) = last.checked_sub(1).and_then(|i| into.hist.get_mut(i)) {
             *b += 1;
         }
-        into.add(&c);
     }
 
     /// The scalar counters, consistent with each other (retried while the owner is
@@ -402,7 +424,7 @@ mod tests {
             max: 15,
             ..Default::default()
         };
-        b.hist[1] = 3;
+        b.hist = vec![0, 3];
         a.add(&b);
         a.add(&b);
         assert_eq!(
@@ -415,31 +437,82 @@ mod tests {
 
     /// The distribution, one call late in the slot, is whole in every copy: the last timed
     /// interval (still pending) is read into its bucket, and each earlier one is in `hist`
-    /// once.
+    /// once. Both ways a copy reads the buckets: between those of `min` and `max` when the
+    /// owner keeps them as the hot path does, and all of them when it does not.
     #[test]
     fn a_copy_holds_every_interval_the_last_one_too() {
-        let s = Slot::new_boxed();
-        let mut empty = Counts::default();
-        s.read(&mut empty);
-        assert_eq!(empty.hist.iter().sum::<u64>(), 0);
-        let ticks = [3u64, 40, 40, 1_000, 77_777, 3];
-        for (n, &t) in ticks.iter().enumerate() {
-            s.write_begin();
-            bump(&s.timed, 1);
-            s.record_hist(t);
-            s.write_end();
-            let mut c = Counts::default();
-            s.read(&mut c);
-            let mut want = vec![0u64; hist::BUCKETS];
-            for &seen in &ticks[..=n] {
-                want[hist::index(seen)] += 1;
+        for with_min_max in [false, true] {
+            let s = Slot::new_boxed();
+            let mut empty = Counts::default();
+            s.read(&mut empty);
+            assert_eq!(empty.hist.iter().sum::<u64>(), 0);
+            let ticks = [3u64, 40, 40, 1_000, 77_777, 0, 3, u64::MAX / 2, 5];
+            for (n, &t) in ticks.iter().enumerate() {
+                s.write_begin();
+                bump(&s.timed, 1);
+                if with_min_max {
+                    // As `point/hot.rs` records a call.
+                    if t < crate::owned::get(&s.min) {
+                        crate::owned::set(&s.min, t);
+                    }
+                    if t > crate::owned::get(&s.max) {
+                        crate::owned::set(&s.max, t);
+                    }
+                }
+                s.record_hist(t);
+                s.write_end();
+                let mut c = Counts::default();
+                s.read(&mut c);
+                let mut want = vec![0u64; hist::BUCKETS];
+                for &seen in &ticks[..=n] {
+                    want[hist::index(seen)] += 1;
+                }
+                let mut got = c.hist.clone();
+                assert!(got.len() <= hist::BUCKETS, "{}", got.len());
+                got.resize(hist::BUCKETS, 0);
+                assert_eq!(got, want, "after {} intervals ({with_min_max})", n + 1);
+                assert_eq!(c.hist.iter().sum::<u64>(), c.timed);
             }
-            assert_eq!(c.hist, want, "after {} intervals", n + 1);
-            assert_eq!(c.hist.iter().sum::<u64>(), c.timed);
+            // The slot itself holds all but the last, which waits for the next timed call.
+            let held: u64 = s.hist.iter().map(|b| b.load(Ordering::Relaxed)).sum();
+            assert_eq!(held, ticks.len() as u64 - 1);
         }
-        // The slot itself holds all but the last, which waits for the next timed call.
-        let held: u64 = s.hist.iter().map(|b| b.load(Ordering::Relaxed)).sum();
-        assert_eq!(held, ticks.len() as u64 - 1);
+    }
+
+    /// Copies of slots whose calls reach different buckets add up in one `Counts` (a point's
+    /// copy sums its slot on every thread), whichever reaches further.
+    #[test]
+    fn copies_of_narrow_and_wide_slots_add_up() {
+        let write = |s: &Slot, ticks: &[u64]| {
+            for &t in ticks {
+                s.write_begin();
+                bump(&s.timed, 1);
+                if t < crate::owned::get(&s.min) {
+                    crate::owned::set(&s.min, t);
+                }
+                if t > crate::owned::get(&s.max) {
+                    crate::owned::set(&s.max, t);
+                }
+                s.record_hist(t);
+                s.write_end();
+            }
+        };
+        let (wide, narrow) = (Slot::new_boxed(), Slot::new_boxed());
+        write(&wide, &[2, 9_000_000, 70]);
+        write(&narrow, &[500, 600]);
+        for order in [[&wide, &narrow], [&narrow, &wide]] {
+            let mut c = Counts::default();
+            for s in order {
+                s.read(&mut c);
+            }
+            let mut want = vec![0u64; hist::BUCKETS];
+            for t in [2u64, 9_000_000, 70, 500, 600] {
+                want[hist::index(t)] += 1;
+            }
+            c.hist.resize(hist::BUCKETS, 0);
+            assert_eq!(c.hist, want);
+            assert_eq!((c.timed, c.min, c.max), (5, 2, 9_000_000));
+        }
     }
 
     #[test]

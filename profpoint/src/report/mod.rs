@@ -50,7 +50,7 @@ fn baseline() -> std::sync::MutexGuard<'static, Vec<Counts>> {
 /// `budget/estimate.rs`; else one stratum for the whole run).
 pub(crate) fn read_all() -> Vec<(Counts, Est)> {
     let base = baseline();
-    let abs: Vec<Counts> = (0..point::all().len()).map(shard::read_point).collect();
+    let abs: Vec<Counts> = shard::read_points(point::all().len());
     let scalars: Vec<_> = abs.iter().map(Counts::scalars).collect();
     let ests = budget::estimates(&scalars);
     abs.into_iter()
@@ -76,7 +76,7 @@ pub(crate) fn read_all() -> Vec<(Counts, Est)> {
 /// Makes the current counts the new zero (see [`crate::reset`]).
 pub(crate) fn reset_counts() {
     let mut base = baseline();
-    let now: Vec<Counts> = (0..point::all().len()).map(shard::read_point).collect();
+    let now: Vec<Counts> = shard::read_points(point::all().len());
     budget::reset(&now.iter().map(Counts::scalars).collect::<Vec<_>>());
     *base = now;
 }

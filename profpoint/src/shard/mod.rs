@@ -610,6 +610,21 @@ pub(crate) fn read_point(index: usize) -> Counts {
     sum
 }
 
+/// The counts of each of the first `n` points, summed over every shard (the shard list taken
+/// once, not once a point).
+pub(crate) fn read_points(n: usize) -> Vec<Counts> {
+    let shards = registry().all.clone();
+    (0..n)
+        .map(|index| {
+            let mut sum = Counts::default();
+            for s in &shards {
+                add_point_counts(s, index, &mut sum);
+            }
+            sum
+        })
+        .collect()
+}
+
 /// How many shards hold a call of each of the first `n` points. A shard is one thread's at a
 /// time, so a sync point's calls on it never overlap: its time there is at most the wall time
 /// (the report's bound on an estimated total, per point rather than per process, where the
