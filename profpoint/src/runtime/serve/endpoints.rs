@@ -120,12 +120,12 @@ pub(super) fn respond(req: &httparse::Request<'_, '_>, opts: &ServeOptions) -> R
     };
     match path {
         "/" => page(),
-        "/metrics" => match on_report_thread(metrics) {
+        "/metrics" => match on_report_thread(|b| b.rendered("metrics", metrics)) {
             Some(m) => Response {
                 status: "200 OK",
                 content_type: "text/plain; version=0.0.4; charset=utf-8",
                 extra: Vec::new(),
-                body: m.into_bytes(),
+                body: m.to_vec(),
             },
             None => Response::text("500 Internal Server Error", "the report failed\n"),
         },
@@ -134,13 +134,13 @@ pub(super) fn respond(req: &httparse::Request<'_, '_>, opts: &ServeOptions) -> R
                 param("format").map(String::from),
                 param("last").map(String::from),
             );
-            on_report_thread(move || debug_profpoint(format.as_deref(), last.as_deref()))
+            on_report_thread(move |b| debug_profpoint(b, format.as_deref(), last.as_deref()))
                 .unwrap_or_else(|| {
                     Response::text("500 Internal Server Error", "the report failed\n")
                 })
         }
         "/debug/pprof/profile" => pprof_profile(param("seconds"), opts.max_profile_seconds),
-        "/debug/pprof/points" => match on_report_thread(points_pprof) {
+        "/debug/pprof/points" => match on_report_thread(|b| b.rendered("pprof", points_pprof)) {
             Some(body) => Response {
                 status: "200 OK",
                 content_type: "application/octet-stream",
@@ -148,7 +148,7 @@ pub(super) fn respond(req: &httparse::Request<'_, '_>, opts: &ServeOptions) -> R
                     "Content-Disposition",
                     "attachment; filename=\"points.pb.gz\"".into(),
                 )],
-                body,
+                body: body.to_vec(),
             },
             None => Response::text("500 Internal Server Error", "the report failed\n"),
         },
@@ -218,8 +218,7 @@ pub(super) fn collect() -> Report {
 }
 
 /// `/metrics`: the report's exposition, and one series naming the run.
-pub(super) fn metrics() -> String {
-    let r = collect();
+pub(super) fn metrics(r: &Report) -> Vec<u8> {
     let mut o = r.to_prometheus();
     let label = crate::report::prometheus::label;
     o.push_str("# HELP profpoint_run_info The profiled process: its id, command and start time (Unix seconds).\n");
@@ -230,31 +229,42 @@ pub(super) fn metrics() -> String {
         label(&r.run.command.join(" ")),
         r.run.start_unix_ns / 1_000_000_000
     ));
-    o
+    o.into_bytes()
 }
 
-pub(super) fn debug_profpoint(format: Option<&str>, last: Option<&str>) -> Response {
-    let mut r = collect();
-    if let Some(last) = last {
-        let age = match crate::env::parse_every(last) {
-            Ok(d) => d,
-            Err(_) => {
-                return Response::text(
-                    "400 Bad Request",
-                    format!("last={last:?}: expected a duration with its unit (e.g. 60s, 2m)\n"),
-                );
-            }
+pub(super) fn debug_profpoint(b: &Batch, format: Option<&str>, last: Option<&str>) -> Response {
+    let json = |body: Vec<u8>| Response {
+        status: "200 OK",
+        content_type: "application/json",
+        extra: Vec::new(),
+        body,
+    };
+    let Some(last) = last else {
+        // The whole run's figures: the same bytes for every such request of the batch.
+        return match format {
+            None | Some("table") => Response {
+                body: b.rendered("table", |r| r.to_table().into_bytes()).to_vec(),
+                ..Response::text("200 OK", "")
+            },
+            Some("json") => json(b.rendered("json", |r| r.to_json().into_bytes()).to_vec()),
+            Some(other) => Response::text(
+                "400 Bad Request",
+                format!("format={other:?}: expected table or json\n"),
+            ),
         };
-        r.interval = Some(history_interval(&r, age));
-    }
+    };
+    let Ok(age) = crate::env::parse_every(last) else {
+        return Response::text(
+            "400 Bad Request",
+            format!("last={last:?}: expected a duration with its unit (e.g. 60s, 2m)\n"),
+        );
+    };
+    // The last `age`: a copy of the batch's report with its interval.
+    let mut r = b.report.clone();
+    r.interval = Some(history_interval(&r, age));
     match format {
         None | Some("table") => Response::text("200 OK", r.to_table()),
-        Some("json") => Response {
-            status: "200 OK",
-            content_type: "application/json",
-            extra: Vec::new(),
-            body: r.to_json().into_bytes(),
-        },
+        Some("json") => json(r.to_json().into_bytes()),
         Some(other) => Response::text(
             "400 Bad Request",
             format!("format={other:?}: expected table or json\n"),
@@ -347,31 +357,66 @@ pub(super) fn pprof_profile(seconds: Option<&str>, max: u64) -> Response {
 /// `/debug/pprof/points`: the points' figures since the process started (calls, self and total
 /// time, self the default) as gzip pprof, one flat sample per point (`Report::to_pprof`);
 /// the sampler's rows are left out (they are `/debug/pprof/profile`).
-pub(super) fn points_pprof() -> Vec<u8> {
-    let r = collect();
+pub(super) fn points_pprof(r: &Report) -> Vec<u8> {
     #[cfg(feature = "heatmap")]
-    let r = {
-        let mut r = r;
+    if r.heatmap.is_some() {
+        let mut r = r.clone();
         r.heatmap = None;
-        r
-    };
+        return r.to_pprof();
+    }
     r.to_pprof()
 }
 
 /// Reports kept for `?last=` (oldest first), with when each was taken.
 pub(super) static HISTORY: Mutex<Vec<(Instant, Report)>> = Mutex::new(Vec::new());
 
-/// A job for the report thread.
-type Job = Box<dyn FnOnce() + Send>;
+/// A job for the report thread: it answers from the batch's report.
+type Job = Box<dyn FnOnce(&Batch) + Send>;
+
+/// A rendering's bytes, shared by the requests of a batch.
+type Body = std::sync::Arc<[u8]>;
+
+/// One report shared by every request the report thread took together (those that waited
+/// while the report before was built), with each rendering made once for all of them: 32
+/// scrapes at once cost one build and one exposition, not 32. Each request's report is built
+/// after it arrived, so an answer never holds figures older than its request.
+pub(super) struct Batch {
+    pub(super) report: Report,
+    made: std::cell::RefCell<Vec<(&'static str, Body)>>,
+}
+
+impl Batch {
+    pub(super) fn new(report: Report) -> Batch {
+        Batch {
+            report,
+            made: std::cell::RefCell::new(Vec::new()),
+        }
+    }
+
+    /// The rendering `key` of the report, made by `make` for the first request that asks.
+    pub(super) fn rendered(
+        &self,
+        key: &'static str,
+        make: impl FnOnce(&Report) -> Vec<u8>,
+    ) -> Body {
+        if let Some((_, b)) = self.made.borrow().iter().find(|(k, _)| *k == key) {
+            return b.clone();
+        }
+        let b: Body = make(&self.report).into();
+        self.made.borrow_mut().push((key, b.clone()));
+        b
+    }
+}
 
 /// The report thread's queue (set once it runs).
 pub(super) static WORKER: std::sync::OnceLock<std::sync::mpsc::Sender<Job>> =
     std::sync::OnceLock::new();
 
 /// Starts the report thread, `profpoint-serve-report`, once: it builds every report the
-/// endpoints answer with (one at a time), and keeps the history for `?last=` between
-/// requests. One long-lived thread: a report built on a fresh connection thread cost 3x as
-/// much (its allocations met fresh pages: BENCHMARKS.md, "Live server").
+/// endpoints answer with (one at a time, each shared by the requests waiting for it), and
+/// keeps the history for `?last=` between requests. One long-lived thread: a report built on
+/// a fresh connection thread cost 3x as much (its allocations met fresh pages:
+/// BENCHMARKS.md, "Live server").
 pub(super) fn history_start() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
@@ -389,6 +434,10 @@ pub(super) fn history_start() {
     });
 }
 
+/// At most this many requests answered from one report (the connections' cap bounds them
+/// anyway): a bound on the batch's list, not a limit a client meets.
+const BATCH_MAX: usize = 256;
+
 pub(super) fn report_thread(rx: std::sync::mpsc::Receiver<Job>) {
     let mut next = Instant::now();
     loop {
@@ -404,9 +453,22 @@ pub(super) fn report_thread(rx: std::sync::mpsc::Receiver<Job>) {
             continue;
         }
         match rx.recv_timeout(next - now) {
-            // A job that panics answers nothing (its connection gets a 500); the thread goes on.
             Ok(job) => {
-                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+                // Every request waiting now shares the report built next.
+                let mut jobs = vec![job];
+                while jobs.len() < BATCH_MAX
+                    && let Ok(j) = rx.try_recv()
+                {
+                    jobs.push(j);
+                }
+                // A report or a job that panics answers nothing (its connection gets a 500:
+                // the job's sender is dropped); the thread goes on.
+                let Ok(batch) = std::panic::catch_unwind(|| Batch::new(collect())) else {
+                    continue;
+                };
+                for job in jobs {
+                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(&batch)));
+                }
             }
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
             Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return,
@@ -414,17 +476,18 @@ pub(super) fn report_thread(rx: std::sync::mpsc::Receiver<Job>) {
     }
 }
 
-/// Runs `f` on the report thread and returns what it made (`None` if it panicked); on the
-/// calling thread when there is no report thread.
+/// Runs `f` on the report thread with the report it builds next and returns what `f` made
+/// (`None` if either panicked); on the calling thread, with a report of its own, when there
+/// is no report thread.
 pub(super) fn on_report_thread<T: Send + 'static>(
-    f: impl FnOnce() -> T + Send + 'static,
+    f: impl FnOnce(&Batch) -> T + Send + 'static,
 ) -> Option<T> {
     let Some(worker) = WORKER.get() else {
-        return Some(f());
+        return Some(f(&Batch::new(collect())));
     };
     let (tx, rx) = std::sync::mpsc::channel();
-    let job: Job = Box::new(move || {
-        let _ = tx.send(f());
+    let job: Job = Box::new(move |b| {
+        let _ = tx.send(f(b));
     });
     worker.send(job).ok()?;
     rx.recv().ok()
@@ -443,4 +506,53 @@ pub(super) fn history_interval(now: &Report, age: Duration) -> Interval {
         })
         .map(|(_, r)| r);
     Interval::between(from, now, 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Requests that wait while a report is built share the next one: held busy by a first
+    /// job, the report thread answers the 31 requests queued meanwhile from one report and
+    /// one rendering, built after they all arrived.
+    #[test]
+    fn requests_waiting_together_share_one_report() {
+        history_start();
+        let worker = WORKER.get().expect("the report thread runs");
+        let (hold_tx, hold_rx) = std::sync::mpsc::channel::<()>();
+        let (held_tx, held_rx) = std::sync::mpsc::channel::<()>();
+        let first: Job = Box::new(move |_| {
+            let _ = held_tx.send(());
+            let _ = hold_rx.recv();
+        });
+        worker.send(first).unwrap();
+        held_rx.recv().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let queued_at = Instant::now();
+        for _ in 0..31 {
+            let tx = tx.clone();
+            let job: Job = Box::new(move |b| {
+                let body = b.rendered("metrics", metrics);
+                let _ = tx.send((body, b.report.wall_ns));
+            });
+            worker.send(job).unwrap();
+        }
+        drop(tx);
+        hold_tx.send(()).unwrap();
+        let got: Vec<_> = rx.iter().collect();
+        assert_eq!(got.len(), 31, "every request answered");
+        assert!(
+            got.iter().all(|(b, _)| Arc::ptr_eq(b, &got[0].0)),
+            "one rendering for all"
+        );
+        assert!(
+            got.iter().all(|(_, w)| *w == got[0].1),
+            "one report for all"
+        );
+        // Built after the requests arrived: its wall time covers the moment they queued.
+        let since_start = crate::clock::info()
+            .to_ns(crate::clock::now().saturating_sub(crate::clock::origin().0));
+        let queued_ns = since_start.saturating_sub(queued_at.elapsed().as_nanos() as u64);
+        assert!(got[0].1 >= queued_ns, "{} < {queued_ns}", got[0].1);
+    }
 }
