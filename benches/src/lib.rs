@@ -219,3 +219,67 @@ macro_rules! ten_points {
         }
     };
 }
+
+/// A hundred points in a module `$m` of their own (ten modules of [`ten_points!`]) and
+/// `$m::touch()`, which calls each once.
+#[macro_export]
+macro_rules! hundred_points {
+    ($m:ident) => {
+        mod $m {
+            $crate::ten_points!(a0);
+            $crate::ten_points!(a1);
+            $crate::ten_points!(a2);
+            $crate::ten_points!(a3);
+            $crate::ten_points!(a4);
+            $crate::ten_points!(a5);
+            $crate::ten_points!(a6);
+            $crate::ten_points!(a7);
+            $crate::ten_points!(a8);
+            $crate::ten_points!(a9);
+            pub(super) fn touch() {
+                a0::touch();
+                a1::touch();
+                a2::touch();
+                a3::touch();
+                a4::touch();
+                a5::touch();
+                a6::touch();
+                a7::touch();
+                a8::touch();
+                a9::touch();
+            }
+        }
+    };
+}
+
+/// A thousand points in a module `$m` of their own (ten of [`hundred_points!`]) and
+/// `$m::touch()`, which calls each once (live_targets, serve_large).
+#[macro_export]
+macro_rules! thousand_points {
+    ($m:ident) => {
+        mod $m {
+            $crate::hundred_points!(b0);
+            $crate::hundred_points!(b1);
+            $crate::hundred_points!(b2);
+            $crate::hundred_points!(b3);
+            $crate::hundred_points!(b4);
+            $crate::hundred_points!(b5);
+            $crate::hundred_points!(b6);
+            $crate::hundred_points!(b7);
+            $crate::hundred_points!(b8);
+            $crate::hundred_points!(b9);
+            pub(super) fn touch() {
+                b0::touch();
+                b1::touch();
+                b2::touch();
+                b3::touch();
+                b4::touch();
+                b5::touch();
+                b6::touch();
+                b7::touch();
+                b8::touch();
+                b9::touch();
+            }
+        }
+    };
+}

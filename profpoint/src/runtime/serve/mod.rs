@@ -42,8 +42,13 @@
 //!   sends it as the header on every request it makes. A server that listens beyond
 //!   loopback without a token says so in one line on stderr.
 //! - The server's own threads make no point calls: nothing of it appears in the user's table.
-//! - Reports are built on one long-lived thread, `profpoint-serve-report` (a fresh connection
-//!   thread paid 3x for it), one at a time; between requests it keeps a report every 10 s for
+//! - Reports are built on one long-lived thread, `profpoint-serve-report` (`reports.rs`; a
+//!   fresh connection thread paid 3x for it), one at a time, each for every request that
+//!   waited while the one before was built (and each rendering made once for them): a burst
+//!   of scrapes costs two builds, not one each, and no answer holds figures older than its
+//!   request. An answer being written holds its place among the connections until its client
+//!   has read it or 5 s pass (BENCHMARKS.md, "The server with 20,000 points", has what that
+//!   costs). Between requests it keeps a report every 10 s for
 //!   the last 2 minutes, for `/debug/profpoint?last=60s`: the answer is the report now with its `interval` since the
 //!   kept report closest to that age (the interval's exact bounds are in it).
 //!
@@ -57,7 +62,7 @@
 //!   read it with no flag. No points' figures are in it. One at a time: a second request
 //!   meanwhile gets `429`; while the heatmap already runs for the whole process, `409` (its
 //!   profile is in every report); where the sampler cannot start, `503` and one line saying
-//!   why. Needs the `heatmap` feature (default); without it, `501`.
+//!   why. Needs the `heatmap` feature (off by default); without it, `501`.
 //! - `/debug/pprof/points`: the points' figures since the process started as gzip pprof, one
 //!   flat sample per point with `calls/count`, `self/nanoseconds` (the default) and
 //!   `total/nanoseconds` (`Report::to_pprof`, without the sampler's rows).
@@ -66,10 +71,12 @@
 
 mod conn;
 mod endpoints;
+mod reports;
 
 use crate::report::{Interval, Report, ReportOptions};
 use conn::*;
 use endpoints::*;
+use reports::*;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicUsize, Ordering};
