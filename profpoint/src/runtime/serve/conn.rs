@@ -16,12 +16,24 @@ pub(super) const HEAD_DEADLINE: Duration = Duration::from_secs(5);
 pub(super) const OVERFLOW_READ: Duration = Duration::from_millis(200);
 /// How long writing an answer may take, in all (`write_within`).
 pub(super) const REQUEST_DEADLINE: Duration = Duration::from_secs(5);
+/// How long a client may take no byte of its answer before it is given up (`write_within`):
+/// a scraper reads at once; one that never reads would hold its thread to the deadline.
+pub(super) const WRITE_STALL: Duration = Duration::from_secs(1);
+/// Answers being written at once, in [`ServeOptions::max_connections`]: past them, new
+/// requests are answered 503 as past the places.
+pub(super) const WRITERS_PER_PLACE: usize = 4;
 
 pub(super) struct Shared {
     pub(super) opts: ServeOptions,
-    /// Requests being answered (their threads).
+    /// Requests being answered (their threads, from dispatch until their answer is built).
     pub(super) active: AtomicUsize,
+    /// Answers being written (their threads, from the answer built until written or given
+    /// up): out of the places, so that clients that do not read leave room for scrapes.
+    pub(super) writing: AtomicUsize,
 }
+
+/// A response's bytes, shared by the requests a report thread's batch answers.
+pub(super) type Body = Arc<[u8]>;
 
 /// A connection whose request head is still arriving, held by the accept thread.
 pub(super) struct Arriving {
@@ -233,7 +245,9 @@ pub(super) fn busy() -> Response {
 /// Answers a short response from the accept thread, without blocking (a fresh connection's
 /// send buffer takes it whole; one that does not is dropped), and closes the connection.
 pub(super) fn answer_now(mut s: TcpStream, resp: &Response) {
-    let _ = s.write(&encode(resp, false));
+    let mut bytes = head(resp);
+    bytes.extend_from_slice(&resp.body);
+    let _ = s.write(&bytes);
     let _ = s.shutdown(std::net::Shutdown::Write);
 }
 
@@ -253,7 +267,15 @@ pub(super) fn dispatch(stream: TcpStream, head: Vec<u8>, shared: &Arc<Shared>) {
             return;
         }
     }
-    // Relaxed: a count for a cap; the thread's own decrement is all that matters.
+    // Relaxed: counts for caps; the thread's own decrements are all that matters.
+    let writers = shared
+        .opts
+        .max_connections
+        .saturating_mul(WRITERS_PER_PLACE);
+    if shared.writing.load(Ordering::Relaxed) >= writers {
+        answer_now(stream, &busy());
+        return;
+    }
     if shared.active.fetch_add(1, Ordering::Relaxed) >= shared.opts.max_connections {
         shared.active.fetch_sub(1, Ordering::Relaxed);
         answer_now(stream, &busy());
@@ -267,10 +289,7 @@ pub(super) fn dispatch(stream: TcpStream, head: Vec<u8>, shared: &Arc<Shared>) {
         std::thread::Builder::new()
             .name("profpoint-http".into())
             .stack_size(8 << 20),
-        move || {
-            handle(stream, &head, &sh.opts);
-            sh.active.fetch_sub(1, Ordering::Relaxed);
-        },
+        move || handle(stream, &head, &sh),
     );
     if spawned.is_err() {
         shared.active.fetch_sub(1, Ordering::Relaxed);
@@ -282,7 +301,7 @@ pub(super) struct Response {
     pub(super) status: &'static str,
     pub(super) content_type: &'static str,
     pub(super) extra: Vec<(&'static str, String)>,
-    pub(super) body: Vec<u8>,
+    pub(super) body: Body,
 }
 
 impl Response {
@@ -291,13 +310,13 @@ impl Response {
             status,
             content_type: "text/plain; charset=utf-8",
             extra: Vec::new(),
-            body: body.into().into_bytes(),
+            body: body.into().into_bytes().into(),
         }
     }
 }
 
-/// The response's bytes: its head, and its body unless `head_only`.
-pub(super) fn encode(resp: &Response, head_only: bool) -> Vec<u8> {
+/// The response's head.
+pub(super) fn head(resp: &Response) -> Vec<u8> {
     let mut out = format!(
         "HTTP/1.1 {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\nCache-Control: no-store\r\n",
         resp.status,
@@ -308,48 +327,59 @@ pub(super) fn encode(resp: &Response, head_only: bool) -> Vec<u8> {
         out.push_str(&format!("{k}: {v}\r\n"));
     }
     out.push_str("\r\n");
-    let mut bytes = out.into_bytes();
-    if !head_only {
-        bytes.extend_from_slice(&resp.body);
-    }
-    bytes
+    out.into_bytes()
 }
 
-/// Answers a whole request head (read by the accept thread) on its own thread.
-pub(super) fn handle(mut s: TcpStream, head: &[u8], opts: &ServeOptions) {
+/// Answers a whole request head (read by the accept thread) on its own thread: the answer
+/// built in its place among the connections, then written out of it (among the writers), its
+/// body shared with the other requests of its report (no copy per client).
+pub(super) fn handle(mut s: TcpStream, head_bytes: &[u8], shared: &Shared) {
     let _ = s.set_nonblocking(false);
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut req = httparse::Request::new(&mut headers);
-    let (resp, head_only) = match req.parse(head) {
-        Ok(httparse::Status::Complete(_)) => (respond(&req, opts), req.method == Some("HEAD")),
+    let (resp, head_only) = match req.parse(head_bytes) {
+        Ok(httparse::Status::Complete(_)) => {
+            (respond(&req, &shared.opts), req.method == Some("HEAD"))
+        }
         // The accept thread parsed it whole already.
         _ => (Response::text("400 Bad Request", "bad request\n"), false),
     };
-    let _ = write_within(&mut s, &encode(&resp, head_only), REQUEST_DEADLINE);
+    // Relaxed (two): counts for caps. Writing first, then leaving the place: the thread is
+    // always under one cap or the other.
+    shared.writing.fetch_add(1, Ordering::Relaxed);
+    shared.active.fetch_sub(1, Ordering::Relaxed);
+    let body: &[u8] = if head_only { &[] } else { &resp.body };
+    let _ = write_within(&mut s, &[&head(&resp), body], REQUEST_DEADLINE);
+    shared.writing.fetch_sub(1, Ordering::Relaxed);
 }
 
-/// Writes `bytes` to `s`, giving up once `deadline` has passed since the first byte was
-/// offered: a client that reads a few bytes every few seconds would otherwise hold its
-/// thread, and its place among the connections, for as long as the answer lasts (each write
-/// has the time left as its timeout). Whether it was written whole.
-pub(super) fn write_within(s: &mut TcpStream, bytes: &[u8], deadline: Duration) -> bool {
+/// Writes `parts` to `s` in order, giving up once `deadline` has passed since the first byte
+/// was offered, or when the client takes no byte for [`WRITE_STALL`]: a client that reads a
+/// few bytes every few seconds would otherwise hold its thread for as long as the answer
+/// lasts (each write has the time left, at most the stall, as its timeout). Whether it was
+/// written whole.
+pub(super) fn write_within(s: &mut TcpStream, parts: &[&[u8]], deadline: Duration) -> bool {
     use std::io::Write;
     let until = Instant::now() + deadline;
-    let mut rest = bytes;
-    while !rest.is_empty() {
-        let left = until.saturating_duration_since(Instant::now());
-        // A zero timeout is refused (and would mean none): at least a millisecond.
-        if left.is_zero()
-            || s.set_write_timeout(Some(left.max(Duration::from_millis(1))))
-                .is_err()
-        {
-            return false;
-        }
-        match s.write(rest) {
-            Ok(0) => return false,
-            Ok(n) => rest = &rest[n.min(rest.len())..],
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(_) => return false,
+    for part in parts {
+        let mut rest: &[u8] = part;
+        while !rest.is_empty() {
+            let left = until
+                .saturating_duration_since(Instant::now())
+                .min(WRITE_STALL);
+            // A zero timeout is refused (and would mean none): at least a millisecond.
+            if left.is_zero()
+                || s.set_write_timeout(Some(left.max(Duration::from_millis(1))))
+                    .is_err()
+            {
+                return false;
+            }
+            match s.write(rest) {
+                Ok(0) => return false,
+                Ok(n) => rest = &rest[n.min(rest.len())..],
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => return false,
+            }
         }
     }
     true
@@ -399,7 +429,7 @@ mod tests {
         let deadline = Duration::from_secs(1);
         let t = Instant::now();
         assert!(
-            !write_within(&mut s, &big, deadline),
+            !write_within(&mut s, &[&big], deadline),
             "64 MiB read slowly in time"
         );
         let took = t.elapsed();
@@ -419,8 +449,150 @@ mod tests {
         });
         let (mut s, _) = listener.accept().unwrap();
         let answer = vec![b'y'; 4 << 20];
-        assert!(write_within(&mut s, &answer, Duration::from_secs(60)));
+        assert!(write_within(
+            &mut s,
+            &[&answer[..1000], &answer[1000..]],
+            Duration::from_secs(60)
+        ));
         drop(s);
         assert_eq!(fast.join().unwrap(), answer.len());
+    }
+
+    /// A client that takes nothing is given up after [`WRITE_STALL`], long before the
+    /// deadline (it held its thread for the whole deadline).
+    #[test]
+    fn a_client_that_takes_nothing_is_given_up_at_the_stall() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let idle = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (mut s, _) = listener.accept().unwrap();
+        let big = vec![b'x'; 64 << 20];
+        let t = Instant::now();
+        assert!(!write_within(&mut s, &[&big], Duration::from_secs(120)));
+        let took = t.elapsed();
+        assert!(took >= WRITE_STALL, "{took:?}");
+        // The stall plus the buffers' filling, not the 120 s deadline: a loaded machine may
+        // add seconds.
+        assert!(took < Duration::from_secs(30), "{took:?}");
+        drop(idle);
+    }
+
+    /// A stream whose socket buffer is set as small as the system allows (`SO_RCVBUF` for a
+    /// client before it connects, `SO_SNDBUF` for an accepted stream), so that an answer of
+    /// tens of KB does not fit in the two buffers.
+    fn small_buffers(addr: std::net::SocketAddr) -> TcpStream {
+        use std::os::fd::FromRawFd;
+        let std::net::SocketAddr::V4(v4) = addr else {
+            panic!("a v4 listener")
+        };
+        // SAFETY: a new socket whose descriptor is owned by the TcpStream made from it below
+        // (or closed here on failure); `sa` is a valid sockaddr_in for the call's length.
+        unsafe {
+            let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+            assert!(fd >= 0);
+            let one: libc::c_int = 1;
+            libc::setsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_RCVBUF,
+                std::ptr::from_ref(&one).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            );
+            let mut sa: libc::sockaddr_in = std::mem::zeroed();
+            sa.sin_family = libc::AF_INET as libc::sa_family_t;
+            sa.sin_port = v4.port().to_be();
+            sa.sin_addr.s_addr = u32::from(*v4.ip()).to_be();
+            let r = libc::connect(
+                fd,
+                std::ptr::from_ref(&sa).cast(),
+                std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+            );
+            if r != 0 {
+                libc::close(fd);
+                panic!("connect: {}", std::io::Error::last_os_error());
+            }
+            TcpStream::from_raw_fd(fd)
+        }
+    }
+
+    fn small_send_buffer(s: &TcpStream) {
+        use std::os::fd::AsRawFd;
+        let one: libc::c_int = 1;
+        // SAFETY: a valid descriptor and option value for the call's length.
+        let r = unsafe {
+            libc::setsockopt(
+                s.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_SNDBUF,
+                std::ptr::from_ref(&one).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        assert_eq!(r, 0);
+    }
+
+    /// The accepted end of `client`'s connection, with its request head read.
+    fn accept_request(
+        listener: &std::net::TcpListener,
+        client: &mut TcpStream,
+    ) -> (TcpStream, Vec<u8>) {
+        use std::io::Write;
+        let req = b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n";
+        client.write_all(req).unwrap();
+        let (mut s, _) = listener.accept().unwrap();
+        let mut head = vec![0u8; req.len()];
+        s.read_exact(&mut head).unwrap();
+        (s, head)
+    }
+
+    /// An answer its client does not read leaves its place among the connections once it is
+    /// built, so that the next request is answered, not refused 503 (one place here; 40 such
+    /// clients held every place of a real server for the write's whole deadline); and the
+    /// client that does not read is given up at the stall.
+    #[test]
+    fn an_answer_its_client_does_not_read_leaves_its_place() {
+        let shared = Arc::new(Shared {
+            opts: ServeOptions::new().max_connections(1),
+            active: AtomicUsize::new(0),
+            writing: AtomicUsize::new(0),
+        });
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        // The page (25 KB) to a client that never reads.
+        let mut idle = small_buffers(addr);
+        let (s, head) = accept_request(&listener, &mut idle);
+        small_send_buffer(&s);
+        dispatch(s, head, &shared);
+        let waiting = Instant::now();
+        // Relaxed (here and below): the counts, read as the caps read them.
+        while !(shared.writing.load(Ordering::Relaxed) == 1
+            && shared.active.load(Ordering::Relaxed) == 0)
+        {
+            assert!(waiting.elapsed() < Duration::from_secs(30), "never writing");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        // Still writing to the idle client (the stall is a second): a reading client now.
+        let mut reader = TcpStream::connect(addr).unwrap();
+        let (s, head) = accept_request(&listener, &mut reader);
+        dispatch(s, head, &shared);
+        let mut answer = Vec::new();
+        reader.read_to_end(&mut answer).unwrap();
+        assert!(
+            answer.starts_with(b"HTTP/1.1 200 OK"),
+            "{}",
+            String::from_utf8_lossy(&answer[..answer.len().min(80)])
+        );
+        assert!(answer.len() > 20_000, "the page whole: {}", answer.len());
+        // The idle client given up: its writer gone, its answer cut.
+        while shared.writing.load(Ordering::Relaxed) != 0 {
+            assert!(
+                waiting.elapsed() < Duration::from_secs(60),
+                "never given up"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        idle.set_nonblocking(true).unwrap();
+        let mut got = Vec::new();
+        let _ = idle.read_to_end(&mut got);
+        assert!(got.len() < 20_000, "{}", got.len());
     }
 }

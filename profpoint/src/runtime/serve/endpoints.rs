@@ -120,7 +120,7 @@ pub(super) fn respond(req: &httparse::Request<'_, '_>, opts: &ServeOptions) -> R
                 status: "200 OK",
                 content_type: "text/plain; version=0.0.4; charset=utf-8",
                 extra: Vec::new(),
-                body: m.to_vec(),
+                body: m,
             },
             None => Response::text("500 Internal Server Error", "the report failed\n"),
         },
@@ -143,7 +143,7 @@ pub(super) fn respond(req: &httparse::Request<'_, '_>, opts: &ServeOptions) -> R
                     "Content-Disposition",
                     "attachment; filename=\"points.pb.gz\"".into(),
                 )],
-                body: body.to_vec(),
+                body,
             },
             None => Response::text("500 Internal Server Error", "the report failed\n"),
         },
@@ -175,7 +175,7 @@ pub(super) fn page() -> Response {
             ("X-Frame-Options", "DENY".into()),
             ("Referrer-Policy", "no-referrer".into()),
         ],
-        body: PAGE.as_bytes().to_vec(),
+        body: PAGE.as_bytes().into(),
     }
 }
 
@@ -228,7 +228,7 @@ pub(super) fn metrics(r: &Report) -> Vec<u8> {
 }
 
 pub(super) fn debug_profpoint(b: &Batch, format: Option<&str>, last: Option<&str>) -> Response {
-    let json = |body: Vec<u8>| Response {
+    let json = |body: Body| Response {
         status: "200 OK",
         content_type: "application/json",
         extra: Vec::new(),
@@ -238,10 +238,10 @@ pub(super) fn debug_profpoint(b: &Batch, format: Option<&str>, last: Option<&str
         // The whole run's figures: the same bytes for every such request of the batch.
         return match format {
             None | Some("table") => Response {
-                body: b.rendered("table", |r| r.to_table().into_bytes()).to_vec(),
+                body: b.rendered("table", |r| r.to_table().into_bytes()),
                 ..Response::text("200 OK", "")
             },
-            Some("json") => json(b.rendered("json", |r| r.to_json().into_bytes()).to_vec()),
+            Some("json") => json(b.rendered("json", |r| r.to_json().into_bytes())),
             Some(other) => Response::text(
                 "400 Bad Request",
                 format!("format={other:?}: expected table or json\n"),
@@ -259,7 +259,7 @@ pub(super) fn debug_profpoint(b: &Batch, format: Option<&str>, last: Option<&str
     r.interval = Some(history_interval(&r, age));
     match format {
         None | Some("table") => Response::text("200 OK", r.to_table()),
-        Some("json") => json(r.to_json().into_bytes()),
+        Some("json") => json(r.to_json().into_bytes().into()),
         Some(other) => Response::text(
             "400 Bad Request",
             format!("format={other:?}: expected table or json\n"),
@@ -336,7 +336,7 @@ pub(super) fn pprof_profile(seconds: Option<&str>, max: u64) -> Response {
                 "Content-Disposition",
                 "attachment; filename=\"profile.pb.gz\"".into(),
             )],
-            body,
+            body: body.into(),
         }
     }
     #[cfg(not(feature = "heatmap"))]

@@ -46,9 +46,11 @@
 //!   fresh connection thread paid 3x for it), one at a time, each for every request that
 //!   waited while the one before was built (and each rendering made once for them): a burst
 //!   of scrapes costs two builds, not one each, and no answer holds figures older than its
-//!   request. An answer being written holds its place among the connections until its client
-//!   has read it or 5 s pass (BENCHMARKS.md, "The server with 20,000 points", has what that
-//!   costs). Between requests it keeps a report every 10 s for
+//!   request. An answer leaves its place among the connections once built and is written
+//!   among the writers (four per place; past them, `503`), its body shared with the other
+//!   requests of its report; a client that takes no byte for 1 s, or has not its whole
+//!   answer in 5 s, is given up, so clients that never read leave room for scrapes.
+//!   Between requests it keeps a report every 10 s for
 //!   the last 2 minutes, for `/debug/profpoint?last=60s`: the answer is the report now with its `interval` since the
 //!   kept report closest to that age (the interval's exact bounds are in it).
 //!
@@ -318,6 +320,7 @@ pub fn serve_with(addr: &str, mut opts: ServeOptions) -> Result<Server, ServeErr
     let shared = Arc::new(Shared {
         opts,
         active: AtomicUsize::new(0),
+        writing: AtomicUsize::new(0),
     });
     crate::threads::spawn_quiet(
         std::thread::Builder::new()

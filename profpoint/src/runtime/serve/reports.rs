@@ -13,9 +13,6 @@ pub(super) static HISTORY: Mutex<Vec<(Instant, Report)>> = Mutex::new(Vec::new()
 /// A job for the report thread: it answers from the batch's report.
 type Job = Box<dyn FnOnce(&Batch) + Send>;
 
-/// A rendering's bytes, shared by the requests of a batch.
-type Body = std::sync::Arc<[u8]>;
-
 /// One report shared by every request the report thread took together (those that waited
 /// while the report before was built), with each rendering made once for all of them: 32
 /// scrapes at once cost one build and one exposition, not 32. Each request's report is built
