@@ -1,0 +1,656 @@
+//! Memory per point: a counting wrapper around the program's global allocator.
+//!
+//! # Concept
+//! A program that installs [`Counting`] as its `#[global_allocator]` gets, per profile point,
+//! the allocations and frees made while the point was the innermost active one on the thread
+//! (its self figures), and the bytes still held by the blocks it made, wherever they are
+//! freed. A program that does not install it pays nothing: nothing here runs, and its reports
+//! say nothing of memory.
+//!
+//! # Mechanism
+//! - **Where a call is counted.** The allocator reads the thread's shard pointer (the same TLS
+//!   word the points read: a plain TLS word with no destructor, safe before `main` and during
+//!   thread-local teardown) and, through it, the point active on the thread
+//!   (`Shard::active_point`, the word the sampler reads). Each shard has a table of [`Row`]s,
+//!   one per point plus row 0 for "outside any point", made on the shard's first allocation
+//!   from the wrapped allocator itself (never through the global allocator, so never
+//!   recursively). Only the owning thread writes its rows, with plain adds (no atomic
+//!   read-modify-write); reports sum every shard's rows.
+//! - **Threads without a shard** (a thread that never called a point, a thread after its
+//!   thread-local destructors ran, an allocation made while its shard is being made) count
+//!   into row 0 of a static table striped 16 ways by stack address, with relaxed atomic adds,
+//!   and the frees of point-made blocks they do into a process-wide table of atomic rows.
+//! - **A header per block** says which point made it: the wrapper asks the wrapped allocator
+//!   for `max(8, align)` more bytes, returns the block past them (so the user's pointer keeps
+//!   its alignment) and keeps the making point's index in the 8 bytes just before the user's
+//!   pointer. A free reads it and takes the block's bytes off that point's held bytes, on the
+//!   freeing thread's row of that point; `realloc` keeps the block's point (its header moves
+//!   with the data) and moves its held bytes by the change of size.
+//! - **Counting rules.** `alloc` and `alloc_zeroed`: one allocation of the layout's size.
+//!   `dealloc`: one free of that size. `realloc`: one allocation of the new size and one free
+//!   of the old (as the default `realloc`, which allocates, copies and frees, would count), and
+//!   one `realloc`. A null from the wrapped allocator is passed through and counts nothing.
+//!   A point disabled, counted-only or past the tree's capacity is not active: its
+//!   allocations go to the point around it (or row 0).
+//!
+//! # Extending
+//! A new per-point figure is a word of [`Row`] (there is one spare), added on the path that
+//! changes it and summed in [`read`].
+
+use std::alloc::{GlobalAlloc, Layout};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
+
+/// A global allocator that counts every allocation and free per profile point, around any
+/// other global allocator (`System`, mimalloc, jemalloc).
+///
+/// ```
+/// use std::alloc::System;
+///
+/// #[global_allocator]
+/// static ALLOC: profpoint::Alloc<System> = profpoint::Alloc::new(System);
+///
+/// #[profpoint::profile_point]
+/// fn build() -> Vec<u64> {
+///     (0..100).collect()
+/// }
+///
+/// fn main() {
+///     let v = build();
+///     let r = profpoint::snapshot();
+///     let p = r.points.iter().find(|p| p.name.ends_with("build")).unwrap();
+///     let a = p.alloc.as_ref().expect("the wrapper is installed");
+///     assert!(a.allocs >= 1 && a.held_bytes >= 800);
+///     drop(v);
+/// }
+/// ```
+///
+/// Each block carries a header of `max(8, align)` bytes (the point that made it), so that its
+/// free is charged to that point wherever it happens. The wrapper allocates nothing through
+/// the global allocator: its per-thread tables come from the wrapped allocator.
+#[derive(Debug)]
+pub struct Counting<A> {
+    inner: A,
+}
+
+impl<A> Counting<A> {
+    /// Wraps `inner` (usable in a `static`).
+    pub const fn new(inner: A) -> Counting<A> {
+        Counting { inner }
+    }
+
+    /// The wrapped allocator.
+    pub fn inner(&self) -> &A {
+        &self.inner
+    }
+}
+
+/// Bytes of the header: the making point's index + 1 (0: outside any point), with a mark in
+/// its upper half that debug builds check on free.
+pub const HEADER_BYTES: usize = 8;
+
+/// The upper half of every header word.
+const MAGIC: u64 = 0x5050_414c << 32;
+
+/// One point's allocation counters on one shard (or in the fallback tables): one cache line.
+#[repr(C, align(64))]
+#[derive(Default)]
+pub(crate) struct Row {
+    /// Allocations made while the point was the innermost active one (reallocs included).
+    allocs: AtomicU64,
+    /// Their bytes.
+    alloc_bytes: AtomicU64,
+    /// Frees made while the point was the innermost active one (reallocs included).
+    frees: AtomicU64,
+    /// Their bytes.
+    freed_bytes: AtomicU64,
+    /// Reallocations (each also one allocation and one free above).
+    reallocs: AtomicU64,
+    /// Bytes of the blocks this point made, less those freed since, two's complement: a
+    /// thread's row may go below zero (it freed what another made); the sum over every row of
+    /// the point is what the point holds.
+    held_bytes: AtomicU64,
+    /// The same for blocks.
+    held_blocks: AtomicU64,
+    _spare: AtomicU64,
+}
+
+const _: () = assert!(std::mem::size_of::<Row>() == 64);
+
+/// A row of zeroes, for the static tables.
+#[allow(clippy::declare_interior_mutable_const)]
+const ZERO_ROW: Row = Row {
+    allocs: AtomicU64::new(0),
+    alloc_bytes: AtomicU64::new(0),
+    frees: AtomicU64::new(0),
+    freed_bytes: AtomicU64::new(0),
+    reallocs: AtomicU64::new(0),
+    held_bytes: AtomicU64::new(0),
+    held_blocks: AtomicU64::new(0),
+    _spare: AtomicU64::new(0),
+};
+
+/// Stripes of the shardless row 0.
+const STRIPES: usize = 16;
+
+/// Row 0 ("outside any point") of threads without a shard, striped by stack address so that
+/// such threads rarely share a line.
+static OUTSIDE: [Row; STRIPES] = [ZERO_ROW; STRIPES];
+
+/// Frees by threads without a shard of blocks a point made: one row per point + 1, made on
+/// first need from the wrapped allocator (only `held_*` are used).
+static SHARDLESS: AtomicPtr<Row> = AtomicPtr::new(std::ptr::null_mut());
+
+/// Bytes of point-made blocks freed by threads without a shard that found no row to go to (the
+/// wrapped allocator refused the shardless table): taken off row 0's held bytes instead.
+static LOST_FREES: AtomicU64 = AtomicU64::new(0);
+
+/// The wrapper's own tables (one per shard, and the shardless one), from the wrapped
+/// allocator: how many, and their bytes.
+static TABLES: AtomicU64 = AtomicU64::new(0);
+static TABLE_BYTES: AtomicU64 = AtomicU64::new(0);
+
+/// Books one table made.
+#[cold]
+fn count_table() {
+    // Relaxed: tallies.
+    TABLES.fetch_add(1, Ordering::Relaxed);
+    TABLE_BYTES.fetch_add(table_layout().size() as u64, Ordering::Relaxed);
+}
+
+/// The wrapper's own memory: its tables (one per thread that allocated with a shard, and one
+/// for frees on threads without one), how many and their bytes, taken from the wrapped
+/// allocator and counted in no row. Allocates nothing.
+pub fn own_memory() -> (u64, u64) {
+    // Relaxed: tallies.
+    (
+        TABLES.load(Ordering::Relaxed),
+        TABLE_BYTES.load(Ordering::Relaxed),
+    )
+}
+
+/// Whether the wrapper has counted anything: the report's memory columns appear only then.
+static INSTALLED: AtomicBool = AtomicBool::new(false);
+
+/// The rows a table holds: one per point, and row 0.
+fn table_len() -> usize {
+    crate::point::all().len() + 1
+}
+
+fn table_layout() -> Layout {
+    Layout::array::<Row>(table_len()).expect("profpoint: the allocation table's size overflows")
+}
+
+/// Where the user's block starts past the wrapped allocator's, and the layout asked of it.
+#[inline(always)]
+fn outer(layout: Layout) -> Option<(usize, Layout)> {
+    let off = layout.align().max(HEADER_BYTES);
+    let size = layout.size().checked_add(off)?;
+    let l = Layout::from_size_align(size, layout.align().max(HEADER_BYTES)).ok()?;
+    Some((off, l))
+}
+
+/// Owner-only add (a plain `add` to memory; see `owned.rs`).
+#[inline(always)]
+fn bump(c: &AtomicU64, d: u64) {
+    crate::owned::add(c, d);
+}
+
+/// Shared add (threads without a shard).
+#[inline(always)]
+fn bump_shared(c: &AtomicU64, d: u64) {
+    // Relaxed: a tally; readers sum it with the rest.
+    c.fetch_add(d, Ordering::Relaxed);
+}
+
+/// This thread's stripe of [`OUTSIDE`].
+#[inline(always)]
+fn stripe() -> &'static Row {
+    let here = 0u8;
+    let a = std::ptr::addr_of!(here) as usize >> 21;
+    &OUTSIDE[(a.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 60) % STRIPES]
+}
+
+#[cold]
+fn mark_installed() {
+    // Relaxed: a flag read by reports; nothing else depends on it.
+    if !INSTALLED.load(Ordering::Relaxed) {
+        INSTALLED.store(true, Ordering::Relaxed);
+    }
+}
+
+/// How a call finds its rows: the thread's table and its active point, or none (shardless).
+enum Rows {
+    Own(&'static [Row], usize),
+    Shardless,
+}
+
+impl<A: GlobalAlloc> Counting<A> {
+    /// This thread's rows and the row of its active point.
+    #[inline(always)]
+    fn rows(&self) -> Rows {
+        let Some(shard) = crate::shard::current() else {
+            return Rows::Shardless;
+        };
+        let mut p = crate::owned::get_ptr(&shard.alloc_rows);
+        if p.is_null() {
+            p = self.new_rows(shard);
+            if p.is_null() {
+                return Rows::Shardless;
+            }
+        }
+        let len = table_len();
+        // SAFETY: a non-null table pointer came from `new_rows`: `len` zeroed rows from the
+        // wrapped allocator, never freed.
+        let rows = unsafe { std::slice::from_raw_parts(p, len) };
+        let active = crate::owned::get32(&shard.active_point) as usize;
+        Rows::Own(rows, if active < len { active } else { 0 })
+    }
+
+    /// The shard's table, made on its first allocation (cold: once per shard; owner only).
+    #[cold]
+    #[inline(never)]
+    fn new_rows(&self, shard: &crate::shard::Shard) -> *mut Row {
+        mark_installed();
+        // SAFETY: the layout is not zero-sized (it holds row 0); all-zero bytes are a valid
+        // `Row` (atomic integers).
+        let p = unsafe { self.inner.alloc_zeroed(table_layout()) }.cast::<Row>();
+        if !p.is_null() {
+            count_table();
+        }
+        // Release: a reader that sees the pointer sees zeroed rows.
+        shard.alloc_rows.store(p, Ordering::Release);
+        p
+    }
+
+    /// The shardless table of held bytes per point (made on first need), or null.
+    #[cold]
+    fn shardless(&self) -> *mut Row {
+        // Acquire: pairs with the Release below.
+        let p = SHARDLESS.load(Ordering::Acquire);
+        if !p.is_null() {
+            return p;
+        }
+        // SAFETY: as in `new_rows`.
+        let new = unsafe { self.inner.alloc_zeroed(table_layout()) }.cast::<Row>();
+        if new.is_null() {
+            return new;
+        }
+        // Release: the zeroed rows before the pointer; Acquire: the winner's rows.
+        match SHARDLESS.compare_exchange(
+            std::ptr::null_mut(),
+            new,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            Ok(_) => {
+                count_table();
+                new
+            }
+            Err(won) => {
+                // SAFETY: `new` came from `alloc_zeroed` with this layout and nobody saw it.
+                unsafe { self.inner.dealloc(new.cast(), table_layout()) };
+                won
+            }
+        }
+    }
+
+    /// Counts an allocation of `size` bytes; returns the header word of the new block.
+    #[inline(always)]
+    fn charge_alloc(&self, size: usize) -> u64 {
+        let size = size as u64;
+        match self.rows() {
+            Rows::Own(rows, a) => {
+                let r = &rows[a];
+                bump(&r.allocs, 1);
+                bump(&r.alloc_bytes, size);
+                bump(&r.held_bytes, size);
+                bump(&r.held_blocks, 1);
+                MAGIC | a as u64
+            }
+            Rows::Shardless => {
+                // Relaxed: see `mark_installed`.
+                if !INSTALLED.load(Ordering::Relaxed) {
+                    mark_installed();
+                }
+                let r = stripe();
+                bump_shared(&r.allocs, 1);
+                bump_shared(&r.alloc_bytes, size);
+                bump_shared(&r.held_bytes, size);
+                bump_shared(&r.held_blocks, 1);
+                MAGIC
+            }
+        }
+    }
+
+    /// Counts a free of `size` bytes of a block whose header is `header`.
+    #[inline(always)]
+    fn charge_free(&self, header: u64, size: usize) {
+        debug_assert_eq!(header & !0xffff_ffff, MAGIC, "a block this wrapper did not make");
+        let size = size as u64;
+        let owner = (header & 0xffff_ffff) as usize;
+        match self.rows() {
+            Rows::Own(rows, a) => {
+                let r = &rows[a];
+                bump(&r.frees, 1);
+                bump(&r.freed_bytes, size);
+                let o = rows.get(owner).unwrap_or(&rows[0]);
+                bump(&o.held_bytes, size.wrapping_neg());
+                bump(&o.held_blocks, 1u64.wrapping_neg());
+            }
+            Rows::Shardless => {
+                let r = stripe();
+                bump_shared(&r.frees, 1);
+                bump_shared(&r.freed_bytes, size);
+                self.shardless_release(owner, size, 1);
+            }
+        }
+    }
+
+    /// Takes `bytes` and `blocks` off point `owner`'s held figures from a shardless thread.
+    #[inline(always)]
+    fn shardless_release(&self, owner: usize, bytes: u64, blocks: u64) {
+        let o = if owner == 0 {
+            stripe()
+        } else {
+            let t = self.shardless();
+            if t.is_null() {
+                bump_shared(&LOST_FREES, bytes);
+                return;
+            }
+            // SAFETY: `t` holds `table_len()` rows (`shardless`), never freed; an owner
+            // beyond them (never written by this wrapper) goes to row 0.
+            let rows = unsafe { std::slice::from_raw_parts(t, table_len()) };
+            rows.get(owner).unwrap_or(&rows[0])
+        };
+        bump_shared(&o.held_bytes, bytes.wrapping_neg());
+        bump_shared(&o.held_blocks, blocks.wrapping_neg());
+    }
+
+    /// Counts a reallocation of a block whose header is `header` from `old` to `new` bytes.
+    #[inline(always)]
+    fn charge_realloc(&self, header: u64, old: usize, new: usize) {
+        debug_assert_eq!(header & !0xffff_ffff, MAGIC, "a block this wrapper did not make");
+        let (old, new) = (old as u64, new as u64);
+        let owner = (header & 0xffff_ffff) as usize;
+        match self.rows() {
+            Rows::Own(rows, a) => {
+                let r = &rows[a];
+                bump(&r.allocs, 1);
+                bump(&r.alloc_bytes, new);
+                bump(&r.frees, 1);
+                bump(&r.freed_bytes, old);
+                bump(&r.reallocs, 1);
+                let o = rows.get(owner).unwrap_or(&rows[0]);
+                bump(&o.held_bytes, new.wrapping_sub(old));
+            }
+            Rows::Shardless => {
+                let r = stripe();
+                bump_shared(&r.allocs, 1);
+                bump_shared(&r.alloc_bytes, new);
+                bump_shared(&r.frees, 1);
+                bump_shared(&r.freed_bytes, old);
+                bump_shared(&r.reallocs, 1);
+                // The block stays one block: only its bytes move (a shrink takes bytes off).
+                self.shardless_release(owner, old.wrapping_sub(new), 0);
+            }
+        }
+    }
+}
+
+// SAFETY: every block handed out is the wrapped allocator's block of the `outer` layout, offset
+// by `off` bytes, so it has at least `layout.size()` bytes at `layout.align()` (the offset is
+// a multiple of the alignment); each call gives the wrapped allocator back exactly the pointer
+// and layout it handed out (the same `outer` of the caller's layout); the header lies inside
+// the wrapped block, before the user's bytes. Nothing here allocates through the global
+// allocator or unwinds.
+unsafe impl<A: GlobalAlloc> GlobalAlloc for Counting<A> {
+    #[inline]
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if crate::OFF_BUILD {
+            // SAFETY: the caller's contract, passed on.
+            return unsafe { self.inner.alloc(layout) };
+        }
+        let Some((off, l)) = outer(layout) else {
+            return std::ptr::null_mut();
+        };
+        // SAFETY: `l` is not zero-sized (it has the header).
+        let base = unsafe { self.inner.alloc(l) };
+        if base.is_null() {
+            return base;
+        }
+        let header = self.charge_alloc(layout.size());
+        // SAFETY: `off >= 8` bytes of the block precede the user's pointer, which is aligned
+        // to `max(8, align)`, so the word before it is aligned and inside the block.
+        unsafe {
+            let user = base.add(off);
+            user.cast::<u64>().sub(1).write(header);
+            user
+        }
+    }
+
+    #[inline]
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        if crate::OFF_BUILD {
+            // SAFETY: the caller's contract, passed on.
+            return unsafe { self.inner.alloc_zeroed(layout) };
+        }
+        let Some((off, l)) = outer(layout) else {
+            return std::ptr::null_mut();
+        };
+        // SAFETY: as in `alloc`.
+        let base = unsafe { self.inner.alloc_zeroed(l) };
+        if base.is_null() {
+            return base;
+        }
+        let header = self.charge_alloc(layout.size());
+        // SAFETY: as in `alloc`.
+        unsafe {
+            let user = base.add(off);
+            user.cast::<u64>().sub(1).write(header);
+            user
+        }
+    }
+
+    #[inline]
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        if crate::OFF_BUILD {
+            // SAFETY: the caller's contract, passed on.
+            return unsafe { self.inner.dealloc(ptr, layout) };
+        }
+        // The caller passes the layout it allocated with, so `outer` succeeded for it then.
+        let Some((off, l)) = outer(layout) else {
+            return;
+        };
+        // SAFETY: `ptr` came from `alloc`, `alloc_zeroed` or `realloc` above with this layout:
+        // the header word precedes it and the wrapped block starts `off` bytes before it.
+        unsafe {
+            let header = ptr.cast::<u64>().sub(1).read();
+            self.charge_free(header, layout.size());
+            self.inner.dealloc(ptr.sub(off), l);
+        }
+    }
+
+    #[inline]
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if crate::OFF_BUILD {
+            // SAFETY: the caller's contract, passed on.
+            return unsafe { self.inner.realloc(ptr, layout, new_size) };
+        }
+        let Some((off, l)) = outer(layout) else {
+            return std::ptr::null_mut();
+        };
+        let Some(new_outer) = new_size.checked_add(off) else {
+            return std::ptr::null_mut();
+        };
+        if Layout::from_size_align(new_outer, l.align()).is_err() {
+            return std::ptr::null_mut();
+        }
+        // SAFETY: as in `dealloc` for the block; `new_outer` is non-zero and, rounded up to
+        // the alignment, does not overflow `isize` (checked just above). The wrapped
+        // `realloc` keeps the first bytes, so the header moves with the block.
+        unsafe {
+            let header = ptr.cast::<u64>().sub(1).read();
+            let base = self.inner.realloc(ptr.sub(off), l, new_outer);
+            if base.is_null() {
+                return base;
+            }
+            self.charge_realloc(header, layout.size(), new_size);
+            base.add(off)
+        }
+    }
+}
+
+/// One point's allocation figures summed over every thread, wrapping (held figures may be
+/// negative on one thread).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Sum {
+    pub(crate) allocs: u64,
+    pub(crate) alloc_bytes: u64,
+    pub(crate) frees: u64,
+    pub(crate) freed_bytes: u64,
+    pub(crate) reallocs: u64,
+    pub(crate) held_bytes: u64,
+    pub(crate) held_blocks: u64,
+}
+
+impl Sum {
+    fn add(&mut self, r: &Row) {
+        // Relaxed (all): tallies; a report taken while calls run may see one of a call's
+        // words without the others, never a torn word.
+        let l = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        self.allocs = self.allocs.wrapping_add(l(&r.allocs));
+        self.alloc_bytes = self.alloc_bytes.wrapping_add(l(&r.alloc_bytes));
+        self.frees = self.frees.wrapping_add(l(&r.frees));
+        self.freed_bytes = self.freed_bytes.wrapping_add(l(&r.freed_bytes));
+        self.reallocs = self.reallocs.wrapping_add(l(&r.reallocs));
+        self.held_bytes = self.held_bytes.wrapping_add(l(&r.held_bytes));
+        self.held_blocks = self.held_blocks.wrapping_add(l(&r.held_blocks));
+    }
+
+    /// The figures since `base` (the counts since a reset; held figures are not counts and
+    /// stay as they are).
+    pub(crate) fn since(&self, base: &Sum) -> Sum {
+        Sum {
+            allocs: self.allocs.wrapping_sub(base.allocs),
+            alloc_bytes: self.alloc_bytes.wrapping_sub(base.alloc_bytes),
+            frees: self.frees.wrapping_sub(base.frees),
+            freed_bytes: self.freed_bytes.wrapping_sub(base.freed_bytes),
+            reallocs: self.reallocs.wrapping_sub(base.reallocs),
+            ..*self
+        }
+    }
+
+    /// As the report says it: held figures below zero (a report read while a block moves
+    /// between threads' rows) read as zero.
+    pub(crate) fn stats(&self) -> profpoint_report::AllocStats {
+        let mut s = profpoint_report::AllocStats::default();
+        s.allocs = self.allocs;
+        s.alloc_bytes = self.alloc_bytes;
+        s.frees = self.frees;
+        s.freed_bytes = self.freed_bytes;
+        s.reallocs = self.reallocs;
+        s.held_bytes = (self.held_bytes as i64).max(0) as u64;
+        s.held_blocks = (self.held_blocks as i64).max(0) as u64;
+        s
+    }
+}
+
+/// Whether the wrapper has counted anything: whether it is the program's global allocator.
+pub fn installed() -> bool {
+    // Relaxed: see `mark_installed`.
+    INSTALLED.load(Ordering::Relaxed)
+}
+
+/// Adds every table's rows from `first` on (row 0: outside any point; point `i`: row `i + 1`) into
+/// `out[..]`, without allocating.
+fn sum_rows(first: usize, out: &mut [Sum]) {
+    let len = table_len();
+    let add_table = |p: *mut Row, out: &mut [Sum]| {
+        if p.is_null() {
+            return;
+        }
+        // SAFETY: every table holds `len` rows and is never freed (`rows`, `shardless`).
+        let rows = unsafe { std::slice::from_raw_parts(p, len) };
+        for (o, r) in out.iter_mut().zip(rows.iter().skip(first)) {
+            o.add(r);
+        }
+    };
+    crate::shard::for_each_shard(|s| {
+        // Acquire: pairs with the Release in `new_rows`.
+        add_table(s.alloc_rows.load(Ordering::Acquire), out)
+    });
+    // Acquire: pairs with the Release in `shardless`.
+    add_table(SHARDLESS.load(Ordering::Acquire), out);
+    if first == 0
+        && let Some(o) = out.first_mut()
+    {
+        for r in &OUTSIDE {
+            o.add(r);
+        }
+        // Relaxed: a tally.
+        o.held_bytes = o
+            .held_bytes
+            .wrapping_sub(LOST_FREES.load(Ordering::Relaxed));
+    }
+}
+
+/// Every point's figures (index + 1; row 0 outside any point), or `None` when the wrapper has
+/// counted nothing (it is not the program's allocator).
+pub(crate) fn read() -> Option<Vec<Sum>> {
+    if !installed() {
+        return None;
+    }
+    let mut out = vec![Sum::default(); table_len()];
+    sum_rows(0, &mut out);
+    Some(out)
+}
+
+/// Row `row`'s figures since the last reset, every thread, without allocating.
+fn row_since_reset(row: usize) -> Option<profpoint_report::AllocStats> {
+    if !installed() || row >= table_len() {
+        return None;
+    }
+    let mut one = [Sum::default()];
+    sum_rows(row, &mut one);
+    let base = baseline().get(row).copied().unwrap_or_default();
+    Some(one[0].since(&base).stats())
+}
+
+/// The allocations made while `point` was the innermost active point, and the bytes its
+/// blocks still hold, every thread, since the last `profpoint::reset`; `None` when the
+/// counting allocator is not the program's. Allocates nothing, so a program can compare it
+/// with its own tally of the same moment.
+pub fn point_stats(point: &crate::Point) -> Option<profpoint_report::AllocStats> {
+    row_since_reset(point.index() as usize + 1)
+}
+
+/// The same for allocations made while no point was active on the thread.
+pub fn outside_stats() -> Option<profpoint_report::AllocStats> {
+    row_since_reset(0)
+}
+
+/// The counts left by `profpoint::reset`, subtracted from later reports (held figures are
+/// not: a block made before the reset is still held).
+static BASELINE: std::sync::Mutex<Vec<Sum>> = std::sync::Mutex::new(Vec::new());
+
+fn baseline() -> std::sync::MutexGuard<'static, Vec<Sum>> {
+    // Each update replaces the whole vector: a poisoned lock holds a consistent value.
+    BASELINE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// [`read`], less the counts at the last reset.
+pub(crate) fn read_since_reset() -> Option<Vec<Sum>> {
+    let mut now = read()?;
+    let base = baseline();
+    for (n, b) in now.iter_mut().zip(base.iter()) {
+        *n = n.since(b);
+    }
+    Some(now)
+}
+
+/// Makes the current counts the new zero (`profpoint::reset`).
+pub(crate) fn reset() {
+    if let Some(now) = read() {
+        *baseline() = now;
+    }
+}
