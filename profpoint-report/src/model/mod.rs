@@ -505,6 +505,7 @@ pub(crate) fn test_point(name: &str, line: u32) -> PointReport {
         hist: vec![[10, 1]],
         sampled_self: None,
         idle_ns: 0,
+        alloc: None,
     }
 }
 
