@@ -12,7 +12,7 @@
 //! 2. An allocation-heavy workload (a `HashMap<String, u64>` of 200,000 keys built and
 //!    dropped, inside a point): its wall time with the wrapper as the global allocator against
 //!    `System`'s, each in a child process of this binary (the global allocator is chosen once,
-//!    at its first call, from `PROFPOINT_ALLOC_BENCH`).
+//!    at its first call, from `PROFPOINT_ALLOC_BENCH`), five children of each in turn.
 //!
 //! Nanosecond figures are the minimum over rounds (the least disturbed round: this is a
 //! shared 2-vCPU VM).
@@ -27,6 +27,8 @@ mod linux {
     const ROUNDS: usize = 15;
     const PAIRS: u64 = 500_000;
     const KEYS: u64 = 200_000;
+    /// Child processes of each allocator for the workload, taken in turn.
+    const CHILDREN: usize = 5;
 
     /// The wrapper around `System`, called directly by the pair loops.
     static WRAPPED: profpoint::Alloc<System> = profpoint::Alloc::new(System);
@@ -237,9 +239,17 @@ mod linux {
             5.0,
             "ns",
         );
-        println!("== HashMap<String, u64> of {KEYS} keys built and dropped, best of {} rounds, ms", ROUNDS / 3);
-        let base = workload_in_child("system");
-        let with = workload_in_child("wrapped");
+        println!(
+            "== HashMap<String, u64> of {KEYS} keys built and dropped, best of {} rounds in each of {CHILDREN} children, ms",
+            ROUNDS / 3
+        );
+        // Children in turn, each figure the least of its children's: one child's best round
+        // still moves with what the other vCPU's tenants do while it runs.
+        let (mut base, mut with) = (f64::MAX, f64::MAX);
+        for _ in 0..CHILDREN {
+            base = base.min(workload_in_child("system"));
+            with = with.min(workload_in_child("wrapped"));
+        }
         println!("System alone                                 {:>8.2}", base / 1e6);
         println!("wrapper as the global allocator              {:>8.2}", with / 1e6);
         check.target(

@@ -112,12 +112,14 @@ pub(crate) struct Row {
     freed_bytes: AtomicU64,
     /// Reallocations (each also one allocation and one free above).
     reallocs: AtomicU64,
-    /// Bytes of the blocks this point made, less those freed since, two's complement: a
-    /// thread's row may go below zero (it freed what another made); the sum over every row of
-    /// the point is what the point holds.
-    held_bytes: AtomicU64,
-    /// The same for blocks.
-    held_blocks: AtomicU64,
+    /// Bytes released from this point's blocks (freed anywhere, or shrunk by a realloc; a
+    /// growth counts below zero), two's complement, plus the new sizes of the reallocations
+    /// made here (which `alloc_bytes` counts but which made no block of this point): what the
+    /// point holds is the sum over every row of `alloc_bytes` less this, so that a new block
+    /// costs two adds.
+    released_bytes: AtomicU64,
+    /// The same for blocks: this point's blocks freed, plus the reallocations made here.
+    released_blocks: AtomicU64,
     _spare: AtomicU64,
 }
 
@@ -131,8 +133,8 @@ const ZERO_ROW: Row = Row {
     frees: AtomicU64::new(0),
     freed_bytes: AtomicU64::new(0),
     reallocs: AtomicU64::new(0),
-    held_bytes: AtomicU64::new(0),
-    held_blocks: AtomicU64::new(0),
+    released_bytes: AtomicU64::new(0),
+    released_blocks: AtomicU64::new(0),
     _spare: AtomicU64::new(0),
 };
 
@@ -180,9 +182,15 @@ fn table_layout() -> Layout {
 #[inline(always)]
 fn outer(layout: Layout) -> Option<(usize, Layout)> {
     let off = layout.align().max(HEADER_BYTES);
-    let size = layout.size().checked_add(off)?;
-    let l = Layout::from_size_align(size, layout.align().max(HEADER_BYTES)).ok()?;
-    Some((off, l))
+    // `Layout`'s own bound: the size rounded up to the alignment fits in an `isize`.
+    if layout.size() > isize::MAX as usize - 2 * off {
+        return None;
+    }
+    // SAFETY: `off` is a power of two (the larger of two), and the size rounded up to it is at
+    // most `layout.size() + 2 * off - 1 <= isize::MAX` (checked just above).
+    Some((off, unsafe {
+        Layout::from_size_align_unchecked(layout.size() + off, off)
+    }))
 }
 
 /// Owner-only add (a plain `add` to memory; see `owned.rs`).
@@ -234,9 +242,12 @@ impl<A: GlobalAlloc> Counting<A> {
                 return Rows::Shardless;
             }
         }
-        let len = table_len();
-        // SAFETY: a non-null table pointer came from `new_rows`: `len` zeroed rows from the
-        // wrapped allocator, never freed.
+        // The shard's own count of points, not `table_len()` (a call into this crate from the
+        // user's instance of the wrapper): the same number, one load.
+        let len = shard.points() + 1;
+        // SAFETY: a non-null table pointer came from `new_rows`: `table_len()` zeroed rows
+        // from the wrapped allocator, never freed, and `table_len()` is `len` (every shard
+        // has a cell per point).
         let rows = unsafe { std::slice::from_raw_parts(p, len) };
         let active = crate::owned::get32(&shard.active_point) as usize;
         Rows::Own(rows, if active < len { active } else { 0 })
@@ -246,6 +257,7 @@ impl<A: GlobalAlloc> Counting<A> {
     #[cold]
     #[inline(never)]
     fn new_rows(&self, shard: &crate::shard::Shard) -> *mut Row {
+        debug_assert_eq!(shard.points() + 1, table_len());
         mark_installed();
         // SAFETY: the layout is not zero-sized (it holds row 0); all-zero bytes are a valid
         // `Row` (atomic integers).
@@ -299,8 +311,6 @@ impl<A: GlobalAlloc> Counting<A> {
                 let r = &rows[a];
                 bump(&r.allocs, 1);
                 bump(&r.alloc_bytes, size);
-                bump(&r.held_bytes, size);
-                bump(&r.held_blocks, 1);
                 MAGIC | a as u64
             }
             Rows::Shardless => {
@@ -311,8 +321,6 @@ impl<A: GlobalAlloc> Counting<A> {
                 let r = stripe();
                 bump_shared(&r.allocs, 1);
                 bump_shared(&r.alloc_bytes, size);
-                bump_shared(&r.held_bytes, size);
-                bump_shared(&r.held_blocks, 1);
                 MAGIC
             }
         }
@@ -330,8 +338,8 @@ impl<A: GlobalAlloc> Counting<A> {
                 bump(&r.frees, 1);
                 bump(&r.freed_bytes, size);
                 let o = rows.get(owner).unwrap_or(&rows[0]);
-                bump(&o.held_bytes, size.wrapping_neg());
-                bump(&o.held_blocks, 1u64.wrapping_neg());
+                bump(&o.released_bytes, size);
+                bump(&o.released_blocks, 1);
             }
             Rows::Shardless => {
                 let r = stripe();
@@ -342,7 +350,8 @@ impl<A: GlobalAlloc> Counting<A> {
         }
     }
 
-    /// Takes `bytes` and `blocks` off point `owner`'s held figures from a shardless thread.
+    /// Takes `bytes` and `blocks` off point `owner`'s held figures from a shardless thread
+    /// (adds them to its released ones).
     #[inline(always)]
     fn shardless_release(&self, owner: usize, bytes: u64, blocks: u64) {
         let o = if owner == 0 {
@@ -358,8 +367,8 @@ impl<A: GlobalAlloc> Counting<A> {
             let rows = unsafe { std::slice::from_raw_parts(t, table_len()) };
             rows.get(owner).unwrap_or(&rows[0])
         };
-        bump_shared(&o.held_bytes, bytes.wrapping_neg());
-        bump_shared(&o.held_blocks, blocks.wrapping_neg());
+        bump_shared(&o.released_bytes, bytes);
+        bump_shared(&o.released_blocks, blocks);
     }
 
     /// Counts a reallocation of a block whose header is `header` from `old` to `new` bytes.
@@ -376,8 +385,12 @@ impl<A: GlobalAlloc> Counting<A> {
                 bump(&r.frees, 1);
                 bump(&r.freed_bytes, old);
                 bump(&r.reallocs, 1);
+                // Not a block of this point: cancel what `allocs` and `alloc_bytes` add to its
+                // held figures; the block's own point holds `new - old` more.
+                bump(&r.released_bytes, new);
+                bump(&r.released_blocks, 1);
                 let o = rows.get(owner).unwrap_or(&rows[0]);
-                bump(&o.held_bytes, new.wrapping_sub(old));
+                bump(&o.released_bytes, old.wrapping_sub(new));
             }
             Rows::Shardless => {
                 let r = stripe();
@@ -386,7 +399,9 @@ impl<A: GlobalAlloc> Counting<A> {
                 bump_shared(&r.frees, 1);
                 bump_shared(&r.freed_bytes, old);
                 bump_shared(&r.reallocs, 1);
-                // The block stays one block: only its bytes move (a shrink takes bytes off).
+                bump_shared(&r.released_bytes, new);
+                bump_shared(&r.released_blocks, 1);
+                // The block stays one block: only its bytes move.
                 self.shardless_release(owner, old.wrapping_sub(new), 0);
             }
         }

@@ -41,8 +41,13 @@ impl Sum {
         self.frees = self.frees.wrapping_add(l(&r.frees));
         self.freed_bytes = self.freed_bytes.wrapping_add(l(&r.freed_bytes));
         self.reallocs = self.reallocs.wrapping_add(l(&r.reallocs));
-        self.held_bytes = self.held_bytes.wrapping_add(l(&r.held_bytes));
-        self.held_blocks = self.held_blocks.wrapping_add(l(&r.held_blocks));
+        // Held: what the row allocated less what it released (see `Row`).
+        self.held_bytes = self
+            .held_bytes
+            .wrapping_add(l(&r.alloc_bytes).wrapping_sub(l(&r.released_bytes)));
+        self.held_blocks = self
+            .held_blocks
+            .wrapping_add(l(&r.allocs).wrapping_sub(l(&r.released_blocks)));
     }
 
     /// The figures since `base` (the counts since a reset; held figures are not counts and

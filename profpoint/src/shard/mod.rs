@@ -231,6 +231,14 @@ impl Shard {
         unsafe { std::slice::from_raw_parts(base.add(1).cast::<AtomicU64>(), self.counts_len) }
     }
 
+    /// The number of points this shard has a slot cell for (every point of the program): the
+    /// counting allocator's table has one row more (hot path: a load, no call).
+    #[cfg(not(loom))]
+    #[inline(always)]
+    pub(crate) fn points(&self) -> usize {
+        self.slots.len()
+    }
+
     /// The slot of point `index`, if this shard has one and serves the fast path (hot path).
     /// A shard of a process without an invariant TSC serves none (`tsc` is false): its calls
     /// take the general path, which reads the monotonic clock, and the fast path can read the
