@@ -277,9 +277,18 @@ mod linux {
             with = with.min(workload_in_child("wrapped"));
             pad = pad.min(workload_in_child("padded"));
         }
-        println!("System alone                                 {:>8.2}", base / 1e6);
-        println!("wrapper as the global allocator              {:>8.2}", with / 1e6);
-        println!("System, every block 8 bytes longer           {:>8.2}", pad / 1e6);
+        println!(
+            "System alone                                 {:>8.2}",
+            base / 1e6
+        );
+        println!(
+            "wrapper as the global allocator              {:>8.2}",
+            with / 1e6
+        );
+        println!(
+            "System, every block 8 bytes longer           {:>8.2}",
+            pad / 1e6
+        );
         println!(
             "(System with 8 bytes more per block, nothing counted: {:.2}x System alone)",
             pad / base

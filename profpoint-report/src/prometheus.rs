@@ -252,6 +252,15 @@ pub(super) fn render(r: &Report) -> String {
     o
 }
 
+/// One allocation family: name, type, help, its counter (none for a gauge), its figure.
+type Family = (
+    &'static str,
+    &'static str,
+    &'static str,
+    Option<Metric>,
+    fn(&crate::model::AllocStats) -> u64,
+);
+
 /// The counting allocator's families (only when it was installed): allocations and their
 /// bytes, bytes freed (counters), bytes still held (a gauge), per point and for the
 /// allocations outside any point (`point="(outside any point)"`, no location).
@@ -270,7 +279,7 @@ fn write_alloc(
         .filter_map(|(p, l)| Some((l.as_str(), p.alloc?)))
         .chain(std::iter::once((outside.as_str(), a.outside)))
         .collect();
-    let families: [(&str, &str, &str, Option<Metric>, fn(&crate::model::AllocStats) -> u64); 4] = [
+    let families: [Family; 4] = [
         (
             "profpoint_allocs_total",
             "counter",
@@ -335,11 +344,12 @@ mod tests {
         let mut r = Report::empty();
         r.points = vec![crate::model::test_point("db::query", 1)];
         assert!(!render(&r).contains("alloc"));
-        let mut s = crate::model::AllocStats::default();
-        s.allocs = 3;
-        s.alloc_bytes = 300;
-        s.held_bytes = 100;
-        r.points[0].alloc = Some(s);
+        r.points[0].alloc = Some(crate::model::AllocStats {
+            allocs: 3,
+            alloc_bytes: 300,
+            held_bytes: 100,
+            ..Default::default()
+        });
         let mut a = crate::model::AllocReport::default();
         a.outside.alloc_bytes = 7;
         r.alloc = Some(a);

@@ -92,8 +92,8 @@ pub use glob::matches as glob_matches;
 pub use point::{AsyncGuard, Guard, Point, Token};
 pub use profpoint_macros::{main, profile_point, trace, tracepoint};
 pub use profpoint_report::Overhead;
-pub use profpoint_report::{AllocReport, AllocStats};
 pub use profpoint_report::ReadError;
+pub use profpoint_report::{AllocReport, AllocStats};
 pub use profpoint_report::{
     BudgetEvent, BudgetOver, BudgetReport, CostPart, CountingOver, CountingShare, ThrottledPoint,
 };

@@ -34,7 +34,15 @@ const ALIGNED: usize = 7;
 const KEEP: usize = 8;
 /// The functions' names, by tag (the end of the point's name).
 const NAMES: [&str; TAGS] = [
-    "", "::make", "::outer", "::inner", "::rec", "::consume", "::grow", "::aligned", "::keep",
+    "",
+    "::make",
+    "::outer",
+    "::inner",
+    "::rec",
+    "::consume",
+    "::grow",
+    "::aligned",
+    "::keep",
 ];
 
 thread_local! {
@@ -186,7 +194,8 @@ fn outer(n: usize) -> usize {
 #[inline(never)]
 fn rec(depth: u32) -> usize {
     let _t = tag(REC);
-    let v = vec![depth; 5];
+    // One heap block a level (the lint's array would be on the stack).
+    let v: Vec<u32> = std::iter::repeat_n(depth, 5).collect();
     let below = if depth > 0 { rec(depth - 1) } else { 0 };
     v.len() + below
 }
@@ -220,12 +229,19 @@ fn aligned(align: usize, size: usize) -> usize {
         assert_eq!(p as usize % align, 0, "alloc keeps alignment {align}");
         p.write_bytes(0xab, size);
         let z = std::alloc::alloc_zeroed(l);
-        assert_eq!(z as usize % align, 0, "alloc_zeroed keeps alignment {align}");
+        assert_eq!(
+            z as usize % align,
+            0,
+            "alloc_zeroed keeps alignment {align}"
+        );
         assert!((0..size).all(|i| *z.add(i) == 0));
         std::alloc::dealloc(z, l);
         let q = std::alloc::realloc(p, l, size * 3);
         assert_eq!(q as usize % align, 0, "realloc keeps alignment {align}");
-        assert!((0..size).all(|i| *q.add(i) == 0xab), "realloc keeps the bytes");
+        assert!(
+            (0..size).all(|i| *q.add(i) == 0xab),
+            "realloc keeps the bytes"
+        );
         std::alloc::dealloc(q, Layout::from_size_align(size * 3, align).unwrap());
     }
     size
@@ -286,14 +302,19 @@ fn check(rows: bool) -> [profpoint::AllocStats; TAGS] {
     let (tables, table_bytes) = profpoint::alloc::own_memory();
     truth[OUTSIDE][0] -= tables;
     truth[OUTSIDE][1] -= table_bytes - 64 * tables;
-    let cells = |s: &profpoint::AllocStats| [s.allocs, s.alloc_bytes, s.frees, s.freed_bytes, s.reallocs];
+    let cells =
+        |s: &profpoint::AllocStats| [s.allocs, s.alloc_bytes, s.frees, s.freed_bytes, s.reallocs];
     if rows {
         for t in 0..TAGS {
             assert_eq!(
                 cells(&seen[t]),
                 truth[t],
                 "{}: [allocs, alloc_bytes, frees, freed_bytes, reallocs], profpoint's vs the truth",
-                if t == 0 { "outside any point" } else { NAMES[t] }
+                if t == 0 {
+                    "outside any point"
+                } else {
+                    NAMES[t]
+                }
             );
         }
     } else {
@@ -357,10 +378,7 @@ fn other_threads() {
     let c_cap = c.capacity();
     let made = check_exact();
     let held = |r: &[profpoint::AllocStats; TAGS]| r[MAKE].held_bytes - base[MAKE].held_bytes;
-    assert_eq!(
-        held(&made),
-        (a.capacity() + b.capacity() + c_cap) as u64
-    );
+    assert_eq!(held(&made), (a.capacity() + b.capacity() + c_cap) as u64);
     let a_cap = a.capacity() as u64;
     // A thread in a point frees `a`: counted as `consume`'s free, taken off `make`'s held.
     std::thread::spawn(move || consume(a)).join().unwrap();
@@ -395,7 +413,10 @@ fn alignments() {
         }
     }
     let r = check_exact();
-    assert!(r[ALIGNED].allocs >= 70 && r[ALIGNED].held_bytes == 0, "{r:?}");
+    assert!(
+        r[ALIGNED].allocs >= 70 && r[ALIGNED].held_bytes == 0,
+        "{r:?}"
+    );
 }
 
 /// A null from the wrapped allocator is returned as it is and counts nothing (`alloc`,
@@ -414,14 +435,21 @@ fn null_passes_through() {
         let b = ALLOC.alloc(small);
         b.write_bytes(9, 16);
         let r = ALLOC.realloc(b, small, 12345);
-        assert!((0..16).all(|i| *b.add(i) == 9), "a failed realloc keeps the block");
+        assert!(
+            (0..16).all(|i| *b.add(i) == 9),
+            "a failed realloc keeps the block"
+        );
         ALLOC.dealloc(b, small);
         (p, z, r)
     };
     REFUSE.store(u64::MAX, Ordering::Relaxed);
     assert!(p.is_null() && z.is_null() && r.is_null());
     let after = check_exact();
-    assert_eq!(after[OUTSIDE].allocs, before[OUTSIDE].allocs + 1, "the small block only");
+    assert_eq!(
+        after[OUTSIDE].allocs,
+        before[OUTSIDE].allocs + 1,
+        "the small block only"
+    );
     assert_eq!(after[OUTSIDE].reallocs, before[OUTSIDE].reallocs);
 }
 
@@ -463,7 +491,11 @@ fn report() {
     let a = r.alloc.expect("the report's memory section");
     assert!(a.outside.allocs > 0);
     assert_eq!(a.header_bytes, 8);
-    let p = r.points.iter().find(|p| p.name.ends_with("::keep")).unwrap();
+    let p = r
+        .points
+        .iter()
+        .find(|p| p.name.ends_with("::keep"))
+        .unwrap();
     let s = p.alloc.expect("the point's memory");
     assert!(s.held_bytes >= 8000, "{s:?}");
     let mut t = Vec::new();
@@ -482,6 +514,15 @@ fn report() {
         .find(|p| p["name"].as_str().unwrap().ends_with("::keep"))
         .unwrap();
     assert!(jp["alloc"]["held_bytes"].as_u64().unwrap() >= 8000);
+    // Prometheus: the allocation families, the point's bytes among them.
+    let prom = r.to_prometheus();
+    let bytes = prom
+        .lines()
+        .find(|l| l.starts_with("profpoint_alloc_bytes_total{point=\"alloc::keep\""))
+        .unwrap_or_else(|| panic!("{prom}"));
+    let n: u64 = bytes.rsplit(' ').next().unwrap().parse().unwrap();
+    assert!(n >= 8000, "{bytes}");
+    assert!(prom.contains("# TYPE profpoint_held_bytes gauge"));
     // A report read back keeps the fields.
     let back = profpoint::Report::from_json(&r.to_json()).unwrap();
     assert_eq!(back.alloc, r.alloc);
@@ -489,10 +530,19 @@ fn report() {
 }
 
 const SCENARIOS: [(&str, fn()); 6] = [
-    ("counts_and_bytes_per_point_equal_the_truth_on_one_thread", one_thread),
-    ("frees_and_reallocs_on_other_threads_keep_the_maker", other_threads),
+    (
+        "counts_and_bytes_per_point_equal_the_truth_on_one_thread",
+        one_thread,
+    ),
+    (
+        "frees_and_reallocs_on_other_threads_keep_the_maker",
+        other_threads,
+    ),
     ("alignments_above_the_header_are_kept", alignments),
-    ("a_null_from_the_wrapped_allocator_passes_through", null_passes_through),
+    (
+        "a_null_from_the_wrapped_allocator_passes_through",
+        null_passes_through,
+    ),
     ("allocations_during_thread_teardown_are_counted", teardown),
     ("the_report_has_memory_columns_and_fields", report),
 ];
@@ -520,12 +570,7 @@ fn main() {
                 if out.status.success() {
                     Ok(())
                 } else {
-                    Err(format!(
-                        "{}\n{}",
-                        out.status,
-                        String::from_utf8_lossy(&out.stderr)
-                    )
-                    .into())
+                    Err(format!("{}\n{}", out.status, String::from_utf8_lossy(&out.stderr)).into())
                 }
             })
         })

@@ -334,12 +334,13 @@ fn memory_columns_only_with_the_counting_allocator() {
     r.points = vec![point("a::made", 1), point("a::none", 2)];
     let without = text(&r);
     assert!(!without.contains("alloc"), "{without}");
-    let mut made = crate::model::AllocStats::default();
-    made.allocs = 7;
-    made.alloc_bytes = 4096;
-    made.frees = 3;
-    made.held_bytes = 1024;
-    r.points[0].alloc = Some(made);
+    r.points[0].alloc = Some(crate::model::AllocStats {
+        allocs: 7,
+        alloc_bytes: 4096,
+        frees: 3,
+        held_bytes: 1024,
+        ..Default::default()
+    });
     let mut a = crate::model::AllocReport::default();
     a.outside.allocs = 11;
     a.outside.alloc_bytes = 99;

@@ -44,8 +44,8 @@ use std::alloc::{GlobalAlloc, Layout};
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 
 mod read;
-pub use read::{installed, outside_stats, own_memory, point_stats};
 pub(crate) use read::{Sum, read_since_reset, reset};
+pub use read::{installed, outside_stats, own_memory, point_stats};
 
 /// A global allocator that counts every allocation and free per profile point, around any
 /// other global allocator (`System`, mimalloc, jemalloc).
@@ -329,7 +329,11 @@ impl<A: GlobalAlloc> Counting<A> {
     /// Counts a free of `size` bytes of a block whose header is `header`.
     #[inline(always)]
     fn charge_free(&self, header: u64, size: usize) {
-        debug_assert_eq!(header & !0xffff_ffff, MAGIC, "a block this wrapper did not make");
+        debug_assert_eq!(
+            header & !0xffff_ffff,
+            MAGIC,
+            "a block this wrapper did not make"
+        );
         let size = size as u64;
         let owner = (header & 0xffff_ffff) as usize;
         match self.rows() {
@@ -374,7 +378,11 @@ impl<A: GlobalAlloc> Counting<A> {
     /// Counts a reallocation of a block whose header is `header` from `old` to `new` bytes.
     #[inline(always)]
     fn charge_realloc(&self, header: u64, old: usize, new: usize) {
-        debug_assert_eq!(header & !0xffff_ffff, MAGIC, "a block this wrapper did not make");
+        debug_assert_eq!(
+            header & !0xffff_ffff,
+            MAGIC,
+            "a block this wrapper did not make"
+        );
         let (old, new) = (old as u64, new as u64);
         let owner = (header & 0xffff_ffff) as usize;
         match self.rows() {

@@ -2,9 +2,7 @@
 //! shard and the shardless table, summed per point (reports), or one row without allocating
 //! (`point_stats`, `outside_stats`).
 
-use super::{
-    INSTALLED, LOST_FREES, OUTSIDE, Row, SHARDLESS, TABLE_BYTES, TABLES, table_len,
-};
+use super::{INSTALLED, LOST_FREES, OUTSIDE, Row, SHARDLESS, TABLE_BYTES, TABLES, table_len};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The wrapper's own memory: its tables (one per thread that allocated with a shard, and one
