@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 static ALLOC: profpoint::Alloc<Tally> = profpoint::Alloc::new(Tally);
 
 /// Tags: 0 outside any point, then one per annotated function below.
-const TAGS: usize = 9;
+const TAGS: usize = 11;
 const OUTSIDE: usize = 0;
 const MAKE: usize = 1;
 const OUTER: usize = 2;
@@ -32,6 +32,9 @@ const CONSUME: usize = 5;
 const GROW: usize = 6;
 const ALIGNED: usize = 7;
 const KEEP: usize = 8;
+const HOST: usize = 9;
+/// Never set: the point is disabled where it is called, its allocations its caller's.
+const HUSHED: usize = 10;
 /// The functions' names, by tag (the end of the point's name).
 const NAMES: [&str; TAGS] = [
     "",
@@ -43,6 +46,8 @@ const NAMES: [&str; TAGS] = [
     "::grow",
     "::aligned",
     "::keep",
+    "::host",
+    "::hushed",
 ];
 
 thread_local! {
@@ -252,6 +257,21 @@ fn aligned(align: usize, size: usize) -> usize {
 fn keep(n: usize) -> Vec<u64> {
     let _t = tag(KEEP);
     vec![3; n]
+}
+
+#[profpoint::profile_point]
+#[inline(never)]
+fn hushed(n: usize) -> usize {
+    // No tag of its own: disabled, it is not the active point.
+    let v: Vec<u16> = vec![1; n];
+    v.len()
+}
+
+#[profpoint::profile_point]
+#[inline(never)]
+fn host(n: usize) -> usize {
+    let _t = tag(HOST);
+    hushed(n) + hushed(2 * n)
 }
 
 /// The points by tag, looked up before any comparison (the lookups allocate nothing, but the
@@ -484,6 +504,17 @@ fn teardown() {
     assert!(r[KEEP].allocs >= 1, "{r:?}");
 }
 
+/// A disabled point is not active: its allocations are its caller's.
+fn disabled_point() {
+    assert_eq!(profpoint::disable("*::hushed"), 1);
+    let n = host(100);
+    let r = check_exact();
+    assert_eq!(n, 300);
+    assert_eq!(r[HOST].allocs, 2, "{r:?}");
+    assert_eq!(r[HOST].alloc_bytes, 600);
+    assert_eq!(r[HUSHED].allocs, 0);
+}
+
 /// The report: the table has the memory columns, the JSON the `alloc` fields.
 fn report() {
     let v = keep(1000);
@@ -529,7 +560,11 @@ fn report() {
     drop(v);
 }
 
-const SCENARIOS: [(&str, fn()); 6] = [
+const SCENARIOS: [(&str, fn()); 7] = [
+    (
+        "a_disabled_point_s_allocations_are_its_caller_s",
+        disabled_point,
+    ),
     (
         "counts_and_bytes_per_point_equal_the_truth_on_one_thread",
         one_thread,
