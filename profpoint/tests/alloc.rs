@@ -557,7 +557,15 @@ fn report() {
     // A report read back keeps the fields.
     let back = profpoint::Report::from_json(&r.to_json()).unwrap();
     assert_eq!(back.alloc, r.alloc);
+    // A reset zeroes the counts, not what is held.
+    profpoint::reset();
+    let keep_point = points()[KEEP].unwrap();
+    let after = profpoint::alloc::point_stats(keep_point).unwrap();
+    assert_eq!((after.allocs, after.alloc_bytes), (0, 0), "{after:?}");
+    assert_eq!(after.held_bytes, s.held_bytes);
     drop(v);
+    let freed = profpoint::alloc::point_stats(keep_point).unwrap();
+    assert_eq!(freed.held_bytes, s.held_bytes - 8000);
 }
 
 const SCENARIOS: [(&str, fn()); 7] = [
