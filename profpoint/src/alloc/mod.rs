@@ -33,6 +33,7 @@
 //!   A point disabled, counted-only or past the tree's capacity is not active: its
 //!   allocations go to the point around it (or row 0).
 //!
+//! - **The calls** (`global.rs`): the `GlobalAlloc` methods, the header in front of each block.
 //! - **Reading** (`read.rs`): reports sum every shard's table, the stripes and the shardless
 //!   table (under the shard registry's lock, allocating nothing for the one-row readers).
 //!
@@ -43,6 +44,7 @@
 use std::alloc::{GlobalAlloc, Layout};
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 
+mod global;
 mod read;
 pub(crate) use read::{Sum, read_since_reset, reset};
 pub use read::{installed, outside_stats, own_memory, point_stats};
@@ -92,11 +94,19 @@ impl<A> Counting<A> {
 }
 
 /// Bytes of the header: the making point's index + 1 (0: outside any point), with a mark in
-/// its upper half that debug builds check on free.
+/// its upper half.
 pub const HEADER_BYTES: usize = 8;
 
-/// The upper half of every header word.
+/// The upper half of every header word (for a reader of a core dump: nothing checks it, as an
+/// allocator may not panic).
 const MAGIC: u64 = 0x5050_414c << 32;
+
+/// The row of the point that made a block, from its header (a row beyond the table, which
+/// only a corrupted header could name, is taken as row 0 by the callers).
+#[inline(always)]
+fn owner_of(header: u64) -> usize {
+    (header & 0xffff_ffff) as usize
+}
 
 /// One point's allocation counters on one shard (or in the fallback tables): one cache line.
 #[repr(C, align(64))]
@@ -163,7 +173,10 @@ static TABLE_BYTES: AtomicU64 = AtomicU64::new(0);
 fn count_table() {
     // Relaxed: tallies.
     TABLES.fetch_add(1, Ordering::Relaxed);
-    TABLE_BYTES.fetch_add(table_layout().size() as u64, Ordering::Relaxed);
+    TABLE_BYTES.fetch_add(
+        table_layout().map_or(0, |l| l.size() as u64),
+        Ordering::Relaxed,
+    );
 }
 
 /// Whether the wrapper has counted anything: the report's memory columns appear only then.
@@ -174,8 +187,10 @@ fn table_len() -> usize {
     crate::point::all().len() + 1
 }
 
-fn table_layout() -> Layout {
-    Layout::array::<Row>(table_len()).expect("profpoint: the allocation table's size overflows")
+/// A table's layout (`None` only past `isize::MAX` bytes: the wrapper then counts as on a
+/// thread without a shard; nothing here may panic).
+fn table_layout() -> Option<Layout> {
+    Layout::array::<Row>(table_len()).ok()
 }
 
 /// Where the user's block starts past the wrapped allocator's, and the layout asked of it.
@@ -257,11 +272,15 @@ impl<A: GlobalAlloc> Counting<A> {
     #[cold]
     #[inline(never)]
     fn new_rows(&self, shard: &crate::shard::Shard) -> *mut Row {
-        debug_assert_eq!(shard.points() + 1, table_len());
         mark_installed();
+        // The hot path reads the table's length from the shard: the two must agree (they do:
+        // a shard has a cell per point), or the shard gets no table.
+        let Some(layout) = table_layout().filter(|_| shard.points() + 1 == table_len()) else {
+            return std::ptr::null_mut();
+        };
         // SAFETY: the layout is not zero-sized (it holds row 0); all-zero bytes are a valid
         // `Row` (atomic integers).
-        let p = unsafe { self.inner.alloc_zeroed(table_layout()) }.cast::<Row>();
+        let p = unsafe { self.inner.alloc_zeroed(layout) }.cast::<Row>();
         if !p.is_null() {
             count_table();
         }
@@ -278,8 +297,11 @@ impl<A: GlobalAlloc> Counting<A> {
         if !p.is_null() {
             return p;
         }
+        let Some(layout) = table_layout() else {
+            return std::ptr::null_mut();
+        };
         // SAFETY: as in `new_rows`.
-        let new = unsafe { self.inner.alloc_zeroed(table_layout()) }.cast::<Row>();
+        let new = unsafe { self.inner.alloc_zeroed(layout) }.cast::<Row>();
         if new.is_null() {
             return new;
         }
@@ -296,7 +318,7 @@ impl<A: GlobalAlloc> Counting<A> {
             }
             Err(won) => {
                 // SAFETY: `new` came from `alloc_zeroed` with this layout and nobody saw it.
-                unsafe { self.inner.dealloc(new.cast(), table_layout()) };
+                unsafe { self.inner.dealloc(new.cast(), layout) };
                 won
             }
         }
@@ -329,13 +351,8 @@ impl<A: GlobalAlloc> Counting<A> {
     /// Counts a free of `size` bytes of a block whose header is `header`.
     #[inline(always)]
     fn charge_free(&self, header: u64, size: usize) {
-        debug_assert_eq!(
-            header & !0xffff_ffff,
-            MAGIC,
-            "a block this wrapper did not make"
-        );
         let size = size as u64;
-        let owner = (header & 0xffff_ffff) as usize;
+        let owner = owner_of(header);
         match self.rows() {
             Rows::Own(rows, a) => {
                 let r = &rows[a];
@@ -378,13 +395,8 @@ impl<A: GlobalAlloc> Counting<A> {
     /// Counts a reallocation of a block whose header is `header` from `old` to `new` bytes.
     #[inline(always)]
     fn charge_realloc(&self, header: u64, old: usize, new: usize) {
-        debug_assert_eq!(
-            header & !0xffff_ffff,
-            MAGIC,
-            "a block this wrapper did not make"
-        );
         let (old, new) = (old as u64, new as u64);
-        let owner = (header & 0xffff_ffff) as usize;
+        let owner = owner_of(header);
         match self.rows() {
             Rows::Own(rows, a) => {
                 let r = &rows[a];
@@ -412,109 +424,6 @@ impl<A: GlobalAlloc> Counting<A> {
                 // The block stays one block: only its bytes move.
                 self.shardless_release(owner, old.wrapping_sub(new), 0);
             }
-        }
-    }
-}
-
-// SAFETY: every block handed out is the wrapped allocator's block of the `outer` layout, offset
-// by `off` bytes, so it has at least `layout.size()` bytes at `layout.align()` (the offset is
-// a multiple of the alignment); each call gives the wrapped allocator back exactly the pointer
-// and layout it handed out (the same `outer` of the caller's layout); the header lies inside
-// the wrapped block, before the user's bytes. Nothing here allocates through the global
-// allocator or unwinds.
-unsafe impl<A: GlobalAlloc> GlobalAlloc for Counting<A> {
-    #[inline]
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if crate::OFF_BUILD {
-            // SAFETY: the caller's contract, passed on.
-            return unsafe { self.inner.alloc(layout) };
-        }
-        let Some((off, l)) = outer(layout) else {
-            return std::ptr::null_mut();
-        };
-        // SAFETY: `l` is not zero-sized (it has the header).
-        let base = unsafe { self.inner.alloc(l) };
-        if base.is_null() {
-            return base;
-        }
-        let header = self.charge_alloc(layout.size());
-        // SAFETY: `off >= 8` bytes of the block precede the user's pointer, which is aligned
-        // to `max(8, align)`, so the word before it is aligned and inside the block.
-        unsafe {
-            let user = base.add(off);
-            user.cast::<u64>().sub(1).write(header);
-            user
-        }
-    }
-
-    #[inline]
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        if crate::OFF_BUILD {
-            // SAFETY: the caller's contract, passed on.
-            return unsafe { self.inner.alloc_zeroed(layout) };
-        }
-        let Some((off, l)) = outer(layout) else {
-            return std::ptr::null_mut();
-        };
-        // SAFETY: as in `alloc`.
-        let base = unsafe { self.inner.alloc_zeroed(l) };
-        if base.is_null() {
-            return base;
-        }
-        let header = self.charge_alloc(layout.size());
-        // SAFETY: as in `alloc`.
-        unsafe {
-            let user = base.add(off);
-            user.cast::<u64>().sub(1).write(header);
-            user
-        }
-    }
-
-    #[inline]
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        if crate::OFF_BUILD {
-            // SAFETY: the caller's contract, passed on.
-            return unsafe { self.inner.dealloc(ptr, layout) };
-        }
-        // The caller passes the layout it allocated with, so `outer` succeeded for it then.
-        let Some((off, l)) = outer(layout) else {
-            return;
-        };
-        // SAFETY: `ptr` came from `alloc`, `alloc_zeroed` or `realloc` above with this layout:
-        // the header word precedes it and the wrapped block starts `off` bytes before it.
-        unsafe {
-            let header = ptr.cast::<u64>().sub(1).read();
-            self.charge_free(header, layout.size());
-            self.inner.dealloc(ptr.sub(off), l);
-        }
-    }
-
-    #[inline]
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if crate::OFF_BUILD {
-            // SAFETY: the caller's contract, passed on.
-            return unsafe { self.inner.realloc(ptr, layout, new_size) };
-        }
-        let Some((off, l)) = outer(layout) else {
-            return std::ptr::null_mut();
-        };
-        let Some(new_outer) = new_size.checked_add(off) else {
-            return std::ptr::null_mut();
-        };
-        if Layout::from_size_align(new_outer, l.align()).is_err() {
-            return std::ptr::null_mut();
-        }
-        // SAFETY: as in `dealloc` for the block; `new_outer` is non-zero and, rounded up to
-        // the alignment, does not overflow `isize` (checked just above). The wrapped
-        // `realloc` keeps the first bytes, so the header moves with the block.
-        unsafe {
-            let header = ptr.cast::<u64>().sub(1).read();
-            let base = self.inner.realloc(ptr.sub(off), l, new_outer);
-            if base.is_null() {
-                return base;
-            }
-            self.charge_realloc(header, layout.size(), new_size);
-            base.add(off)
         }
     }
 }
