@@ -504,6 +504,40 @@ fn teardown() {
     assert!(r[KEEP].allocs >= 1, "{r:?}");
 }
 
+#[cfg(unix)]
+/// A forked child goes on counting exactly where its parent left off (its copy of the
+/// tables), and the parent is not disturbed.
+fn across_fork() {
+    let kept = make(10);
+    check_exact();
+    // SAFETY: the child only allocates, compares and leaves with `_exit`; this process has no
+    // other thread of its own (the budget is off).
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        let code = match std::panic::catch_unwind(|| {
+            let more = make(20);
+            let r = check_exact();
+            drop(more);
+            r
+        }) {
+            Ok(r) if r[MAKE].held_bytes >= kept.capacity() as u64 => 0,
+            _ => 1,
+        };
+        // SAFETY: ends the child without running the parent's exit handlers.
+        unsafe { libc::_exit(code) };
+    }
+    let mut status = 0;
+    // SAFETY: waits for the child just forked.
+    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "the child's counts were not exact: {status}"
+    );
+    drop(kept);
+    check_exact();
+}
+
 /// A disabled point is not active: its allocations are its caller's.
 fn disabled_point() {
     assert_eq!(profpoint::disable("*::hushed"), 1);
@@ -568,41 +602,47 @@ fn report() {
     assert_eq!(freed.held_bytes, s.held_bytes - 8000);
 }
 
-const SCENARIOS: [(&str, fn()); 7] = [
-    (
-        "a_disabled_point_s_allocations_are_its_caller_s",
-        disabled_point,
-    ),
-    (
-        "counts_and_bytes_per_point_equal_the_truth_on_one_thread",
-        one_thread,
-    ),
-    (
-        "frees_and_reallocs_on_other_threads_keep_the_maker",
-        other_threads,
-    ),
-    ("alignments_above_the_header_are_kept", alignments),
-    (
-        "a_null_from_the_wrapped_allocator_passes_through",
-        null_passes_through,
-    ),
-    ("allocations_during_thread_teardown_are_counted", teardown),
-    ("the_report_has_memory_columns_and_fields", report),
-];
+/// Every scenario, by name (each runs in a child of its own).
+fn scenarios() -> Vec<(&'static str, fn())> {
+    let mut all: Vec<(&'static str, fn())> = vec![
+        (
+            "a_disabled_point_s_allocations_are_its_caller_s",
+            disabled_point,
+        ),
+        (
+            "counts_and_bytes_per_point_equal_the_truth_on_one_thread",
+            one_thread,
+        ),
+        (
+            "frees_and_reallocs_on_other_threads_keep_the_maker",
+            other_threads,
+        ),
+        ("alignments_above_the_header_are_kept", alignments),
+        (
+            "a_null_from_the_wrapped_allocator_passes_through",
+            null_passes_through,
+        ),
+        ("allocations_during_thread_teardown_are_counted", teardown),
+        ("the_report_has_memory_columns_and_fields", report),
+    ];
+    #[cfg(unix)]
+    all.push(("counts_stay_exact_across_fork", across_fork));
+    all
+}
 
 fn main() {
     if let Ok(name) = std::env::var("PROFPOINT_TEST_CHILD") {
-        let (_, f) = SCENARIOS
-            .iter()
+        let (_, f) = scenarios()
+            .into_iter()
             .find(|(n, _)| *n == name)
             .expect("a known scenario");
         f();
         return;
     }
     let args = libtest_mimic::Arguments::from_args();
-    let trials = SCENARIOS
-        .iter()
-        .map(|&(name, _)| {
+    let trials = scenarios()
+        .into_iter()
+        .map(|(name, _)| {
             libtest_mimic::Trial::test(name, move || {
                 let out = common::runner::target_command(std::env::current_exe().unwrap())
                     .env("PROFPOINT_TEST_CHILD", name)
