@@ -32,7 +32,6 @@
 //!   one `realloc`. A null from the wrapped allocator is passed through and counts nothing.
 //!   A point disabled, counted-only or past the tree's capacity is not active: its
 //!   allocations go to the point around it (or row 0).
-//!
 //! - **The calls** (`global.rs`): the `GlobalAlloc` methods, the header in front of each block.
 //! - **Reading** (`read.rs`): reports sum every shard's table, the stripes and the shardless
 //!   table (under the shard registry's lock, allocating nothing for the one-row readers).
