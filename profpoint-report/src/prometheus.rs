@@ -30,7 +30,10 @@
 //! more often since the reset than before it) reads as growth, so the counter misses the calls
 //! before it. A report of another process (read from a file) is rendered as it is.
 //!
-//! An async point has no self time: it has no `profpoint_self_seconds_total` series.
+//! An async point has no self time: it has no `profpoint_self_seconds_total` series. With the
+//! counting allocator installed (`Report::alloc`), `profpoint_allocs_total`,
+//! `profpoint_alloc_bytes_total`, `profpoint_freed_bytes_total` and the gauge
+//! `profpoint_held_bytes` are there too, and only then.
 //! `profpoint_sampled_self_samples_total` is there only when the heatmap ran with stacks
 //! (`PointReport::sampled_self`), one series per point it names.
 
@@ -67,6 +70,9 @@ enum Metric {
     LatencySum,
     LatencyCount,
     Hits,
+    Allocs,
+    AllocBytes,
+    FreedBytes,
 }
 
 /// What the process's earlier reports showed of each counter series.
@@ -229,6 +235,9 @@ pub(super) fn render(r: &Report) -> String {
         let count = c.value(Metric::LatencyCount, n, p.nr.saturating_sub(p.nested));
         let _ = writeln!(o, "profpoint_latency_seconds_count{{{n}}} {count}");
     }
+    if let Some(a) = &r.alloc {
+        write_alloc(&mut o, &mut c, r, &labels, a);
+    }
     head(
         &mut o,
         "profpoint_tracepoint_hits_total",
@@ -241,6 +250,76 @@ pub(super) fn render(r: &Report) -> String {
         let _ = writeln!(o, "profpoint_tracepoint_hits_total{{{l}}} {v}");
     }
     o
+}
+
+/// One allocation family: name, type, help, its counter (none for a gauge), its figure.
+type Family = (
+    &'static str,
+    &'static str,
+    &'static str,
+    Option<Metric>,
+    fn(&crate::model::AllocStats) -> u64,
+);
+
+/// The counting allocator's families (only when it was installed): allocations and their
+/// bytes, bytes freed (counters), bytes still held (a gauge), per point and for the
+/// allocations outside any point (`point="(outside any point)"`, no location).
+fn write_alloc(
+    o: &mut String,
+    c: &mut Counters<'_>,
+    r: &Report,
+    labels: &[String],
+    a: &crate::model::AllocReport,
+) {
+    let outside = "point=\"(outside any point)\",location=\"\"".to_string();
+    let rows: Vec<(&str, crate::model::AllocStats)> = r
+        .points
+        .iter()
+        .zip(labels)
+        .filter_map(|(p, l)| Some((l.as_str(), p.alloc?)))
+        .chain(std::iter::once((outside.as_str(), a.outside)))
+        .collect();
+    let families: [Family; 4] = [
+        (
+            "profpoint_allocs_total",
+            "counter",
+            "Allocations made while each point was the innermost active one (reallocations included).",
+            Some(Metric::Allocs),
+            |s| s.allocs,
+        ),
+        (
+            "profpoint_alloc_bytes_total",
+            "counter",
+            "Bytes of those allocations (a reallocation's new size).",
+            Some(Metric::AllocBytes),
+            |s| s.alloc_bytes,
+        ),
+        (
+            "profpoint_freed_bytes_total",
+            "counter",
+            "Bytes freed while each point was the innermost active one (a reallocation's old size).",
+            Some(Metric::FreedBytes),
+            |s| s.freed_bytes,
+        ),
+        (
+            "profpoint_held_bytes",
+            "gauge",
+            "Bytes of the blocks each point made that no thread has freed.",
+            None,
+            |s| s.held_bytes,
+        ),
+    ];
+    for (name, kind, help, metric, get) in families {
+        let _ = writeln!(o, "# HELP {name} {help}");
+        let _ = writeln!(o, "# TYPE {name} {kind}");
+        for (l, s) in &rows {
+            let v = match metric {
+                Some(m) => c.value(m, l, get(s)),
+                None => get(s),
+            };
+            let _ = writeln!(o, "{name}{{{l}}} {v}");
+        }
+    }
 }
 
 // The renderer's method on the model lives with the renderer: the model names no renderer.
@@ -257,6 +336,34 @@ impl Report {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The allocation families appear only in a report with the counting allocator's
+    /// section, one series per point that has figures and one for outside any point.
+    #[test]
+    fn allocation_series_only_with_the_counting_allocator() {
+        let mut r = Report::empty();
+        r.points = vec![crate::model::test_point("db::query", 1)];
+        assert!(!render(&r).contains("alloc"));
+        r.points[0].alloc = Some(crate::model::AllocStats {
+            allocs: 3,
+            alloc_bytes: 300,
+            held_bytes: 100,
+            ..Default::default()
+        });
+        let mut a = crate::model::AllocReport::default();
+        a.outside.alloc_bytes = 7;
+        r.alloc = Some(a);
+        let text = render(&r);
+        let l = "point=\"db::query\",location=\"src/db.rs:1\"";
+        for line in [
+            format!("profpoint_allocs_total{{{l}}} 3"),
+            format!("profpoint_alloc_bytes_total{{{l}}} 300"),
+            format!("profpoint_held_bytes{{{l}}} 100"),
+            "profpoint_alloc_bytes_total{point=\"(outside any point)\",location=\"\"} 7".into(),
+        ] {
+            assert!(text.lines().any(|t| t == line), "{line}\n{text}");
+        }
+    }
 
     #[test]
     fn label_values_are_escaped() {

@@ -57,6 +57,8 @@
 
 extern crate self as profpoint;
 
+#[cfg(not(loom))]
+pub mod alloc;
 mod budget;
 mod clock;
 #[cfg(feature = "criterion")]
@@ -83,12 +85,15 @@ mod tree;
 #[doc(hidden)]
 pub mod __private;
 
+#[cfg(not(loom))]
+pub use alloc::Counting as Alloc;
 pub use clock::ClockInfo;
 pub use glob::matches as glob_matches;
 pub use point::{AsyncGuard, Guard, Point, Token};
 pub use profpoint_macros::{main, profile_point, trace, tracepoint};
 pub use profpoint_report::Overhead;
 pub use profpoint_report::ReadError;
+pub use profpoint_report::{AllocReport, AllocStats};
 pub use profpoint_report::{
     BudgetEvent, BudgetOver, BudgetReport, CostPart, CountingOver, CountingShare, ThrottledPoint,
 };

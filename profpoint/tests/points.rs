@@ -456,3 +456,35 @@ fn the_pprof_profile_decodes_to_the_report_figures() {
     let p = &r.points[i];
     assert_eq!(values, [p.nr, p.self_ns.unwrap(), p.total_ns]);
 }
+
+#[profpoint::profile_point]
+fn allocates() -> Vec<u64> {
+    vec![1; 100]
+}
+
+/// A program that does not install the counting allocator (this one) has no memory in its
+/// reports: no section, no point's figures, no column in the table, no field in the JSON.
+#[test]
+fn without_the_counting_allocator_reports_say_nothing_of_memory() {
+    let v = allocates();
+    assert!(!profpoint::alloc::installed());
+    assert!(profpoint::alloc::outside_stats().is_none());
+    let r = profpoint::snapshot();
+    assert!(r.alloc.is_none());
+    assert!(r.points.iter().all(|p| p.alloc.is_none()));
+    let mut t = Vec::new();
+    profpoint::write_table(&r, &mut t).unwrap();
+    let t = String::from_utf8(t).unwrap();
+    assert!(t.contains("points::allocates"), "{t}");
+    assert!(!t.contains("allocs") && !t.contains("held.bytes"), "{t}");
+    let j: serde_json::Value = serde_json::from_str(&r.to_json()).unwrap();
+    assert!(j.get("alloc").is_none(), "{j}");
+    assert!(
+        j["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|p| p.get("alloc").is_none())
+    );
+    drop(v);
+}

@@ -171,6 +171,52 @@ pub struct Report {
     /// Per-function hardware metrics (`PROFPOINT_PMU=1`), in the exit report.
     #[cfg(feature = "heatmap")]
     pub pmu: Option<crate::heatmap::pmu::PmuReport>,
+    /// Memory per point, when the program's global allocator is profpoint's counting wrapper
+    /// (`profpoint::Alloc`): the allocations outside any point and the wrapper's cost;
+    /// absent (and every point's `alloc` too) otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alloc: Option<AllocReport>,
+}
+
+/// One point's allocations, as the counting allocator saw them (or those outside any point).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct AllocStats {
+    /// Allocations made while this was the innermost active point on the thread
+    /// (`alloc`, `alloc_zeroed`, and each `realloc`).
+    pub allocs: u64,
+    /// Their bytes (a `realloc`'s new size).
+    pub alloc_bytes: u64,
+    /// Frees made while this was the innermost active point (`dealloc`, and each `realloc`).
+    pub frees: u64,
+    /// Their bytes (a `realloc`'s old size).
+    pub freed_bytes: u64,
+    /// Reallocations among the above (each one allocation and one free).
+    pub reallocs: u64,
+    /// Bytes of the blocks this point made (a `realloc` keeps a block's point) that no thread
+    /// has freed: freed elsewhere, a block leaves the point that made it.
+    pub held_bytes: u64,
+    /// Those blocks.
+    pub held_blocks: u64,
+}
+
+/// The counting allocator's section of the report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct AllocReport {
+    /// Allocations made while no point was active on the thread (a thread's before its first
+    /// point call too).
+    pub outside: AllocStats,
+    /// The header each block carries (the bytes the wrapper adds to a block of alignment up
+    /// to this; a block of larger alignment carries its alignment).
+    pub header_bytes: u64,
+    /// The wrapper's own tables of counters (one per thread, one per point each), taken from
+    /// the wrapped allocator and counted in no row: how many.
+    #[serde(default)]
+    pub tables: u64,
+    /// Their bytes.
+    #[serde(default)]
+    pub table_bytes: u64,
 }
 
 /// What the report says of slot memory.
@@ -307,6 +353,10 @@ pub struct PointReport {
     /// other point (and in reports written before this field).
     #[serde(default)]
     pub idle_ns: u64,
+    /// Its allocations (self: while it was the innermost active point), when the program's
+    /// global allocator is the counting wrapper; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alloc: Option<AllocStats>,
 }
 
 impl PointReport {
@@ -407,6 +457,7 @@ impl Report {
             heatmap: None,
             #[cfg(feature = "heatmap")]
             pmu: None,
+            alloc: None,
         }
     }
 
@@ -454,6 +505,7 @@ pub(crate) fn test_point(name: &str, line: u32) -> PointReport {
         hist: vec![[10, 1]],
         sampled_self: None,
         idle_ns: 0,
+        alloc: None,
     }
 }
 

@@ -59,11 +59,19 @@ pub fn write_table(report: &Report, w: &mut dyn Write) -> io::Result<()> {
             report.slots.unrecorded_calls
         )?;
     }
-    let rule = format!(
+    // The memory columns, only when the counting allocator was the program's.
+    let mem = report.alloc.is_some();
+    let mut rule = format!(
         "{:->7}  {:-<name_w$}  {:->15}  {:->15}  {:->12}  {:->10}  {:->10}  {:->10}  {:->12}  {:->6}",
         "", "", "", "", "", "", "", "", "", ""
     );
-    writeln!(
+    if mem {
+        rule.push_str(&format!(
+            "  {:->12}  {:->14}  {:->12}  {:->14}",
+            "", "", "", ""
+        ));
+    }
+    write!(
         w,
         "{:>7}  {:<name_w$}  {:>15}  {:>15}  {:>12}  {:>10}  {:>10}  {:>10}  {:>12}  {:>6}",
         "status",
@@ -77,11 +85,19 @@ pub fn write_table(report: &Report, w: &mut dyn Write) -> io::Result<()> {
         "max.ns",
         "%wall"
     )?;
+    if mem {
+        write!(
+            w,
+            "  {:>12}  {:>14}  {:>12}  {:>14}",
+            "allocs", "alloc.bytes", "frees", "held.bytes"
+        )?;
+    }
+    writeln!(w)?;
     writeln!(w, "{rule}")?;
     let mut marks = Marks::default();
     for (p, name) in report.points.iter().zip(&names) {
         let mark = marks.of(p);
-        writeln!(
+        write!(
             w,
             "{:>7}  {:<name_w$}  {:>15}  {:>15}  {:>12}  {:>10}  {:>10}  {:>10}  {:>12}  {:>6.2}",
             status(p, &report.budget),
@@ -95,6 +111,10 @@ pub fn write_table(report: &Report, w: &mut dyn Write) -> io::Result<()> {
             p.max_ns,
             p.wall_percent,
         )?;
+        if mem {
+            write_alloc_cells(&p.alloc.unwrap_or_default(), w)?;
+        }
+        writeln!(w)?;
     }
     writeln!(w, "{rule}")?;
     let never = report.points.iter().filter(|p| p.nr == 0).count();
@@ -134,6 +154,20 @@ pub fn write_table(report: &Report, w: &mut dyn Write) -> io::Result<()> {
             " ? an estimate whose 95% interval is wider than itself: listed after the others, its order unknown"
         )?;
     }
+    if let Some(a) = &report.alloc {
+        let o = &a.outside;
+        writeln!(
+            w,
+            " allocs, frees = self (made while the point was the innermost active one); held.bytes = \
+             made by the point, not yet freed anywhere (each block also carries {} bytes of header)",
+            a.header_bytes
+        )?;
+        writeln!(
+            w,
+            " outside any point: {} allocs, {} bytes, {} frees, {} bytes held",
+            o.allocs, o.alloc_bytes, o.frees, o.held_bytes
+        )?;
+    }
     write_idle(report, w)?;
     write_budget(report, w)?;
     write_sampled_self(report, w)?;
@@ -158,6 +192,15 @@ pub fn write_table(report: &Report, w: &mut dyn Write) -> io::Result<()> {
         p.write_table(w)?;
     }
     Ok(())
+}
+
+/// A point's memory cells (the counting allocator's columns).
+fn write_alloc_cells(a: &crate::model::AllocStats, w: &mut dyn Write) -> io::Result<()> {
+    write!(
+        w,
+        "  {:>12}  {:>14}  {:>12}  {:>14}",
+        a.allocs, a.alloc_bytes, a.frees, a.held_bytes
+    )
 }
 
 /// Under the heatmap's by-function table, when the stacks' self time is shown above it: why the

@@ -325,3 +325,53 @@ fn estimated_and_lower_bound_counts_are_marked() {
     assert!(throttle("db::unknown").contains("at least"), "{t}");
     assert!(!throttle("db::unknown").contains('±'), "{t}");
 }
+
+/// The memory columns appear only in a report with the counting allocator's section; the rest
+/// of every line is the same with and without them, and each row is as wide as the header.
+#[test]
+fn memory_columns_only_with_the_counting_allocator() {
+    let mut r = Report::empty();
+    r.points = vec![point("a::made", 1), point("a::none", 2)];
+    let without = text(&r);
+    assert!(!without.contains("alloc"), "{without}");
+    r.points[0].alloc = Some(crate::model::AllocStats {
+        allocs: 7,
+        alloc_bytes: 4096,
+        frees: 3,
+        held_bytes: 1024,
+        ..Default::default()
+    });
+    let mut a = crate::model::AllocReport::default();
+    a.outside.allocs = 11;
+    a.outside.alloc_bytes = 99;
+    a.header_bytes = 8;
+    r.alloc = Some(a);
+    let with = text(&r);
+    let row = with
+        .lines()
+        .find(|l| l.contains("a::made"))
+        .unwrap_or_else(|| panic!("{with}"));
+    let cells: Vec<&str> = row.split_whitespace().rev().take(4).collect();
+    assert_eq!(cells, ["1024", "3", "4096", "7"], "{row}");
+    let none = with.lines().find(|l| l.contains("a::none")).unwrap();
+    assert!(
+        none.split_whitespace().rev().take(4).all(|c| c == "0"),
+        "{none}"
+    );
+    assert!(
+        with.contains("outside any point: 11 allocs, 99 bytes"),
+        "{with}"
+    );
+    // Without the section's lines, the table is the one without memory, cell for cell.
+    let header = with.lines().position(|l| l.contains("allocs")).unwrap();
+    let widths: Vec<usize> = with
+        .lines()
+        .skip(header)
+        .take(5)
+        .map(|l| l.chars().count())
+        .collect();
+    assert!(widths.iter().all(|w| *w == widths[0]), "{widths:?}\n{with}");
+    for (a, b) in without.lines().zip(with.lines()) {
+        assert!(b.starts_with(a.trim_end_matches('-')), "{a}\n{b}");
+    }
+}

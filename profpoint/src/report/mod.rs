@@ -79,6 +79,8 @@ pub(crate) fn reset_counts() {
     let now: Vec<Counts> = shard::read_points(point::all().len());
     budget::reset(&now.iter().map(Counts::scalars).collect::<Vec<_>>());
     *base = now;
+    #[cfg(not(loom))]
+    crate::alloc::reset();
 }
 
 /// Collects a report of every point now.
@@ -137,6 +139,16 @@ pub(crate) fn collect(opts: &ReportOptions) -> Report {
     let sampling = budget::wall::active();
     let (tree, of) = tree_report(&clock, &rows, wall_ns.saturating_mul(shards), sampling);
     rows_from_tree(&mut indexed, &tree, &of, &counts, wall_ns);
+    // Memory per point, when the counting allocator is the program's (row 0: outside any
+    // point; point `i` is row `i + 1`).
+    #[cfg(not(loom))]
+    let alloc = crate::alloc::read_since_reset();
+    #[cfg(not(loom))]
+    if let Some(rows) = &alloc {
+        for (i, r) in indexed.iter_mut() {
+            r.alloc = rows.get(*i + 1).map(crate::alloc::Sum::stats);
+        }
+    }
     let mut points: Vec<PointReport> = indexed.into_iter().map(|(_, r)| r).collect();
     // By total time; a figure whose 95% interval is wider than itself is not ranked as if it
     // were known: such points follow the others (`PointReport::uncertain`).
@@ -186,6 +198,14 @@ pub(crate) fn collect(opts: &ReportOptions) -> Report {
     report.tracepoints = crate::tracepoint::infos();
     report.budget = budget;
     report.tree = Some(tree);
+    #[cfg(not(loom))]
+    if let Some(rows) = &alloc {
+        let mut a = AllocReport::default();
+        a.outside = rows[0].stats();
+        a.header_bytes = crate::alloc::HEADER_BYTES as u64;
+        (a.tables, a.table_bytes) = crate::alloc::own_memory();
+        report.alloc = Some(a);
+    }
     #[cfg(feature = "heatmap")]
     {
         report.heatmap = heatmap;

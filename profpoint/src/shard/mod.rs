@@ -146,6 +146,11 @@ pub(crate) struct Shard {
     base: std::sync::atomic::AtomicPtr<Shard>,
     /// Entries of the count table: one per point, or 0 without a table.
     counts_len: usize,
+    /// This thread's allocation counters, one row per point and row 0 (`alloc.rs`): null
+    /// until the counting allocator's first call on the shard. Written by the owner, read by
+    /// reports.
+    #[cfg(not(loom))]
+    pub(crate) alloc_rows: std::sync::atomic::AtomicPtr<crate::alloc::Row>,
 }
 
 impl Shard {
@@ -169,6 +174,8 @@ impl Shard {
             tree: Box::new(nodes::Tree::new()),
             base: std::sync::atomic::AtomicPtr::new(std::ptr::null_mut()),
             counts_len: 0,
+            #[cfg(not(loom))]
+            alloc_rows: std::sync::atomic::AtomicPtr::new(std::ptr::null_mut()),
         }
     }
 
@@ -222,6 +229,14 @@ impl Shard {
         // SAFETY: `base` is this shard's allocation (`allocate`), which holds `counts_len`
         // initialised words right after the shard, and is never freed.
         unsafe { std::slice::from_raw_parts(base.add(1).cast::<AtomicU64>(), self.counts_len) }
+    }
+
+    /// The number of points this shard has a slot cell for (every point of the program): the
+    /// counting allocator's table has one row more (hot path: a load, no call).
+    #[cfg(not(loom))]
+    #[inline(always)]
+    pub(crate) fn points(&self) -> usize {
+        self.slots.len()
     }
 
     /// The slot of point `index`, if this shard has one and serves the fast path (hot path).
@@ -700,6 +715,15 @@ pub(crate) fn setup_calls() -> u64 {
 /// Every shard made so far.
 pub(crate) fn all_shards() -> Vec<&'static Shard> {
     registry().all.clone()
+}
+
+/// Calls `f` with every shard made so far, under the registry's lock (for readers that must
+/// not allocate: `f` only reads).
+#[cfg(not(loom))]
+pub(crate) fn for_each_shard(mut f: impl FnMut(&'static Shard)) {
+    for &s in registry().all.iter() {
+        f(s);
+    }
 }
 
 /// Number of shards made so far (bounded by the peak number of concurrent threads).
