@@ -6,6 +6,7 @@ mod common;
 #[path = "serve/pprof.rs"]
 mod pprof;
 
+use sha2::Digest;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::OnceLock;
@@ -190,6 +191,39 @@ fn the_page_is_whole_and_keeps_to_itself() {
         );
     }
     assert!(script.contains("/debug/profpoint?format=json"));
+    // The policy runs this script and applies this style sheet, and no other inline one.
+    assert!(!csp.contains("unsafe-inline"), "{csp}");
+    for (tag, what) in [("script", "script-src"), ("style", "style-src")] {
+        let open = format!("<{tag}>");
+        let from = page.find(&open).unwrap() + open.len();
+        let to = page.find(&format!("</{tag}>")).unwrap();
+        assert_eq!(page.matches(&open).count(), 1, "one inline {tag}");
+        let hash = base64(&sha2::Sha256::digest(page[from..to].as_bytes()));
+        let want = format!("{what} 'sha256-{hash}'");
+        assert!(
+            csp.contains(&want),
+            "the policy does not name the page's {tag} (set its constant in endpoints.rs to {hash}): {csp}"
+        );
+    }
+}
+
+/// Standard base64 with padding (what a policy's hash source is written in).
+fn base64(bytes: &[u8]) -> String {
+    const A: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for c in bytes.chunks(3) {
+        let n = (u32::from(c[0]) << 16)
+            | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
+            | u32::from(*c.get(2).unwrap_or(&0));
+        for i in 0..4 {
+            if i <= c.len() {
+                out.push(A[(n >> (18 - 6 * i)) as usize & 63] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
 }
 
 /// With a token, the page is served to a request that carries it, as the header or, for the

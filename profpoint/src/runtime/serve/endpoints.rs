@@ -155,6 +155,14 @@ pub(super) fn respond(req: &httparse::Request<'_, '_>, opts: &ServeOptions) -> R
 /// `/debug/profpoint?format=json` and draws the table and the flame graph in the browser.
 pub(super) const PAGE: &str = include_str!("page.html");
 
+/// The SHA-256 (base64) of the page's one inline script and of its one style sheet: its
+/// policy lets the browser run that script and apply that sheet and no other, where
+/// `'unsafe-inline'` let any inline script run, one a name slipping past the page's escaping
+/// could bring. `tests/serve.rs` recomputes both from the page served (edit `page.html`, and
+/// that test names the new values).
+const PAGE_SCRIPT_SHA256: &str = "i85BX9GXZNjs8B7ioQf3FHAGViFLj6mCZNpGT9v94NY=";
+const PAGE_STYLE_SHA256: &str = "LjWk+LKtqWiDNauJ6lQgIOBcoeQrYa1RlWun9gMHP84=";
+
 /// The page's answer, with the headers that keep it to itself: its policy lets it load nothing
 /// and connect nowhere but this server (so it works offline, and a name in the report that
 /// slipped past the page's escaping could still fetch nothing), lets no other site frame it,
@@ -166,10 +174,12 @@ pub(super) fn page() -> Response {
         extra: vec![
             (
                 "Content-Security-Policy",
-                "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; \
-                 connect-src 'self'; img-src 'self' blob: data:; base-uri 'none'; \
-                 form-action 'none'; frame-ancestors 'none'"
-                    .into(),
+                format!(
+                    "default-src 'none'; script-src 'sha256-{PAGE_SCRIPT_SHA256}'; \
+                     style-src 'sha256-{PAGE_STYLE_SHA256}'; connect-src 'self'; \
+                     img-src 'self' blob: data:; base-uri 'none'; form-action 'none'; \
+                     frame-ancestors 'none'"
+                ),
             ),
             ("X-Content-Type-Options", "nosniff".into()),
             ("X-Frame-Options", "DENY".into()),
