@@ -6,6 +6,7 @@
 //! an error, and a panic (ratatui's hook).
 
 mod http;
+mod signals;
 pub(crate) mod view;
 
 use clap::Args;
@@ -95,10 +96,12 @@ pub(crate) fn top(a: TopArgs, max_input: u64) -> Result<ExitCode, String> {
             .map_err(|e| format!("cannot start the request thread: {e}"))?;
     }
     let mut view = View::new(host, a.sort, a.filter, a.every);
+    signals::catch();
     let mut terminal =
         ratatui::try_init().map_err(|e| format!("cannot set up the terminal: {e}"))?;
     let result = run(&mut terminal, &mut view, &rx, &paused, &wake);
     ratatui::restore();
+    signals::end_by_the_signal_caught();
     result.map(|()| ExitCode::SUCCESS)
 }
 
@@ -173,6 +176,9 @@ fn run(
     let mut dirty = true;
     let mut last_ok: Option<String> = None;
     loop {
+        if signals::caught().is_some() {
+            return Ok(());
+        }
         while let Ok(m) = rx.try_recv() {
             match m {
                 Fetched::Report(r) => {
