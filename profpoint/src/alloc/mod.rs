@@ -11,7 +11,7 @@
 //! - **Where a call is counted.** The allocator reads the thread's shard pointer (the same TLS
 //!   word the points read: a plain TLS word with no destructor, safe before `main` and during
 //!   thread-local teardown) and, through it, the point active on the thread
-//!   (`Shard::active_point`, the word the sampler reads). Each shard has a table of [`Row`]s,
+//!   (`Shard::active_point`, the word the sampler reads). Each shard has a table of `Row`s,
 //!   one per point plus row 0 for "outside any point", made on the shard's first allocation
 //!   from the wrapped allocator itself (never through the global allocator, so never
 //!   recursively). Only the owning thread writes its rows, with plain adds (no atomic
@@ -37,7 +37,7 @@
 //!   table (under the shard registry's lock, allocating nothing for the one-row readers).
 //!
 //! # Extending
-//! A new per-point figure is a word of [`Row`] (there is one spare), added on the path that
+//! A new per-point figure is a word of `Row` (there is one spare), added on the path that
 //! changes it and summed in `read.rs`.
 
 use std::alloc::{GlobalAlloc, Layout};
