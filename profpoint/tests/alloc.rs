@@ -604,7 +604,7 @@ fn report() {
 
 /// Every scenario, by name (each runs in a child of its own).
 fn scenarios() -> Vec<(&'static str, fn())> {
-    let mut all: Vec<(&'static str, fn())> = vec![
+    let all: Vec<(&'static str, fn())> = vec![
         (
             "a_disabled_point_s_allocations_are_its_caller_s",
             disabled_point,
@@ -626,7 +626,11 @@ fn scenarios() -> Vec<(&'static str, fn())> {
         ("the_report_has_memory_columns_and_fields", report),
     ];
     #[cfg(unix)]
-    all.push(("counts_stay_exact_across_fork", across_fork));
+    let all = {
+        let mut all = all;
+        all.push(("counts_stay_exact_across_fork", across_fork));
+        all
+    };
     all
 }
 

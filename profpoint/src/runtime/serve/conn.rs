@@ -479,6 +479,7 @@ mod tests {
     /// A stream whose socket buffer is set as small as the system allows (`SO_RCVBUF` for a
     /// client before it connects, `SO_SNDBUF` for an accepted stream), so that an answer of
     /// tens of KB does not fit in the two buffers.
+    #[cfg(unix)]
     fn small_buffers(addr: std::net::SocketAddr) -> TcpStream {
         use std::os::fd::FromRawFd;
         let std::net::SocketAddr::V4(v4) = addr else {
@@ -487,7 +488,7 @@ mod tests {
         // SAFETY: a new socket whose descriptor is owned by the TcpStream made from it below
         // (or closed here on failure); `sa` is a valid sockaddr_in for the call's length.
         unsafe {
-            let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+            let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0);
             assert!(fd >= 0);
             let one: libc::c_int = 1;
             libc::setsockopt(
@@ -514,6 +515,7 @@ mod tests {
         }
     }
 
+    #[cfg(unix)]
     fn small_send_buffer(s: &TcpStream) {
         use std::os::fd::AsRawFd;
         let one: libc::c_int = 1;
@@ -531,6 +533,7 @@ mod tests {
     }
 
     /// The accepted end of `client`'s connection, with its request head read.
+    #[cfg(unix)]
     fn accept_request(
         listener: &std::net::TcpListener,
         client: &mut TcpStream,
@@ -548,6 +551,7 @@ mod tests {
     /// built, so that the next request is answered, not refused 503 (one place here; 40 such
     /// clients held every place of a real server for the write's whole deadline); and the
     /// client that does not read is given up at the stall.
+    #[cfg(unix)]
     #[test]
     fn an_answer_its_client_does_not_read_leaves_its_place() {
         let shared = Arc::new(Shared {
