@@ -81,7 +81,7 @@ pub(crate) struct Counts {
     pub(crate) idle: u64,
     /// Calls by bucket (`hist::index`), up to the last non-empty bucket: shorter than
     /// `hist::BUCKETS` (empty with no timed call), so that a report of many points copies
-    /// only the buckets their calls reached (11 KB a point and thread in full).
+    /// only the buckets their calls reached, not the whole array of every slot.
     pub(crate) hist: Vec<u64>,
 }
 
@@ -435,6 +435,23 @@ mod tests {
         assert_eq!((d.nr(), d.total, d.hist[1]), (3, 30, 3));
     }
 
+    /// One timed call of `t` ticks written into `s`, its least and greatest kept as
+    /// `point/hot.rs` keeps them when `with_min_max`.
+    fn record(s: &Slot, t: u64, with_min_max: bool) {
+        s.write_begin();
+        bump(&s.timed, 1);
+        if with_min_max {
+            if t < crate::owned::get(&s.min) {
+                crate::owned::set(&s.min, t);
+            }
+            if t > crate::owned::get(&s.max) {
+                crate::owned::set(&s.max, t);
+            }
+        }
+        s.record_hist(t);
+        s.write_end();
+    }
+
     /// The distribution, one call late in the slot, is whole in every copy: the last timed
     /// interval (still pending) is read into its bucket, and each earlier one is in `hist`
     /// once. Both ways a copy reads the buckets: between those of `min` and `max` when the
@@ -448,19 +465,7 @@ mod tests {
             assert_eq!(empty.hist.iter().sum::<u64>(), 0);
             let ticks = [3u64, 40, 40, 1_000, 77_777, 0, 3, u64::MAX / 2, 5];
             for (n, &t) in ticks.iter().enumerate() {
-                s.write_begin();
-                bump(&s.timed, 1);
-                if with_min_max {
-                    // As `point/hot.rs` records a call.
-                    if t < crate::owned::get(&s.min) {
-                        crate::owned::set(&s.min, t);
-                    }
-                    if t > crate::owned::get(&s.max) {
-                        crate::owned::set(&s.max, t);
-                    }
-                }
-                s.record_hist(t);
-                s.write_end();
+                record(&s, t, with_min_max);
                 let mut c = Counts::default();
                 s.read(&mut c);
                 let mut want = vec![0u64; hist::BUCKETS];
@@ -485,16 +490,7 @@ mod tests {
     fn copies_of_narrow_and_wide_slots_add_up() {
         let write = |s: &Slot, ticks: &[u64]| {
             for &t in ticks {
-                s.write_begin();
-                bump(&s.timed, 1);
-                if t < crate::owned::get(&s.min) {
-                    crate::owned::set(&s.min, t);
-                }
-                if t > crate::owned::get(&s.max) {
-                    crate::owned::set(&s.max, t);
-                }
-                s.record_hist(t);
-                s.write_end();
+                record(s, t, true);
             }
         };
         let (wide, narrow) = (Slot::new_boxed(), Slot::new_boxed());

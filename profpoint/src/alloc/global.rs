@@ -17,22 +17,8 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Counting<A> {
             // SAFETY: the caller's contract, passed on.
             return unsafe { self.inner.alloc(layout) };
         }
-        let Some((off, l)) = outer(layout) else {
-            return std::ptr::null_mut();
-        };
         // SAFETY: `l` is not zero-sized (it has the header).
-        let base = unsafe { self.inner.alloc(l) };
-        if base.is_null() {
-            return base;
-        }
-        let header = self.charge_alloc(layout.size());
-        // SAFETY: `off >= 8` bytes of the block precede the user's pointer, which is aligned
-        // to `max(8, align)`, so the word before it is aligned and inside the block.
-        unsafe {
-            let user = base.add(off);
-            user.cast::<u64>().sub(1).write(header);
-            user
-        }
+        self.new_block(layout, |l| unsafe { self.inner.alloc(l) })
     }
 
     #[inline]
@@ -41,21 +27,8 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Counting<A> {
             // SAFETY: the caller's contract, passed on.
             return unsafe { self.inner.alloc_zeroed(layout) };
         }
-        let Some((off, l)) = outer(layout) else {
-            return std::ptr::null_mut();
-        };
         // SAFETY: as in `alloc`.
-        let base = unsafe { self.inner.alloc_zeroed(l) };
-        if base.is_null() {
-            return base;
-        }
-        let header = self.charge_alloc(layout.size());
-        // SAFETY: as in `alloc`.
-        unsafe {
-            let user = base.add(off);
-            user.cast::<u64>().sub(1).write(header);
-            user
-        }
+        self.new_block(layout, |l| unsafe { self.inner.alloc_zeroed(l) })
     }
 
     #[inline]
@@ -103,6 +76,30 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Counting<A> {
             }
             self.charge_realloc(header, layout.size(), new_size);
             base.add(off)
+        }
+    }
+}
+
+impl<A: GlobalAlloc> Counting<A> {
+    /// A new block of `layout` from `wrapped` (the wrapped allocator's `alloc` or
+    /// `alloc_zeroed`, called with the outer layout): counted, its header written, the user's
+    /// pointer returned; a null passed through, counting nothing.
+    #[inline(always)]
+    fn new_block(&self, layout: Layout, wrapped: impl FnOnce(Layout) -> *mut u8) -> *mut u8 {
+        let Some((off, l)) = outer(layout) else {
+            return std::ptr::null_mut();
+        };
+        let base = wrapped(l);
+        if base.is_null() {
+            return base;
+        }
+        let header = self.charge_alloc(layout.size());
+        // SAFETY: `off >= 8` bytes of the block precede the user's pointer, which is aligned
+        // to `max(8, align)`, so the word before it is aligned and inside the block.
+        unsafe {
+            let user = base.add(off);
+            user.cast::<u64>().sub(1).write(header);
+            user
         }
     }
 }

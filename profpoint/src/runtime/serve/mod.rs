@@ -43,7 +43,7 @@
 //!   loopback without a token says so in one line on stderr.
 //! - The server's own threads make no point calls: nothing of it appears in the user's table.
 //! - Reports are built on one long-lived thread, `profpoint-serve-report` (`reports.rs`; a
-//!   fresh connection thread paid 3x for it), one at a time, each for every request that
+//!   fresh connection thread paid several times as much: BENCHMARKS.md, "Live server"), one at a time, each for every request that
 //!   waited while the one before was built (and each rendering made once for them): a burst
 //!   of scrapes costs two builds, not one each, and no answer holds figures older than its
 //!   request. An answer leaves its place among the connections once built and is written

@@ -52,8 +52,8 @@ pub(super) static WORKER: std::sync::OnceLock<std::sync::mpsc::Sender<Job>> =
 /// Starts the report thread, `profpoint-serve-report`, once: it builds every report the
 /// endpoints answer with (one at a time, each shared by the requests waiting for it), and
 /// keeps the history for `?last=` between requests. One long-lived thread: a report built on
-/// a fresh connection thread cost 3x as much (its allocations met fresh pages:
-/// BENCHMARKS.md, "Live server").
+/// a fresh connection thread cost several times as much (its allocations met fresh pages:
+/// BENCHMARKS.md, "Live server", has the figure).
 pub(super) fn history_start() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
